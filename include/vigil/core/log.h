@@ -1,0 +1,57 @@
+#pragma once
+// The error log, in nginx's format:
+//   2026/11/21 19:03:32 [notice] 4018#0: message (13: Permission denied)
+// Written with one write(2) per line; a file log can be reopened (USR1).
+
+#include <cstdarg>
+#include <string>
+#include <string_view>
+
+#include "vigil/core/result.h"
+
+namespace vigil {
+
+enum class LogLevel : int { kEmerg = 0, kAlert, kCrit, kError, kWarn, kNotice, kInfo, kDebug };
+
+std::string_view log_level_name(LogLevel level);
+// Parses "debug".."emerg" (nginx spells error as "error"); false when unknown.
+bool parse_log_level(std::string_view name, LogLevel* out);
+
+class Log {
+ public:
+  Log();  // stderr, level notice
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // "stderr" or a file path (opened for append, created 0644).
+  Status open(std::string_view target, LogLevel level);
+  Status reopen();  // reopen the same path (after logrotate)
+  void set_level(LogLevel level) { level_ = level; }
+  LogLevel level() const { return level_; }
+  bool enabled(LogLevel level) const { return static_cast<int>(level) <= static_cast<int>(level_); }
+  const std::string& target() const { return target_; }
+  int fd() const { return fd_; }
+
+  // Writes one line if `level` is enabled. `err` is an errno value or 0.
+  void write(LogLevel level, int err, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+  void vwrite(LogLevel level, int err, const char* fmt, va_list ap);
+
+  // The process-wide default log (stderr until configured).
+  static Log& global();
+
+ private:
+  int fd_ = 2;
+  bool owns_fd_ = false;
+  LogLevel level_ = LogLevel::kNotice;
+  std::string target_ = "stderr";
+};
+
+}  // namespace vigil
+
+// Formats nothing unless the level is enabled.
+#define VIGIL_LOG(log, lvl, err, ...)                                   \
+  do {                                                                  \
+    if ((log).enabled(::vigil::LogLevel::lvl))                          \
+      (log).write(::vigil::LogLevel::lvl, (err), __VA_ARGS__);          \
+  } while (0)

@@ -1,0 +1,63 @@
+#pragma once
+// The backend interface (seed 000 ngx_event_actions_t): one table of
+// operations, one implementation per kernel mechanism, chosen by `use` or
+// automatically (best available first: epoll, io_uring is opt-in, poll, select).
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "vigil/core/result.h"
+#include "vigil/event/event.h"
+
+namespace vigil {
+
+class Connection;
+class EventLoop;
+
+struct BackendConfig {
+  std::size_t connections = 512;  // worker_connections: the most fds it must watch
+  std::size_t events = 512;       // epoll_events: batch size of one wait
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual unsigned capabilities() const = 0;  // kCap* flags
+
+  // `loop` receives posted events and owns the notify event.
+  virtual Status init(EventLoop& loop, const BackendConfig& cfg) = 0;
+  virtual void done() = 0;
+
+  // Register interest in ev's direction (ev.write). Sets ev.active. With
+  // kEvClose, del only clears the bookkeeping: the fd is about to be closed.
+  virtual Status add(Event& ev, unsigned flags) = 0;
+  virtual Status del(Event& ev, unsigned flags) = 0;
+  virtual Status enable(Event& ev, unsigned flags) { return add(ev, flags); }
+  virtual Status disable(Event& ev, unsigned flags) { return del(ev, flags); }
+
+  // Both directions at once, edge-triggered, for the connection's lifetime.
+  // Level-triggered backends register the read direction only.
+  virtual Status add_conn(Connection& c) = 0;
+  virtual Status del_conn(Connection& c, unsigned flags) = 0;
+
+  // Wakes a process_events that is waiting; safe from any thread and from a
+  // signal handler. The loop then runs its notify event's handler.
+  virtual Status notify() = 0;
+
+  // Waits at most `timer` ms (kTimerInfinite: no limit), refreshes the cached
+  // time when kProcUpdateTime is set or the timer_resolution alarm fired, and
+  // dispatches ready events: handlers are called, or with kProcPostEvents the
+  // events are posted (accept events to the loop's posted_accept queue, others
+  // to posted). Stale events (fd == -1 or instance mismatch) are dropped.
+  // EINTR is not an error.
+  virtual Status process_events(Msec timer, unsigned flags) = 0;
+};
+
+// Names of the backends compiled in, best first.
+std::vector<std::string_view> backend_names();
+// "epoll", "poll", "select", "io_uring"; empty: the best available.
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name);
+
+}  // namespace vigil

@@ -1,0 +1,55 @@
+#pragma once
+// A listening socket (ngx_listening_t): address, options, and the handler the
+// accept code calls for every new connection.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
+#include <string_view>
+
+#include "vigil/core/result.h"
+#include "vigil/event/event.h"
+
+namespace vigil {
+
+class Connection;
+class Log;
+
+class Listening {
+ public:
+  using Handler = void (*)(Connection& c);
+
+  sockaddr_storage addr{};
+  socklen_t addrlen = 0;
+  std::string addr_text;  // "127.0.0.1:8080"
+
+  int fd = -1;
+  int backlog = 511;
+  int rcvbuf = -1;  // -1: leave the kernel's default
+  int sndbuf = -1;
+  bool tcp_nodelay = true;
+  bool keepalive = false;        // SO_KEEPALIVE on accepted sockets
+  bool deferred_accept = false;  // TCP_DEFER_ACCEPT
+  bool reuseport = false;        // SO_REUSEPORT: one socket per worker
+  bool ipv6only = true;
+
+  Handler handler = nullptr;  // called with every accepted connection
+  void* servers = nullptr;    // the protocol's configuration for this address
+  std::size_t pool_size = 512;  // initial arena size of accepted connections
+  Log* log = nullptr;
+
+  Connection* connection = nullptr;  // its connection in the worker's pool
+  bool inherited = false;            // received from the previous master (reload)
+
+  // Parses "127.0.0.1:8080", "[::1]:8080", "*:8080", "8080" into addr/addr_text.
+  Status set_address(std::string_view text);
+  // socket(), SO_REUSEADDR (+ SO_REUSEPORT), bind() (retried `tries` times,
+  // 500 ms apart, on EADDRINUSE), listen(). Leaves fd nonblocking, close-on-exec.
+  Status open(int tries = 1);
+  void close();
+  // The port actually bound (after binding port 0).
+  int port() const;
+};
+
+}  // namespace vigil

@@ -1,0 +1,130 @@
+#pragma once
+// One worker's event loop: the backend, the connection pool, the timer tree and
+// the posted queues, driven by process_events_and_timers() in exactly the order
+// of seed 001 (算法 1).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vigil/core/result.h"
+#include "vigil/event/backend.h"
+#include "vigil/event/pool.h"
+#include "vigil/event/posted.h"
+#include "vigil/event/timer.h"
+
+namespace vigil {
+
+class Listening;
+class Log;
+
+// The process-shared lock the accept mutex is built on (core's Shmtx
+// implements it); the loop only needs these two operations.
+class ProcessMutex {
+ public:
+  virtual ~ProcessMutex() = default;
+  virtual bool trylock() = 0;
+  virtual void unlock() = 0;
+};
+
+struct EventLoopConfig {
+  std::string use;                // backend name, "" = best available
+  std::size_t connections = 512;  // worker_connections
+  std::size_t events = 512;       // epoll_events
+  bool multi_accept = false;
+  Msec accept_mutex_delay = 500;
+  Msec timer_resolution = 0;  // 0: refresh the time after every wait
+};
+
+// Figures for /metrics and the tests.
+struct LoopStats {
+  std::uint64_t iterations = 0;
+  std::uint64_t events = 0;            // events reported by the backend
+  std::uint64_t empty_waits = 0;       // waits that returned nothing
+  std::uint64_t timers_expired = 0;
+  std::uint64_t posted_run = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t accept_mutex_acquired = 0;
+};
+
+class EventLoop {
+ public:
+  static Result<std::unique_ptr<EventLoop>> create(const EventLoopConfig& cfg, Log& log);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  Backend& backend() { return *backend_; }
+  unsigned capabilities() const { return caps_; }
+  ConnectionPool& pool() { return pool_; }
+  TimerTree& timers() { return timers_; }
+  Log& log() { return *log_; }
+  const EventLoopConfig& config() const { return cfg_; }
+  LoopStats& stats() { return stats_; }
+
+  PostedQueue& posted_accept() { return posted_accept_; }
+  PostedQueue& posted() { return posted_; }
+  PostedQueue& posted_next() { return posted_next_; }
+
+  // ngx_add_timer / ngx_del_timer against the cached clock.
+  void add_timer(Event& ev, Msec delay) { timers_.add(ev, delay, clock::current_msec()); }
+  void del_timer(Event& ev) { timers_.del(ev); }
+  void post(Event& ev) { posted_.post(ev); }
+
+  // nginx's ngx_handle_read_event / ngx_handle_write_event: make sure the
+  // backend will report the event when it is not ready. Edge-triggered: add
+  // once, never delete. Level-triggered: add when not ready, delete when ready
+  // (or the loop would spin on it).
+  Status handle_read_event(Event& rev, unsigned flags = 0);
+  Status handle_write_event(Event& wev, std::size_t lowat = 0);
+
+  // Takes a pool connection for `ls`, sets its read handler to the accept
+  // handler, and (unless the accept mutex is in use) registers it.
+  Status add_listening(Listening& ls);
+  Status enable_accept_events();
+  Status disable_accept_events();
+  const std::vector<Listening*>& listening() const { return listening_; }
+
+  // One pass of the loop (seed 001, 算法 1).
+  void process_events_and_timers();
+  // Runs passes until stop(); then, when `graceful`, until no_timers_left().
+  void run();
+  void stop() { stopping_ = true; }
+  bool stopping() const { return stopping_; }
+
+  // Load balancing (seed 002, 9.8.3): n/8 - free, updated after each accept.
+  std::int64_t accept_disabled = 0;
+  // The accept mutex seam (issue: master/worker). Null: no accept mutex.
+  void set_accept_mutex(ProcessMutex* m) { accept_mutex_ = m; }
+  bool accept_mutex_held() const { return accept_mutex_held_; }
+
+  // The handler run in the loop after Backend::notify() woke it.
+  Event& notify_event() { return notify_event_; }
+
+ private:
+  EventLoop() = default;
+  Status trylock_accept_mutex();
+
+  EventLoopConfig cfg_;
+  Log* log_ = nullptr;
+  std::unique_ptr<Backend> backend_;
+  unsigned caps_ = 0;
+  ConnectionPool pool_;
+  TimerTree timers_;
+  PostedQueue posted_accept_;
+  PostedQueue posted_;
+  PostedQueue posted_next_;
+  std::vector<Listening*> listening_;
+  ProcessMutex* accept_mutex_ = nullptr;
+  bool accept_mutex_held_ = false;
+  bool accept_events_enabled_ = false;
+  bool stopping_ = false;
+  LoopStats stats_;
+  Event notify_event_;
+};
+
+// The read handler of listening connections (seed 001, 4.1 ngx_event_accept).
+void event_accept(Event& ev);
+
+}  // namespace vigil

@@ -1,0 +1,56 @@
+#pragma once
+// Outgoing (active) connections (seed 000 "主动连接", ngx_peer_connection_t):
+// a nonblocking connect whose completion arrives as a write event.
+
+#include <sys/socket.h>
+
+#include <string>
+
+#include "vigil/event/connection.h"
+
+namespace vigil {
+
+class EventLoop;
+class Log;
+class PeerConnection;
+
+// The upstream layer's hooks: pick the next peer (fills addr/addrlen/name),
+// and learn how the attempt went.
+using GetPeerFn = int (*)(PeerConnection& pc, void* data);  // kPeerOk or kPeerBusy
+using FreePeerFn = void (*)(PeerConnection& pc, void* data, unsigned state);
+
+inline constexpr int kPeerOk = 0;          // connected
+inline constexpr int kPeerAgain = -2;      // connecting: wait for the write event
+inline constexpr int kPeerError = -1;      // failed for a local reason (no fds, ...)
+inline constexpr int kPeerDeclined = -5;   // refused or unreachable: try the next peer
+inline constexpr int kPeerBusy = -3;       // no live peer left
+
+inline constexpr unsigned kPeerFailed = 1u << 0;  // FreePeerFn state bits
+inline constexpr unsigned kPeerNext = 1u << 1;
+
+class PeerConnection {
+ public:
+  Connection* connection = nullptr;
+  sockaddr_storage addr{};
+  socklen_t addrlen = 0;
+  std::string name;  // for log messages
+  unsigned tries = 1;  // attempts left before giving up
+
+  GetPeerFn get = nullptr;
+  FreePeerFn free = nullptr;
+  void* data = nullptr;
+
+  int rcvbuf = -1;
+  Log* log = nullptr;
+  bool cached = false;
+};
+
+// Gets the peer (pc.get, if set), a pool connection and a socket, and starts a
+// nonblocking connect. Returns kPeerOk, kPeerAgain, kPeerDeclined, kPeerBusy or
+// kPeerError; on anything but kPeerOk/kPeerAgain no connection is held.
+int event_connect_peer(EventLoop& loop, PeerConnection& pc);
+// After the write event of a kPeerAgain connect: 0 when connected, else the
+// socket error (SO_ERROR).
+int peer_connect_result(Connection& c);
+
+}  // namespace vigil
