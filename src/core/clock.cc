@@ -82,10 +82,10 @@ Civil civil_from_seconds(long long t) {
 
   const long long z = days + 719468;  // days since 0000-03-01
   const long long era = floor_div(z, 146097);
-  const long long doe = z - era * 146097;                                  // [0, 146096]
+  const long long doe = z - era * 146097;                                       // [0, 146096]
   const long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;  // [0, 399]
-  const long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);          // [0, 365]
-  const long long mp = (5 * doy + 2) / 153;                               // [0, 11], March = 0
+  const long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);                // [0, 365]
+  const long long mp = (5 * doy + 2) / 153;  // [0, 11], March = 0
   c.day = static_cast<unsigned>(doy - (153 * mp + 2) / 5 + 1);
   c.month = static_cast<unsigned>(mp < 10 ? mp + 3 : mp - 9);
   c.year = yoe + era * 400 + (c.month <= 2 ? 1 : 0);
@@ -228,8 +228,8 @@ void refresh(CachedTime& t) {
   if (clock_gettime(CLOCK_REALTIME, &wall) != 0 || clock_gettime(CLOCK_MONOTONIC, &mono) != 0) {
     return;
   }
-  const Msec mono_ms = static_cast<Msec>(mono.tv_sec) * 1000 +
-                       static_cast<Msec>(mono.tv_nsec / 1000000);
+  const Msec mono_ms =
+      static_cast<Msec>(mono.tv_sec) * 1000 + static_cast<Msec>(mono.tv_nsec / 1000000);
   const int gmtoff = (t.formatted && t.formatted_sec == wall.tv_sec)
                          ? t.gmtoff_minutes
                          : system_gmtoff_minutes(wall.tv_sec);
@@ -244,20 +244,38 @@ inline CachedTime& cache() {
   return t;
 }
 
-void on_alarm(int) { g_alarm_fired = 1; }
+void on_alarm(int) {
+  g_alarm_fired = 1;
+}
 
 }  // namespace
 
-Msec current_msec() { return cache().mono_msec; }
-std::time_t now_sec() { return cache().sec; }
-unsigned now_msec_part() { return cache().msec; }
+Msec current_msec() {
+  return cache().mono_msec;
+}
+std::time_t now_sec() {
+  return cache().sec;
+}
+unsigned now_msec_part() {
+  return cache().msec;
+}
 
-std::string_view http_date() { return {cache().http_date, kHttpDateLen}; }
-std::string_view err_log_time() { return {cache().err_log_time, kErrLogTimeLen}; }
-std::string_view http_log_time() { return {cache().http_log_time, kHttpLogTimeLen}; }
-std::string_view iso8601() { return {cache().iso8601, kIso8601Len}; }
+std::string_view http_date() {
+  return {cache().http_date, kHttpDateLen};
+}
+std::string_view err_log_time() {
+  return {cache().err_log_time, kErrLogTimeLen};
+}
+std::string_view http_log_time() {
+  return {cache().http_log_time, kHttpLogTimeLen};
+}
+std::string_view iso8601() {
+  return {cache().iso8601, kIso8601Len};
+}
 
-void time_update() { refresh(t_cache); }
+void time_update() {
+  refresh(t_cache);
+}
 
 void time_update_fixed(std::time_t sec, unsigned msec, Msec mono_msec, int gmtoff_minutes) {
   store(t_cache, sec, msec, mono_msec, gmtoff_minutes);

@@ -21,7 +21,7 @@ constexpr std::size_t kMaxLine = 2048;
 constexpr std::size_t kErrnoRoom = 128;
 constexpr char kEllipsis[] = "...";
 
-constexpr std::string_view kLevelNames[] = {"emerg", "alert", "crit", "error",
+constexpr std::string_view kLevelNames[] = {"emerg", "alert",  "crit", "error",
                                             "warn",  "notice", "info", "debug"};
 
 constexpr int kOpenFlags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
@@ -30,7 +30,9 @@ constexpr mode_t kOpenMode = 0644;
 // strerror is not thread-safe; strerror_r comes in a GNU (returns char*) and
 // an XSI (returns int) flavour depending on feature macros. Overloads pick the
 // right reading of whichever one the headers declared.
-[[maybe_unused]] const char* strerror_result(char* r, char*) { return r; }
+[[maybe_unused]] const char* strerror_result(char* r, char*) {
+  return r;
+}
 [[maybe_unused]] const char* strerror_result(int r, char* buf) {
   return r == 0 ? buf : "Unknown error";
 }

@@ -55,7 +55,9 @@ void log_io_error(const Connection& c, int err, const char* call) {
   }
 }
 
-bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+bool would_block(int err) {
+  return err == EAGAIN || err == EWOULDBLOCK;
+}
 
 // A read of `n` bytes out of `asked` succeeded: decide whether more may be
 // waiting. A short read normally means the socket is drained; after
@@ -277,8 +279,8 @@ Chain* writev_chain(Connection& c, Chain* in, off_t limit) {
   while (cl != nullptr && sent < max) {
     std::size_t asked = 0;
     const bool file = cl->buf->in_file;
-    const long n = file ? send_file(c, cl, max - sent, &asked)
-                        : send_memory(c, cl, max - sent, &asked);
+    const long n =
+        file ? send_file(c, cl, max - sent, &asked) : send_memory(c, cl, max - sent, &asked);
     if (n < 0) {
       const int err = errno;
       if (would_block(err)) {
@@ -296,9 +298,9 @@ Chain* writev_chain(Connection& c, Chain* in, off_t limit) {
       wev.error = 1;
       c.error = 1;
       if (c.log != nullptr) {
-        VIGIL_LOG(*c.log, kAlert, 0, "*%llu sendfile() reported that the file was truncated at %lld",
-                  static_cast<unsigned long long>(c.number),
-                  static_cast<long long>(cl->buf->file_pos));
+        VIGIL_LOG(
+            *c.log, kAlert, 0, "*%llu sendfile() reported that the file was truncated at %lld",
+            static_cast<unsigned long long>(c.number), static_cast<long long>(cl->buf->file_pos));
       }
       return kChainError;
     }

@@ -40,7 +40,9 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 // Port 0 is accepted: it asks the kernel for a free port (tests use it).
 Status parse_port(std::string_view text, std::string_view whole, int* port) {
@@ -191,8 +193,7 @@ Status Listening::open(int tries) {
     if (!st) return fail(std::move(st));
   }
   if (family == AF_INET6) {
-    st = set_int_option(s, IPPROTO_IPV6, IPV6_V6ONLY, ipv6only ? 1 : 0, "IPV6_V6ONLY",
-                        addr_text);
+    st = set_int_option(s, IPPROTO_IPV6, IPV6_V6ONLY, ipv6only ? 1 : 0, "IPV6_V6ONLY", addr_text);
     if (!st) return fail(std::move(st));
   }
   if (rcvbuf != -1) {
@@ -213,8 +214,8 @@ Status Listening::open(int tries) {
       return fail(Status::sys("bind() to " + addr_text, err));
     }
     if (log != nullptr) {
-      VIGIL_LOG(*log, kNotice, err, "bind() to %s failed, trying again in %d ms",
-                addr_text.c_str(), kBindRetryMs);
+      VIGIL_LOG(*log, kNotice, err, "bind() to %s failed, trying again in %d ms", addr_text.c_str(),
+                kBindRetryMs);
     }
     sleep_ms(kBindRetryMs);
   }
@@ -222,8 +223,8 @@ Status Listening::open(int tries) {
   if (::listen(s, backlog) != 0) return fail(Status::sys("listen() to " + addr_text));
 
   if (deferred_accept) {
-    st = set_int_option(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, kDeferAcceptSeconds,
-                        "TCP_DEFER_ACCEPT", addr_text);
+    st = set_int_option(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, kDeferAcceptSeconds, "TCP_DEFER_ACCEPT",
+                        addr_text);
     if (!st) return fail(std::move(st));
   }
 
@@ -250,7 +251,8 @@ int Listening::port() const {
   if (from->ss_family == AF_INET6) {
     return ntohs(reinterpret_cast<const sockaddr_in6*>(from)->sin6_port);
   }
-  if (from->ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(from)->sin_port);
+  if (from->ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in*>(from)->sin_port);
   return 0;
 }
 

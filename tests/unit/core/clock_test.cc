@@ -134,8 +134,9 @@ TEST(Clock, RealTimeUpdateTracksTheSystem) {
   const std::time_t sys = std::time(nullptr);
   EXPECT_LE(std::llabs(static_cast<long long>(clock::now_sec() - sys)), 1);
   EXPECT_LT(clock::now_msec_part(), 1000u);
-  EXPECT_TRUE(std::regex_match(std::string(clock::http_date()),
-                               std::regex(R"([A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT)")));
+  EXPECT_TRUE(std::regex_match(
+      std::string(clock::http_date()),
+      std::regex(R"([A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT)")));
   EXPECT_TRUE(std::regex_match(std::string(clock::err_log_time()),
                                std::regex(R"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)")));
   EXPECT_TRUE(std::regex_match(std::string(clock::http_log_time()),

@@ -550,8 +550,8 @@ TEST(WritevChain, SendfileOneMegabyteOverTcp) {
   tr.reset(trailer, sizeof(trailer) - 1);
   tr.last = tr.end;
   Chain c4{&tr, nullptr}, c3{&f2, &c4}, c2{&f1, &c3}, c1{&h, &c2};
-  const std::string expected = std::string(header, sizeof(header) - 1) + file +
-                               std::string(trailer, sizeof(trailer) - 1);
+  const std::string expected =
+      std::string(header, sizeof(header) - 1) + file + std::string(trailer, sizeof(trailer) - 1);
 
   std::string got;
   Chain* rest = &c1;

@@ -64,8 +64,7 @@ TEST_P(ListeningBadAddress, IsRejectedWithAClearMessage) {
   ASSERT_TRUE(l.set_address("127.0.0.1:1").is_ok());
   Status s = l.set_address(b.text);
   ASSERT_FALSE(s.is_ok()) << b.text;
-  EXPECT_NE(s.message().find(b.message_part), std::string::npos)
-      << b.text << " -> " << s.message();
+  EXPECT_NE(s.message().find(b.message_part), std::string::npos) << b.text << " -> " << s.message();
   // A failed parse leaves the previous address alone.
   EXPECT_EQ(l.addr_text, "127.0.0.1:1");
 }
@@ -74,8 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
     Table, ListeningBadAddress,
     ::testing::Values(BadAddress{"", "empty listen address"},
                       BadAddress{"127.0.0.1", "no port in \"127.0.0.1\""},
-                      BadAddress{"abc", "no port"},
-                      BadAddress{":8080", "no host in \":8080\""},
+                      BadAddress{"abc", "no port"}, BadAddress{":8080", "no host in \":8080\""},
                       BadAddress{"127.0.0.1:", "no port in \"127.0.0.1:\""},
                       BadAddress{"127.0.0.1:65536", "invalid port \"65536\""},
                       BadAddress{"127.0.0.1:80x", "invalid port \"80x\""},
@@ -93,7 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadAddress{"[127.0.0.1]:80", "invalid IPv6 address"},
                       BadAddress{"::1:8080", "IPv6 address must be in brackets"}));
 
-bool has_flag(int fd, int cmd, int flag) { return (fcntl(fd, cmd) & flag) != 0; }
+bool has_flag(int fd, int cmd, int flag) {
+  return (fcntl(fd, cmd) & flag) != 0;
+}
 
 int sockopt(int fd, int level, int name) {
   int v = -1;
