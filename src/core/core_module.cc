@@ -27,9 +27,9 @@ Status set_worker_processes(const DirectiveCall& call, CoreConf& conf) {
 // Our own table: the log's parse_log_level lives in another layer's file and
 // the loader must not depend on its implementation.
 constexpr std::pair<const char*, LogLevel> kLogLevels[] = {
-    {"emerg", LogLevel::kEmerg},   {"alert", LogLevel::kAlert}, {"crit", LogLevel::kCrit},
-    {"error", LogLevel::kError},   {"warn", LogLevel::kWarn},   {"notice", LogLevel::kNotice},
-    {"info", LogLevel::kInfo},     {"debug", LogLevel::kDebug},
+    {"emerg", LogLevel::kEmerg}, {"alert", LogLevel::kAlert}, {"crit", LogLevel::kCrit},
+    {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},   {"notice", LogLevel::kNotice},
+    {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
 };
 
 Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
@@ -46,8 +46,9 @@ Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
     }
     if (!found) {
       return call.invalid_value(
-          1, ", it must be \"debug\", \"info\", \"notice\", \"warn\", \"error\", \"crit\", "
-             "\"alert\" or \"emerg\"");
+          1,
+          ", it must be \"debug\", \"info\", \"notice\", \"warn\", \"error\", \"crit\", "
+          "\"alert\" or \"emerg\"");
     }
   }
   return Status::ok();

@@ -18,12 +18,11 @@ Module* make_event_module() {
          ev.number<std::size_t>(&EventConf::connections, 512, 1, kMaxCount));
   // The name is checked here; whether that backend exists in this build and
   // on this kernel is the event loop's decision when it starts.
-  m->add("use", kEventsConf, Arity::exactly(1),
-         ev.one_of<std::string>(&EventConf::use, "",
-                                {{"epoll", "epoll"},
-                                 {"poll", "poll"},
-                                 {"select", "select"},
-                                 {"io_uring", "io_uring"}}));
+  m->add(
+      "use", kEventsConf, Arity::exactly(1),
+      ev.one_of<std::string>(
+          &EventConf::use, "",
+          {{"epoll", "epoll"}, {"poll", "poll"}, {"select", "select"}, {"io_uring", "io_uring"}}));
   m->add("multi_accept", kEventsConf, Arity::on_off(), ev.flag(&EventConf::multi_accept, false));
   m->add("accept_mutex", kEventsConf, Arity::on_off(), ev.flag(&EventConf::accept_mutex, false));
   m->add("accept_mutex_delay", kEventsConf, Arity::exactly(1),

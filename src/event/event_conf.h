@@ -13,8 +13,8 @@ namespace vigil {
 // After a successful load every field holds a final value (nginx's defaults
 // where the block did not set one).
 struct EventConf {
-  std::size_t connections = 512;   // worker_connections
-  std::string use;                 // "epoll", "poll", "select", "io_uring"; "" = pick the best
+  std::size_t connections = 512;  // worker_connections
+  std::string use;                // "epoll", "poll", "select", "io_uring"; "" = pick the best
   bool multi_accept = false;
   bool accept_mutex = false;
   Msec accept_mutex_delay = 500;

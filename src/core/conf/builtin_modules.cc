@@ -14,8 +14,12 @@ const ModuleRegistry& ModuleRegistry::builtin() {
   return registry;
 }
 
-const CoreConf& Configuration::core() const { return get<CoreConf>(core_module()); }
+const CoreConf& Configuration::core() const {
+  return get<CoreConf>(core_module());
+}
 
-const EventConf& Configuration::events() const { return get<EventConf>(event_module()); }
+const EventConf& Configuration::events() const {
+  return get<EventConf>(event_module());
+}
 
 }  // namespace vigil

@@ -9,7 +9,9 @@ std::string ConfOrigin::where(std::uint32_t line) const {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 // Copies raw word text, resolving the escapes nginx resolves and keeping every
 // other backslash as written.
@@ -21,11 +23,26 @@ std::string unescape(std::string_view raw) {
     if (c == '\\' && i + 1 < raw.size()) {
       char n = raw[i + 1];
       switch (n) {
-        case '"': case '\'': case '\\': out += n; ++i; continue;
-        case 'n': out += '\n'; ++i; continue;
-        case 't': out += '\t'; ++i; continue;
-        case 'r': out += '\r'; ++i; continue;
-        default: break;
+        case '"':
+        case '\'':
+        case '\\':
+          out += n;
+          ++i;
+          continue;
+        case 'n':
+          out += '\n';
+          ++i;
+          continue;
+        case 't':
+          out += '\t';
+          ++i;
+          continue;
+        case 'r':
+          out += '\r';
+          ++i;
+          continue;
+        default:
+          break;
       }
     }
     out += c;
@@ -39,12 +56,12 @@ Status ConfLexer::next(ConfStatement* out) {
   out->words.clear();
   out->end = ConfTerminator::kEnd;
 
-  bool last_space = true;  // between words: the next non-space starts one
+  bool last_space = true;   // between words: the next non-space starts one
   bool need_space = false;  // a quoted word just closed
   bool comment = false;
-  bool escaped = false;  // the previous character was a backslash
+  bool escaped = false;   // the previous character was a backslash
   bool variable = false;  // the previous character was '$'
-  char quote = 0;  // the open quote character, or 0
+  char quote = 0;         // the open quote character, or 0
   std::size_t start = pos_;
   std::uint32_t start_line = line_;
 

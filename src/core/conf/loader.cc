@@ -231,8 +231,8 @@ Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions
     cfg->env_.conf_prefix = directory_of(path);
   }
 
-  cfg->main_ = std::make_unique<ConfScope>(kMainConf, nullptr, std::string(),
-                                           std::vector<std::string>());
+  cfg->main_ =
+      std::make_unique<ConfScope>(kMainConf, nullptr, std::string(), std::vector<std::string>());
   Loader loader(*cfg->modules_, cfg->env_);
   loader.open_scope(*cfg->main_);
   ConfParser parser(options.limits);
@@ -281,7 +281,9 @@ const void* Configuration::get_conf(const Module& module, int spec,
   return conf;
 }
 
-std::string Configuration::dump() const { return dump_conf_sources(sources_); }
+std::string Configuration::dump() const {
+  return dump_conf_sources(sources_);
+}
 
 std::string dump_conf_sources(const std::vector<ConfSource>& sources) {
   std::string out;

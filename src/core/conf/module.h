@@ -87,7 +87,11 @@ class DirectiveCall {
  public:
   DirectiveCall(const Directive& directive, const ConfStatement& statement, ConfParser& parser,
                 StatementSink& sink, ConfScope& scope, const ConfEnv& env)
-      : directive_(directive), st_(statement), parser_(parser), sink_(sink), scope_(scope),
+      : directive_(directive),
+        st_(statement),
+        parser_(parser),
+        sink_(sink),
+        scope_(scope),
         env_(env) {}
 
   const Directive& directive() const { return directive_; }
@@ -127,8 +131,8 @@ class DirectiveCall {
 struct DirectiveBody {
   int spec = -1;  // index of the owning module's conf spec; -1: writes no conf
   const std::type_info* conf_type = nullptr;
-  std::function<Status(const DirectiveCall&, void* conf)> set;  // conf null when spec < 0
-  std::function<void(void* conf)> apply_default;                // slot helpers only
+  std::function<Status(const DirectiveCall&, void* conf)> set;   // conf null when spec < 0
+  std::function<void(void* conf)> apply_default;                 // slot helpers only
   std::function<void(const void* parent, void* child)> inherit;  // slot helpers only
 
   // A body that keeps no conf (include, or a block that only opens a scope).
@@ -140,10 +144,10 @@ struct Directive {
   ConfContextMask contexts = 0;  // where it is allowed
   Arity arity;
   DirectiveBody body;
-  bool block = false;            // takes "{ ... }"
-  ConfContextMask opens = 0;     // block: the context the loader opens; 0: body parses the block
-  bool multiple = false;         // may repeat in one scope
-  bool required = false;         // must appear in every scope of `contexts`
+  bool block = false;         // takes "{ ... }"
+  ConfContextMask opens = 0;  // block: the context the loader opens; 0: body parses the block
+  bool multiple = false;      // may repeat in one scope
+  bool required = false;      // must appear in every scope of `contexts`
 };
 
 // A module's conf kind, type-erased.
@@ -176,7 +180,8 @@ class ConfSlot {
 
   // A plain decimal number within [min, max].
   template <class T>
-  DirectiveBody number(T Conf::*field, T def, T min = 0, T max = std::numeric_limits<T>::max()) const {
+  DirectiveBody number(T Conf::*field, T def, T min = 0,
+                       T max = std::numeric_limits<T>::max()) const {
     return make<T>(field, def, [min, max](const DirectiveCall& call, T* out) {
       auto v = parse_number(call.arg(0));
       if (!v || std::cmp_less(*v, min) || std::cmp_greater(*v, max)) return call.invalid_value(0);
@@ -232,7 +237,8 @@ class ConfSlot {
 
   // One of a fixed set of names (case-insensitive, as nginx's enum slot).
   template <class T>
-  DirectiveBody one_of(T Conf::*field, T def, std::vector<std::pair<std::string, T>> choices) const {
+  DirectiveBody one_of(T Conf::*field, T def,
+                       std::vector<std::pair<std::string, T>> choices) const {
     std::string hint = ", it must be ";
     for (std::size_t i = 0; i < choices.size(); ++i) {
       if (i > 0) hint += i + 1 == choices.size() ? " or " : ", ";
@@ -308,7 +314,8 @@ class Module {
       };
     }
     if (merge) {
-      spec.merge = [merge = std::move(merge)](const ConfInit& ctx, const void* parent, void* child) {
+      spec.merge = [merge = std::move(merge)](const ConfInit& ctx, const void* parent,
+                                              void* child) {
         return merge(ctx, *static_cast<const Conf*>(parent), *static_cast<Conf*>(child));
       };
     }

@@ -40,8 +40,8 @@ class StatementSink {
 };
 
 struct ConfParserLimits {
-  int max_block_depth = 32;   // nested "{" across all files
-  int max_include_depth = 16;  // files open at once, the main file included
+  int max_block_depth = 32;               // nested "{" across all files
+  int max_include_depth = 16;             // files open at once, the main file included
   std::size_t max_file_size = 16u << 20;  // bytes; a configuration is text, not data
 };
 

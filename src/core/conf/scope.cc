@@ -12,7 +12,8 @@ std::string join_conf_path(std::string_view prefix, std::string_view path) {
 
 ConfScope& ConfScope::add_child(ConfContextMask context, std::string where,
                                 std::vector<std::string> args) {
-  children_.push_back(std::make_unique<ConfScope>(context, this, std::move(where), std::move(args)));
+  children_.push_back(
+      std::make_unique<ConfScope>(context, this, std::move(where), std::move(args)));
   return *children_.back();
 }
 

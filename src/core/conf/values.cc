@@ -4,7 +4,9 @@ namespace vigil {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Reads the digits at s[*i...] into *out; false when there are none or the
 // value passes kMaxConfValue.
@@ -25,8 +27,8 @@ bool read_digits(std::string_view s, std::size_t* i, std::uint64_t* out) {
 // this list than the previous component's, so "1h1h" and "30s1m" are rejected.
 enum TimeUnit : int { kYear, kMonth, kWeek, kDay, kHour, kMinute, kSecond, kMillisecond };
 constexpr std::uint64_t kDayMs = 24ull * 60 * 60 * 1000;
-constexpr std::uint64_t kUnitMs[] = {365 * kDayMs, 30 * kDayMs, 7 * kDayMs, kDayMs,
-                                     60ull * 60 * 1000, 60ull * 1000, 1000, 1};
+constexpr std::uint64_t kUnitMs[] = {365 * kDayMs,      30 * kDayMs,  7 * kDayMs, kDayMs,
+                                     60ull * 60 * 1000, 60ull * 1000, 1000,       1};
 
 std::optional<std::uint64_t> parse_time_ms(std::string_view s, bool allow_ms) {
   std::uint64_t total = 0;
@@ -35,15 +37,25 @@ std::optional<std::uint64_t> parse_time_ms(std::string_view s, bool allow_ms) {
   for (;;) {
     std::uint64_t value = 0;
     if (!read_digits(s, &i, &value)) return std::nullopt;  // also catches "", " 1s", "1s  2ms"
-    int unit = kSecond;  // a bare trailing number means seconds
+    int unit = kSecond;                                    // a bare trailing number means seconds
     bool bare = i == s.size();
     if (!bare) {
       switch (s[i]) {
-        case 'y': unit = kYear; break;
-        case 'M': unit = kMonth; break;
-        case 'w': unit = kWeek; break;
-        case 'd': unit = kDay; break;
-        case 'h': unit = kHour; break;
+        case 'y':
+          unit = kYear;
+          break;
+        case 'M':
+          unit = kMonth;
+          break;
+        case 'w':
+          unit = kWeek;
+          break;
+        case 'd':
+          unit = kDay;
+          break;
+        case 'h':
+          unit = kHour;
+          break;
         case 'm':
           if (i + 1 < s.size() && s[i + 1] == 's') {
             unit = kMillisecond;
@@ -52,8 +64,11 @@ std::optional<std::uint64_t> parse_time_ms(std::string_view s, bool allow_ms) {
             unit = kMinute;
           }
           break;
-        case 's': unit = kSecond; break;
-        default: return std::nullopt;
+        case 's':
+          unit = kSecond;
+          break;
+        default:
+          return std::nullopt;
       }
       ++i;
     }
@@ -87,10 +102,20 @@ std::optional<std::uint64_t> parse_size(std::string_view s) {
   std::uint64_t scale = 1;
   if (i < s.size()) {
     switch (s[i]) {
-      case 'k': case 'K': scale = 1024; break;
-      case 'm': case 'M': scale = 1024 * 1024; break;
-      case 'g': case 'G': scale = 1024 * 1024 * 1024; break;
-      default: return std::nullopt;
+      case 'k':
+      case 'K':
+        scale = 1024;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1024 * 1024;
+        break;
+      case 'g':
+      case 'G':
+        scale = 1024 * 1024 * 1024;
+        break;
+      default:
+        return std::nullopt;
     }
     if (++i != s.size()) return std::nullopt;
   }
@@ -98,7 +123,9 @@ std::optional<std::uint64_t> parse_size(std::string_view s) {
   return value * scale;
 }
 
-std::optional<Msec> parse_msec(std::string_view s) { return parse_time_ms(s, true); }
+std::optional<Msec> parse_msec(std::string_view s) {
+  return parse_time_ms(s, true);
+}
 
 std::optional<std::int64_t> parse_sec(std::string_view s) {
   auto ms = parse_time_ms(s, false);

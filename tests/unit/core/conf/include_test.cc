@@ -134,8 +134,7 @@ TEST_F(IncludeTest, BlocksDoNotSpanFiles) {
   EXPECT_EQ(error_of("include open.conf;\n}\n"),
             "unexpected end of file, expecting \"}\" in conf/open.conf:2");
   write("conf/close.conf", "}\n");
-  EXPECT_EQ(error_of("events {\ninclude close.conf;\n"),
-            "unexpected \"}\" in conf/close.conf:1");
+  EXPECT_EQ(error_of("events {\ninclude close.conf;\n"), "unexpected \"}\" in conf/close.conf:1");
 }
 
 TEST_F(IncludeTest, Cycles) {

@@ -189,8 +189,9 @@ TEST_F(LoaderTest, InvalidValues) {
   EXPECT_EQ(error_of("events { worker_connections 99999999999999999999; }"),
             "invalid value \"99999999999999999999\" in \"worker_connections\" directive in "
             "conf/vigil.conf:1");
-  EXPECT_EQ(error_of("events { worker_connections 2147483648; }"),
-            "invalid value \"2147483648\" in \"worker_connections\" directive in conf/vigil.conf:1");
+  EXPECT_EQ(
+      error_of("events { worker_connections 2147483648; }"),
+      "invalid value \"2147483648\" in \"worker_connections\" directive in conf/vigil.conf:1");
   EXPECT_EQ(error_of("worker_processes 0; events {}"),
             "invalid value \"0\" in \"worker_processes\" directive in conf/vigil.conf:1");
   EXPECT_EQ(error_of("worker_processes -2; events {}"),
@@ -350,7 +351,7 @@ TEST_F(LoaderTest, TypedAccess) {
   const Configuration& c = **r;
   EXPECT_EQ(&c.get<EventConf>(event_module()), &c.events());
   EXPECT_EQ(c.find<EventConf>(event_module())->connections, 9u);
-  EXPECT_EQ(c.find<CoreConf>(event_module()), nullptr);  // wrong type
+  EXPECT_EQ(c.find<CoreConf>(event_module()), nullptr);      // wrong type
   EXPECT_EQ(c.find<EventConf>(event_module(), 1), nullptr);  // no such spec
   Module stranger("stranger");
   EXPECT_EQ(c.find<EventConf>(stranger), nullptr);  // not in the registry

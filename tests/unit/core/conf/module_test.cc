@@ -55,7 +55,8 @@ class TypesSink : public StatementSink {
     if (st.end != ConfTerminator::kSemicolon || st.words.size() < 2) {
       return Status::error("bad types line" + parser.origin().where(st.words[0].line));
     }
-    for (std::size_t i = 1; i < st.words.size(); ++i) conf_.types[st.words[i].text] = st.words[0].text;
+    for (std::size_t i = 1; i < st.words.size(); ++i)
+      conf_.types[st.words[i].text] = st.words[0].text;
     return Status::ok();
   }
 
@@ -102,9 +103,8 @@ const Module& web_module() {
     mod->add("expires", all, Arity::exactly(1), page.sec(&PageConf::expires, std::int64_t{0}));
     mod->add("tag", all, Arity::one_or_more(), page.custom(set_tag)).multiple = true;
     // The same name as a main-context directive of another module below.
-    mod->add("mode", kWebConf, Arity::exactly(1), DirectiveBody::handler([](const DirectiveCall&) {
-               return Status::ok();
-             }));
+    mod->add("mode", kWebConf, Arity::exactly(1),
+             DirectiveBody::handler([](const DirectiveCall&) { return Status::ok(); }));
     return mod;
   }();
   return *m;
@@ -120,9 +120,9 @@ const Module& toy_main_module() {
     auto c = mod->add_conf<ToyMainConf>(kMainConf);
     mod->add("mode", kMainConf, Arity::exactly(1),
              c.one_of<std::string>(&ToyMainConf::mode, "F", {{"fast", "F"}, {"slow", "S"}}));
-    mod->add("must", kMainConf, Arity::none(), DirectiveBody::handler([](const DirectiveCall&) {
-               return Status::ok();
-             })).required = true;
+    mod->add("must", kMainConf, Arity::none(),
+             DirectiveBody::handler([](const DirectiveCall&) { return Status::ok(); }))
+        .required = true;
     return mod;
   }();
   return *m;
@@ -246,12 +246,14 @@ TEST_F(ModuleTest, SameNameInDifferentContexts) {
 
 TEST_F(ModuleTest, RequiredAndInitErrors) {
   EXPECT_EQ(toy_error("web { }"), "no \"must\" directive in configuration");
-  EXPECT_EQ(toy_error("must; web {\n buckets 3;\n}"), "three buckets is unlucky in conf/vigil.conf:2");
+  EXPECT_EQ(toy_error("must; web {\n buckets 3;\n}"),
+            "three buckets is unlucky in conf/vigil.conf:2");
 }
 
 TEST_F(ModuleTest, DuplicatesArePerScope) {
   // The same directive in sibling and nested scopes is fine...
-  auto r = load_toy("must; web { gzip on; site { gzip off; } site { gzip on; page /a { gzip on; } } }");
+  auto r =
+      load_toy("must; web { gzip on; site { gzip off; } site { gzip on; page /a { gzip on; } } }");
   ASSERT_TRUE(r) << r.status().message();
   // ...twice in one scope is not; "multiple" directives may repeat.
   EXPECT_EQ(toy_error("must; web { site {\n gzip on;\n gzip off;\n } }"),

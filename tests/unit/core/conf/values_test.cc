@@ -73,9 +73,9 @@ TEST(ParseMsec, Combined) {
 }
 
 TEST(ParseMsec, RejectsGarbage) {
-  for (const char* s : {"", "ms", "s", "m", "1x", "1.5s", "-1s", "+1s", " 1s", "1s ", "1h  30m",
-                        "1s1m", "1m1m", "30s1h", "1s30", "1ms5", "1ms1s", "1S", "1H", "1sm",
-                        "1mss", "1 ", "s1"}) {
+  for (const char* s : {"",      "ms",  "s",       "m",    "1x",   "1.5s",  "-1s",  "+1s",
+                        " 1s",   "1s ", "1h  30m", "1s1m", "1m1m", "30s1h", "1s30", "1ms5",
+                        "1ms1s", "1S",  "1H",      "1sm",  "1mss", "1 ",    "s1"}) {
     EXPECT_EQ(parse_msec(s), std::nullopt) << s;
   }
 }
