@@ -27,6 +27,9 @@ struct TimerNode {
   TimerNode* parent = nullptr;
   Msec key = 0;
   bool red = false;
+  // Event::cancelable as it was when the timer was armed, so TimerTree's
+  // non-cancelable count stays right if the flag changes while armed.
+  bool cancelable = false;
 };
 
 // Intrusive circular doubly-linked list node (posted queues, reusable list).
