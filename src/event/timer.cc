@@ -1,7 +1,8 @@
 // Timers (seed 001 算法 2): an intrusive red-black tree keyed by the absolute
 // deadline. Differences from nginx's ngx_rbtree: null leaves instead of a
 // sentinel (the node type is shared with code that never sees the tree), the
-// leftmost node is cached so find()/nearest() do not walk, and keys are
+// leftmost node is cached so find()/nearest() do not walk, the rightmost so
+// the usual "now + timeout" deadline attaches without a descent, and keys are
 // compared only through msec_diff() so the tree keeps working when the
 // millisecond counter wraps.
 
@@ -162,26 +163,37 @@ void TimerTree::insert_node(TimerNode* n) {
   if (min_ == nullptr) {
     n->parent = nullptr;
     n->red = false;
-    root_ = min_ = n;
+    root_ = min_ = max_ = n;
     return;
   }
-  if (earlier(n->key, min_->key)) {
-    // A new earliest deadline hangs off the cached minimum, which has no left
-    // child by definition: no descent at all.
+  const Msec key = n->key;
+  if (!earlier(key, max_->key)) {
+    // The common case in a server (now + a fixed timeout): the latest deadline
+    // so far hangs off the cached maximum, which has no right child. Equal
+    // keys land here too, behind the timers already armed for that deadline.
+    parent = max_;
+    parent->right = n;
+    max_ = n;
+  } else if (earlier(key, min_->key)) {
+    // Likewise a new earliest deadline hangs off the cached minimum.
     parent = min_;
     parent->left = n;
     min_ = n;
   } else {
     // Equal keys go right, so equal deadlines fire in the order they were armed.
+    // Random deadlines make the direction a coin toss, so the step is written
+    // to compile to a conditional move rather than a mispredicted branch.
     TimerNode* cur = root_;
-    for (;;) {
+    bool right;
+    do {
       parent = cur;
-      TimerNode** link = earlier(n->key, cur->key) ? &cur->left : &cur->right;
-      cur = *link;
-      if (cur == nullptr) {
-        *link = n;
-        break;
-      }
+      right = !earlier(key, cur->key);
+      cur = right ? cur->right : cur->left;
+    } while (cur != nullptr);
+    if (right) {
+      parent->right = n;
+    } else {
+      parent->left = n;
     }
   }
   n->parent = parent;
@@ -245,6 +257,16 @@ void TimerTree::erase_node(TimerNode* z) {
       next = z->parent;
     }
     min_ = next;
+  }
+  if (z == max_) {
+    // Mirror image: the maximum has no right child.
+    TimerNode* prev = z->left;
+    if (prev != nullptr) {
+      while (prev->right != nullptr) prev = prev->right;
+    } else {
+      prev = z->parent;
+    }
+    max_ = prev;
   }
   --size_;
 
@@ -358,12 +380,15 @@ void TimerTree::erase_node(TimerNode* z) {
 
 bool TimerTree::check_invariants() const {
   if (root_ == nullptr) {
-    return min_ == nullptr && size_ == 0 && non_cancelable_ == 0;
+    return min_ == nullptr && max_ == nullptr && size_ == 0 && non_cancelable_ == 0;
   }
   if (root_->parent != nullptr || root_->red) return false;
   const TimerNode* leftmost = root_;
   while (leftmost->left != nullptr) leftmost = leftmost->left;
   if (leftmost != min_) return false;
+  const TimerNode* rightmost = root_;
+  while (rightmost->right != nullptr) rightmost = rightmost->right;
+  if (rightmost != max_) return false;
 
   const TimerNode* prev = nullptr;
   std::size_t count = 0;
