@@ -88,7 +88,7 @@ class EventLoop {
 
   // One pass of the loop (seed 001, 算法 1).
   void process_events_and_timers();
-  // Runs passes until stop(); then, when `graceful`, until no_timers_left().
+  // Runs passes until stop() is called (from a handler or a signal's flag check).
   void run();
   void stop() { stopping_ = true; }
   bool stopping() const { return stopping_; }
@@ -98,6 +98,8 @@ class EventLoop {
   // The accept mutex seam (issue: master/worker). Null: no accept mutex.
   void set_accept_mutex(ProcessMutex* m) { accept_mutex_ = m; }
   bool accept_mutex_held() const { return accept_mutex_held_; }
+  // Flags listening sockets are registered with (kEvExclusive for EPOLLEXCLUSIVE).
+  void set_accept_flags(unsigned flags) { accept_flags_ = flags; }
 
   // The handler run in the loop after Backend::notify() woke it.
   Event& notify_event() { return notify_event_; }
@@ -119,6 +121,7 @@ class EventLoop {
   ProcessMutex* accept_mutex_ = nullptr;
   bool accept_mutex_held_ = false;
   bool accept_events_enabled_ = false;
+  unsigned accept_flags_ = kEvLevel;
   bool stopping_ = false;
   LoopStats stats_;
   Event notify_event_;

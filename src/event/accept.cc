@@ -1,0 +1,138 @@
+// Accepting connections (seed 001, 4.1 ngx_event_accept; seed 002, 9.8.1).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "vigil/core/log.h"
+#include "vigil/event/connection.h"
+#include "vigil/event/listening.h"
+#include "vigil/event/loop.h"
+
+namespace vigil {
+
+namespace {
+
+// The peer's address as text ("127.0.0.1", "::1"), stored in the arena.
+std::string_view address_text(Arena& arena, const sockaddr* sa) {
+  char text[INET6_ADDRSTRLEN] = "";
+  const char* ok = nullptr;
+  if (sa->sa_family == AF_INET) {
+    ok = inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, text, sizeof text);
+  } else if (sa->sa_family == AF_INET6) {
+    ok = inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, text,
+                   sizeof text);
+  } else if (sa->sa_family == AF_UNIX) {
+    return "unix:";
+  }
+  if (ok == nullptr) return {};
+  std::size_t n = std::strlen(text);
+  return {arena.dup(text, n), n};
+}
+
+// accept(2) ran out of descriptors: stop listening for accept_mutex_delay
+// instead of spinning on a listening socket that stays readable.
+void back_off_accept(EventLoop& loop, Event& ev) {
+  if (Status s = loop.disable_accept_events(); !s) {
+    VIGIL_LOG(loop.log(), kAlert, s.err(), "%s", s.message().c_str());
+    return;
+  }
+  if (loop.accept_mutex_held()) {
+    // Let another worker, which may have descriptors left, take over.
+    loop.accept_disabled = 1;
+  }
+  loop.add_timer(ev, loop.config().accept_mutex_delay);
+}
+
+}  // namespace
+
+void event_accept(Event& ev) {
+  auto* lc = ev.owner<Connection>();
+  Listening* ls = lc->listening;
+  EventLoop& loop = *lc->loop;
+  Log& log = ls->log ? *ls->log : loop.log();
+
+  if (ev.timedout) {
+    // The back-off after EMFILE/ENFILE is over: listen again.
+    ev.timedout = 0;
+    if (Status s = loop.enable_accept_events(); !s) {
+      VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+      return;
+    }
+  }
+
+  ev.available = loop.config().multi_accept ? 1 : 0;
+  ev.ready = 0;
+  ConnectionPool& pool = loop.pool();
+
+  do {
+    sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    int s = ::accept4(lc->fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (s == -1) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (err == ECONNABORTED || err == EINTR) {
+        // The client gave up before we took it; the next one may be waiting.
+        VIGIL_LOG(log, kInfo, err, "accept4() on %s failed", ls->addr_text.c_str());
+        continue;
+      }
+      VIGIL_LOG(log, kCrit, err, "accept4() on %s failed", ls->addr_text.c_str());
+      if (err == EMFILE || err == ENFILE) back_off_accept(loop, ev);
+      return;
+    }
+
+    ++loop.stats().accepted;
+    // Seed 002, 9.8.3: positive once fewer than 1/8 of the slots are free.
+    loop.accept_disabled = static_cast<std::int64_t>(pool.size() / 8) -
+                           static_cast<std::int64_t>(pool.free_count());
+
+    Connection* c = pool.get(s, log);
+    if (c == nullptr) {
+      if (::close(s) == -1) VIGIL_LOG(log, kAlert, errno, "close() socket %d failed", s);
+      return;
+    }
+    c->peer_addr = reinterpret_cast<sockaddr*>(c->arena->dup(&sa, len));
+    c->peer_addrlen = len;
+    c->addr_text = address_text(*c->arena, c->peer_addr);
+    c->recv = unix_recv;
+    c->send = unix_send;
+    c->recv_chain = readv_chain;
+    c->send_chain = writev_chain;
+    c->listening = ls;
+    c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
+    c->local_addrlen = ls->addrlen;
+
+    if (ls->tcp_nodelay && sa.ss_family != AF_UNIX) {
+      int one = 1;
+      if (::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == -1) {
+        VIGIL_LOG(log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");
+        pool.close_connection(*c);
+        continue;
+      }
+      c->tcp_nodelay = 1;
+    }
+    if (ls->keepalive) {
+      int one = 1;
+      if (::setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) == -1) {
+        VIGIL_LOG(log, kAlert, errno, "setsockopt(SO_KEEPALIVE) failed");
+        pool.close_connection(*c);
+        continue;
+      }
+    }
+
+    // A fresh socket can be written at once; with TCP_DEFER_ACCEPT data is
+    // already waiting, so the protocol may read before any event arrives.
+    c->write->ready = 1;
+    if (ev.deferred_accept) {
+      c->read->ready = 1;
+      c->read->available = -1;
+    }
+    ls->handler(*c);
+  } while (ev.available);
+}
+
+}  // namespace vigil

@@ -1,0 +1,175 @@
+// One worker's event loop: seed 001, 算法 1 (ngx_process_events_and_timers).
+#include "vigil/event/loop.h"
+
+#include "vigil/core/log.h"
+#include "vigil/event/listening.h"
+
+namespace vigil {
+
+Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg, Log& log) {
+  std::unique_ptr<EventLoop> loop(new EventLoop());
+  loop->cfg_ = cfg;
+  loop->log_ = &log;
+  clock::time_update();
+
+  auto backend = make_backend(cfg.use);
+  if (!backend) return backend.status();
+  loop->backend_ = std::move(backend.value());
+  loop->notify_event_.data = loop.get();
+  loop->notify_event_.log = &log;
+
+  BackendConfig bcfg;
+  bcfg.connections = cfg.connections;
+  bcfg.events = cfg.events;
+  if (Status s = loop->backend_->init(*loop, bcfg); !s) return s;
+  loop->caps_ = loop->backend_->capabilities();
+
+  if (Status s = loop->pool_.init(*loop, cfg.connections); !s) return s;
+
+  // timer_resolution (seed 002, 9.7.2): the alarm's handler only sets a flag;
+  // the wait is interrupted and the backend refreshes the time.
+  if (cfg.timer_resolution > 0 && !clock::start_timer_alarm(cfg.timer_resolution)) {
+    return Status::sys("setitimer()");
+  }
+  return loop;
+}
+
+EventLoop::~EventLoop() {
+  if (cfg_.timer_resolution > 0) clock::stop_timer_alarm();
+  if (backend_) backend_->done();
+}
+
+Status EventLoop::handle_read_event(Event& rev, unsigned flags) {
+  if (caps_ & kCapClear) {
+    // Edge-triggered: register once; the kernel reports every new arrival.
+    if (!rev.active && !rev.ready) return backend_->add(rev, kEvClear);
+    return Status::ok();
+  }
+  // Level-triggered: registered only while we wait for it, or the loop would
+  // be woken again and again by data the handler has not read yet.
+  if (!rev.active && !rev.ready) return backend_->add(rev, kEvLevel);
+  if (rev.active && (rev.ready || (flags & kEvClose))) return backend_->del(rev, kEvLevel | flags);
+  return Status::ok();
+}
+
+Status EventLoop::handle_write_event(Event& wev, std::size_t /*lowat*/) {
+  // Linux cannot change SO_SNDLOWAT, so the low-water mark is not passed on.
+  if (caps_ & kCapClear) {
+    if (!wev.active && !wev.ready) return backend_->add(wev, kEvClear);
+    return Status::ok();
+  }
+  if (!wev.active && !wev.ready) return backend_->add(wev, kEvLevel);
+  if (wev.active && wev.ready) return backend_->del(wev, kEvLevel);
+  return Status::ok();
+}
+
+Status EventLoop::add_listening(Listening& ls) {
+  Connection* c = pool_.get(ls.fd, ls.log ? *ls.log : *log_);
+  if (c == nullptr) return Status::error("no free connection for listening socket " + ls.addr_text);
+  c->listening = &ls;
+  c->local_addr = reinterpret_cast<const sockaddr*>(&ls.addr);
+  c->local_addrlen = ls.addrlen;
+  ls.connection = c;
+  Event& rev = *c->read;
+  rev.accept = 1;
+  rev.handler = event_accept;
+  rev.deferred_accept = ls.deferred_accept ? 1 : 0;
+  listening_.push_back(&ls);
+  // With the accept mutex, only the holder registers listening sockets.
+  if (accept_mutex_ != nullptr) return Status::ok();
+  Status s = backend_->add(rev, accept_flags_);
+  if (s) accept_events_enabled_ = true;
+  return s;
+}
+
+Status EventLoop::enable_accept_events() {
+  for (Listening* ls : listening_) {
+    Event& rev = *ls->connection->read;
+    if (rev.active) continue;
+    // Listening sockets stay level-triggered, as in nginx, so a backlog that
+    // one pass did not empty is reported again.
+    if (Status s = backend_->add(rev, accept_flags_); !s) return s;
+  }
+  accept_events_enabled_ = true;
+  return Status::ok();
+}
+
+Status EventLoop::disable_accept_events() {
+  for (Listening* ls : listening_) {
+    Event& rev = *ls->connection->read;
+    if (!rev.active) continue;
+    if (Status s = backend_->del(rev, kEvDisable); !s) return s;
+  }
+  accept_events_enabled_ = false;
+  return Status::ok();
+}
+
+Status EventLoop::trylock_accept_mutex() {
+  if (accept_mutex_->trylock()) {
+    if (accept_mutex_held_ && accept_events_enabled_) return Status::ok();
+    if (Status s = enable_accept_events(); !s) {
+      accept_mutex_->unlock();
+      return s;
+    }
+    accept_mutex_held_ = true;
+    ++stats_.accept_mutex_acquired;
+    return Status::ok();
+  }
+  if (accept_mutex_held_) {
+    if (Status s = disable_accept_events(); !s) return s;
+    accept_mutex_held_ = false;
+  }
+  return Status::ok();
+}
+
+void EventLoop::process_events_and_timers() {
+  Msec timer;
+  unsigned flags;
+  if (cfg_.timer_resolution > 0) {
+    // The alarm interrupts the wait; the time is refreshed only then.
+    timer = kTimerInfinite;
+    flags = 0;
+  } else {
+    timer = timers_.find(clock::current_msec());
+    flags = kProcUpdateTime;
+  }
+
+  // Events deferred to the next pass run in this one, and nothing may block.
+  if (!posted_next_.empty()) {
+    posted_next_.move_all_ready(posted_);
+    timer = 0;
+  }
+
+  if (accept_mutex_ != nullptr) {
+    if (accept_disabled > 0) {
+      // Load balancing (seed 002, 9.8.3): a busy worker sits out a few rounds.
+      --accept_disabled;
+    } else {
+      if (Status s = trylock_accept_mutex(); !s) {
+        VIGIL_LOG(*log_, kAlert, s.err(), "accept mutex: %s", s.message().c_str());
+        return;
+      }
+      if (accept_mutex_held_) {
+        flags |= kProcPostEvents;  // accept first, release the lock, then the rest
+      } else if (timer == kTimerInfinite || timer > cfg_.accept_mutex_delay) {
+        timer = cfg_.accept_mutex_delay;
+      }
+    }
+  }
+
+  ++stats_.iterations;
+  if (Status s = backend_->process_events(timer, flags); !s) {
+    VIGIL_LOG(*log_, kAlert, s.err(), "%s: %s", backend_->name().data(), s.message().c_str());
+  }
+
+  stats_.posted_run += posted_accept_.process();
+  if (accept_mutex_held_) accept_mutex_->unlock();
+  stats_.timers_expired += timers_.expire(clock::current_msec());
+  stats_.posted_run += posted_.process();
+}
+
+void EventLoop::run() {
+  while (!stopping_) process_events_and_timers();
+}
+
+}  // namespace vigil

@@ -1,0 +1,156 @@
+// process_events_and_timers runs its stages in the order of seed 001 (算法 1):
+// process_events -> posted accept -> release the accept mutex -> expire timers
+// -> posted (with posted_next moved in front at the start of the pass).
+#include "vigil/event/loop.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "vigil/core/log.h"
+#include "vigil/event/listening.h"
+
+namespace vigil {
+namespace {
+
+std::vector<std::string>* g_order = nullptr;
+
+// A lock that is always free: lets one process exercise the accept-mutex path.
+class FreeMutex : public ProcessMutex {
+ public:
+  bool trylock() override { return true; }
+  void unlock() override { g_order->push_back("unlock"); }
+};
+
+void on_accepted(Connection& c) {
+  g_order->push_back("accept");
+  c.loop->pool().close_connection(c);
+}
+void on_timer(Event&) { g_order->push_back("timer"); }
+void on_next(Event&) { g_order->push_back("next"); }
+void on_read(Event& ev) {
+  g_order->push_back("read");
+  char buf[16];
+  auto& c = *ev.owner<Connection>();
+  while (c.recv(c, buf, sizeof buf) > 0) {
+  }
+}
+
+class LoopOrder : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoopOrder, OnePassRunsStagesInSeedOrder) {
+  std::vector<std::string> order;
+  g_order = &order;
+  EventLoopConfig cfg;
+  cfg.use = GetParam();
+  cfg.connections = 64;
+  auto loop_r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(loop_r) << loop_r.status().to_string();
+  EventLoop& loop = *loop_r.value();
+  FreeMutex mutex;
+  loop.set_accept_mutex(&mutex);
+
+  Listening ls;
+  ASSERT_TRUE(ls.set_address("127.0.0.1:0"));
+  ASSERT_TRUE(ls.open());
+  ls.handler = on_accepted;
+  ASSERT_TRUE(loop.add_listening(ls));
+
+  // A connection with data waiting.
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  Connection* c = loop.pool().get(sv[0], Log::global());
+  ASSERT_NE(c, nullptr);
+  c->recv = unix_recv;
+  c->read->handler = on_read;
+  ASSERT_TRUE(loop.handle_read_event(*c->read));
+  ASSERT_EQ(::write(sv[1], "x", 1), 1);
+
+  // A timer already due, and an event deferred to the next pass.
+  Event timer_ev;
+  timer_ev.handler = on_timer;
+  loop.timers().add_at(timer_ev, clock::current_msec() - 1);
+  Event next_ev;
+  next_ev.handler = on_next;
+  loop.posted_next().post(next_ev);
+
+  // A client waiting in the listen queue.
+  int client = test::connect_loopback(ls.port());
+  ASSERT_GE(client, 0);
+  ::usleep(20000);
+
+  loop.process_events_and_timers();
+  std::vector<std::string> want{"accept", "unlock", "timer", "next", "read"};
+  EXPECT_EQ(order, want);
+  EXPECT_TRUE(next_ev.ready) << "posted_next events are marked ready when moved";
+
+  loop.pool().close_connection(*c);
+  ::close(sv[1]);
+  ::close(client);
+  g_order = nullptr;
+}
+
+TEST_P(LoopOrder, WithoutAcceptMutexHandlersRunInsideTheWait) {
+  std::vector<std::string> order;
+  g_order = &order;
+  EventLoopConfig cfg;
+  cfg.use = GetParam();
+  cfg.connections = 16;
+  auto loop_r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(loop_r);
+  EventLoop& loop = *loop_r.value();
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  Connection* c = loop.pool().get(sv[0], Log::global());
+  c->recv = unix_recv;
+  c->read->handler = on_read;
+  ASSERT_TRUE(loop.handle_read_event(*c->read));
+  ASSERT_EQ(::write(sv[1], "x", 1), 1);
+  Event timer_ev;
+  timer_ev.handler = on_timer;
+  loop.timers().add_at(timer_ev, clock::current_msec() - 1);
+  loop.process_events_and_timers();
+  // No accept mutex: nothing is posted, the read handler runs before timers.
+  std::vector<std::string> want{"read", "timer"};
+  EXPECT_EQ(order, want);
+  EXPECT_TRUE(loop.posted().empty());
+  loop.pool().close_connection(*c);
+  ::close(sv[1]);
+  g_order = nullptr;
+}
+
+TEST_P(LoopOrder, PostedNextForcesAZeroWait) {
+  EventLoopConfig cfg;
+  cfg.use = GetParam();
+  cfg.connections = 8;
+  auto loop_r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(loop_r);
+  EventLoop& loop = *loop_r.value();
+  std::vector<std::string> order;
+  g_order = &order;
+  Event far;  // a timer far away would make the wait long
+  far.handler = on_timer;
+  loop.add_timer(far, 10000);
+  Event next_ev;
+  next_ev.handler = on_next;
+  loop.posted_next().post(next_ev);
+  auto t0 = std::chrono::steady_clock::now();
+  loop.process_events_and_timers();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(order, std::vector<std::string>{"next"});
+  EXPECT_LT(ms, 5000) << "the wait must not block while posted_next events exist";
+  loop.del_timer(far);
+  g_order = nullptr;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn([] {
+                           std::vector<std::string> v;
+                           for (auto n : backend_names()) v.emplace_back(n);
+                           return v;
+                         }()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace vigil
