@@ -26,6 +26,7 @@ constexpr std::uint32_t kInstanceBit = 1u << 17;
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask = ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
 constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
+constexpr std::uint64_t kTeardownUserData = 2;  // done()'s cancel-everything request (no Event is at 2)
 
 std::uint64_t user_data_of(const Event& ev) {
   return (std::uint64_t{ev.index & kGenerationMask} << kGenerationShift) |
@@ -104,9 +105,39 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   return Status::ok();
 }
 
+void UringBackend::cancel_everything() {
+  io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe == nullptr && ::io_uring_submit(&ring_) >= 0) sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) return;
+  ::io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);  // Linux 5.19; older: -EINVAL, harmless
+  ::io_uring_sqe_set_data64(sqe, kTeardownUserData);
+  if (::io_uring_submit(&ring_) < 0) return;
+  // Reap until the cancel has completed and nothing else is pending; every
+  // wait also runs the cancelled polls' task work. Bounded: 100 x 10 ms.
+  bool cancelled = false;
+  for (int i = 0; i < 100; ++i) {
+    __kernel_timespec ts{};
+    ts.tv_nsec = cancelled ? 0 : 10 * 1000 * 1000;
+    io_uring_cqe* cqe = nullptr;
+    const int rc = ::io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    if (rc == -EINTR) continue;
+    if (rc < 0) {
+      if (cancelled) return;
+      continue;
+    }
+    if (cqe->user_data == kTeardownUserData) cancelled = true;
+    ::io_uring_cqe_seen(&ring_, cqe);
+  }
+}
+
 void UringBackend::done() {
   if (ring_open_) {
-    // Tearing the ring down cancels every armed poll and drops its file references.
+    // Closing the ring cancels every armed poll too, but later, from the
+    // ring's exit work: until then the polled sockets stay referenced and a
+    // peer would not see our FIN. Cancel and reap here, so done() leaves
+    // nothing behind. (The exit work still queues task work to this thread,
+    // which ends its next blocking wait once with EINTR: harmless.)
+    cancel_everything();
     ::io_uring_queue_exit(&ring_);
     ring_open_ = false;
   }

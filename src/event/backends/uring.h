@@ -66,6 +66,7 @@ class UringBackend final : public Backend {
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
+  void cancel_everything();  // done(): cancel every request and reap the completions
 
   EventLoop* loop_ = nullptr;
   io_uring ring_{};
