@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vigil/core/process_mutex.h"
 #include "vigil/core/result.h"
 #include "vigil/event/backend.h"
 #include "vigil/event/pool.h"
@@ -18,15 +19,6 @@ namespace vigil {
 
 class Listening;
 class Log;
-
-// The process-shared lock the accept mutex is built on (core's Shmtx
-// implements it); the loop only needs these two operations.
-class ProcessMutex {
- public:
-  virtual ~ProcessMutex() = default;
-  virtual bool trylock() = 0;
-  virtual void unlock() = 0;
-};
 
 struct EventLoopConfig {
   std::string use;                // backend name, "" = best available
