@@ -22,9 +22,12 @@ constexpr std::uint32_t kWriteBits = EPOLLOUT;
 
 const char* op_name(int op) {
   switch (op) {
-    case EPOLL_CTL_ADD: return "EPOLL_CTL_ADD";
-    case EPOLL_CTL_MOD: return "EPOLL_CTL_MOD";
-    default: return "EPOLL_CTL_DEL";
+    case EPOLL_CTL_ADD:
+      return "EPOLL_CTL_ADD";
+    case EPOLL_CTL_MOD:
+      return "EPOLL_CTL_MOD";
+    default:
+      return "EPOLL_CTL_DEL";
   }
 }
 
@@ -52,7 +55,8 @@ Status EpollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
 
   // The list epoll_wait fills: allocated once here, so process_events never
   // allocates (seed 000, ngx_epoll_init's event_list).
-  nevents_ = static_cast<int>(std::clamp<std::size_t>(cfg.events, 1, INT_MAX / sizeof(epoll_event)));
+  nevents_ =
+      static_cast<int>(std::clamp<std::size_t>(cfg.events, 1, INT_MAX / sizeof(epoll_event)));
   list_.reset(new (std::nothrow) epoll_event[static_cast<std::size_t>(nevents_)]);
   if (!list_) {
     done();
@@ -158,7 +162,9 @@ Status EpollBackend::del_conn(Connection& c, unsigned flags) {
   return ctl(EPOLL_CTL_DEL, c.fd, 0, nullptr);
 }
 
-Status EpollBackend::notify() { return notify_.signal(); }
+Status EpollBackend::notify() {
+  return notify_.signal();
+}
 
 Status EpollBackend::process_events(Msec timer, unsigned flags) {
   const int n = ::epoll_wait(ep_, list_.get(), nevents_, wait_timeout(timer));

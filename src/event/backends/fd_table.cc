@@ -11,7 +11,9 @@ namespace vigil::backends {
 
 namespace {
 
-short direction_bit(const Event& ev) { return ev.write ? POLLOUT : POLLIN; }
+short direction_bit(const Event& ev) {
+  return ev.write ? POLLOUT : POLLIN;
+}
 
 }  // namespace
 
@@ -33,8 +35,7 @@ void FdTable::clear() {
 bool FdTable::contains(const Event& ev) const {
   // The index is checked against the slot's owner too: an index left over from
   // a previous life of the event must never alias another connection's slot.
-  return ev.index != Event::kNoIndex && ev.index < n_ &&
-         conns_[ev.index] == ev.owner<Connection>();
+  return ev.index != Event::kNoIndex && ev.index < n_ && conns_[ev.index] == ev.owner<Connection>();
 }
 
 Status FdTable::add(Event& ev) {

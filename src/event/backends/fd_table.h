@@ -17,7 +17,7 @@
 namespace vigil {
 class Connection;
 class EventLoop;
-}
+}  // namespace vigil
 
 namespace vigil::backends {
 

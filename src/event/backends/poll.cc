@@ -57,7 +57,9 @@ Status PollBackend::del(Event& ev, unsigned /*flags*/) {
   return Status::ok();
 }
 
-Status PollBackend::add_conn(Connection& c) { return add(*c.read, 0); }
+Status PollBackend::add_conn(Connection& c) {
+  return add(*c.read, 0);
+}
 
 Status PollBackend::del_conn(Connection& c, unsigned flags) {
   Status st = del(*c.read, flags);
@@ -65,7 +67,9 @@ Status PollBackend::del_conn(Connection& c, unsigned flags) {
   return st;
 }
 
-Status PollBackend::notify() { return notify_.signal(); }
+Status PollBackend::notify() {
+  return notify_.signal();
+}
 
 Status PollBackend::process_events(Msec timer, unsigned flags) {
   const int timeout =

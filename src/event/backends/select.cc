@@ -82,7 +82,9 @@ Status SelectBackend::del(Event& ev, unsigned /*flags*/) {
   return Status::ok();
 }
 
-Status SelectBackend::add_conn(Connection& c) { return add(*c.read, 0); }
+Status SelectBackend::add_conn(Connection& c) {
+  return add(*c.read, 0);
+}
 
 Status SelectBackend::del_conn(Connection& c, unsigned flags) {
   Status st = del(*c.read, flags);
@@ -90,7 +92,9 @@ Status SelectBackend::del_conn(Connection& c, unsigned flags) {
   return st;
 }
 
-Status SelectBackend::notify() { return notify_.signal(); }
+Status SelectBackend::notify() {
+  return notify_.signal();
+}
 
 void SelectBackend::recompute_max_fd() {
   max_fd_ = -1;

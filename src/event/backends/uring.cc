@@ -24,9 +24,11 @@ constexpr std::uint32_t kInstanceBit = 1u << 17;
 // user_data: generation in bits 48..63, the Event pointer below (user-space
 // addresses fit in 48 bits on x86-64 and arm64), the instance in bit 0.
 constexpr int kGenerationShift = 48;
-constexpr std::uint64_t kPointerMask = ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
+constexpr std::uint64_t kPointerMask =
+    ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
 constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
-constexpr std::uint64_t kTeardownUserData = 2;  // done()'s cancel-everything request (no Event is at 2)
+constexpr std::uint64_t kTeardownUserData =
+    2;  // done()'s cancel-everything request (no Event is at 2)
 
 std::uint64_t user_data_of(const Event& ev) {
   return (std::uint64_t{ev.index & kGenerationMask} << kGenerationShift) |
@@ -42,7 +44,9 @@ bool is_current(const Event& ev, std::uint64_t user_data) {
   return ev.active && ev.index != Event::kNoIndex && user_data == user_data_of(ev);
 }
 
-unsigned poll_mask(const Event& ev) { return ev.write ? POLLOUT : POLLIN | POLLRDHUP; }
+unsigned poll_mask(const Event& ev) {
+  return ev.write ? POLLOUT : POLLIN | POLLRDHUP;
+}
 
 }  // namespace
 
@@ -56,8 +60,8 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   const auto sq_entries = static_cast<unsigned>(std::clamp<std::size_t>(cfg.events, 64, 4096));
   io_uring_params params{};
   params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-  params.cq_entries =
-      static_cast<unsigned>(std::clamp<std::size_t>(2 * cfg.connections + 64, 2 * sq_entries, 65536));
+  params.cq_entries = static_cast<unsigned>(
+      std::clamp<std::size_t>(2 * cfg.connections + 64, 2 * sq_entries, 65536));
   int rc = ::io_uring_queue_init_params(sq_entries, &ring_, &params);
   if (rc == -EINVAL) {  // a kernel older than CQSIZE/CLAMP: default sizes
     params = io_uring_params{};
@@ -109,7 +113,8 @@ void UringBackend::cancel_everything() {
   io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
   if (sqe == nullptr && ::io_uring_submit(&ring_) >= 0) sqe = ::io_uring_get_sqe(&ring_);
   if (sqe == nullptr) return;
-  ::io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);  // Linux 5.19; older: -EINVAL, harmless
+  ::io_uring_prep_cancel64(sqe, 0,
+                           IORING_ASYNC_CANCEL_ANY);  // Linux 5.19; older: -EINVAL, harmless
   ::io_uring_sqe_set_data64(sqe, kTeardownUserData);
   if (::io_uring_submit(&ring_) < 0) return;
   // Reap until the cancel has completed and nothing else is pending; every
@@ -230,7 +235,9 @@ Status UringBackend::del_conn(Connection& c, unsigned flags) {
   return st ? std::move(st2) : std::move(st);
 }
 
-Status UringBackend::notify() { return notify_.signal(); }
+Status UringBackend::notify() {
+  return notify_.signal();
+}
 
 Status UringBackend::process_events(Msec timer, unsigned flags) {
   // One io_uring_enter both submits what add/del queued since the last pass
@@ -294,8 +301,9 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
   if (notify_.is(ev)) {
     if (!more) {
       Status st = arm(*ev, notify_.fd());
-      if (!st) VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm notify: %s",
-                         st.message().c_str());
+      if (!st)
+        VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm notify: %s",
+                  st.message().c_str());
     }
     if (cqe.res >= 0) notify_.fire(*loop_);
     return;
@@ -308,8 +316,9 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
     // Our own cancels are never current (del resets the index), so the
     // kernel stopped the request: the registration must go on.
     Status st = arm(*ev, c->fd);
-    if (!st) VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
-                       st.message().c_str());
+    if (!st)
+      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
+                st.message().c_str());
     return;
   }
   if (cqe.res < 0) {
@@ -326,8 +335,9 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
   // the kernel stopped it. Either way the registration must continue.
   if (!more) {
     Status st = arm(*ev, c->fd);
-    if (!st) VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
-                       st.message().c_str());
+    if (!st)
+      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
+                st.message().c_str());
   }
   if (!ev->write && (cqe.res & POLLRDHUP)) ev->pending_eof = 1;
   deliver(*loop_, *ev, flags);

@@ -32,14 +32,14 @@
 
 namespace vigil::test {
 
-#define ASSERT_OK(expr)                                 \
-  do {                                                  \
-    const ::vigil::Status _st = (expr);                 \
+#define ASSERT_OK(expr)                                        \
+  do {                                                         \
+    const ::vigil::Status _st = (expr);                        \
     ASSERT_TRUE(_st.is_ok()) << #expr ": " << _st.to_string(); \
   } while (0)
-#define EXPECT_OK(expr)                                 \
-  do {                                                  \
-    const ::vigil::Status _st = (expr);                 \
+#define EXPECT_OK(expr)                                        \
+  do {                                                         \
+    const ::vigil::Status _st = (expr);                        \
     EXPECT_TRUE(_st.is_ok()) << #expr ": " << _st.to_string(); \
   } while (0)
 
@@ -107,7 +107,8 @@ inline std::pair<int, Fd> tcp_pair() {
   sockaddr_in a{};
   Fd ls = tcp_listener(&a);
   Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (client.get() == -1 || ::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == -1) {
+  if (client.get() == -1 ||
+      ::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == -1) {
     ADD_FAILURE() << "connect: " << std::strerror(errno);
     return {-1, Fd()};
   }

@@ -159,8 +159,12 @@ TEST_P(BackendTest, AddConnRegistersPerTheBackendsModel) {
   EXPECT_EQ(p.reads, reads) << "reported after del_conn";
 }
 
-TEST_P(BackendTest, PeerCloseWithoutDataIsEof) { check_peer_close(""); }
-TEST_P(BackendTest, PeerCloseAfterDataIsEof) { check_peer_close("last words"); }
+TEST_P(BackendTest, PeerCloseWithoutDataIsEof) {
+  check_peer_close("");
+}
+TEST_P(BackendTest, PeerCloseAfterDataIsEof) {
+  check_peer_close("last words");
+}
 
 TEST_P(BackendTest, WritableAgainAfterTheSendBufferDrains) {
   auto [fd, peer] = unix_pair();
@@ -239,8 +243,8 @@ TEST_P(BackendTest, PeerSeesTheCloseByTheNextPass) {
   loop_->pool().close_connection(*c);
   ASSERT_OK(pass(0));  // the loop always comes back here after the handlers
   char b;
-  EXPECT_EQ(::recv(peer.get(), &b, 1, 0), 0) << "the peer does not see the close: "
-                                              << std::strerror(errno);
+  EXPECT_EQ(::recv(peer.get(), &b, 1, 0), 0)
+      << "the peer does not see the close: " << std::strerror(errno);
 }
 
 // Handlers of the 1000-connection test: read the byte, count the connection once.
@@ -311,7 +315,9 @@ struct ReuseScenario {
 };
 ReuseScenario* g_reuse = nullptr;
 
-void on_reused_read(Event&) { ++g_reuse->reused_reads; }
+void on_reused_read(Event&) {
+  ++g_reuse->reused_reads;
+}
 
 void on_read_close_other(Event& ev) {
   ReuseScenario& s = *g_reuse;
@@ -419,7 +425,8 @@ TEST_P(BackendTest, NotifyFromAnotherThreadWakesAnInfiniteWait) {
   ASSERT_OK(backend().add(*w->read, conn_flags()));
   std::atomic<bool> woken{false};
   std::thread watchdog([&] {
-    for (int i = 0; i < 500 && !woken; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !woken; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!woken) (void)!::write(wpeer.get(), "w", 1);
   });
   std::thread notifier([&] {
