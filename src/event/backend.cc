@@ -1,0 +1,45 @@
+// Backend selection (seed 000: the `use` directive picks one ngx_event_actions_t).
+
+#include "vigil/event/backend.h"
+
+#include <string>
+
+#include "event/backends/epoll.h"
+#include "event/backends/poll.h"
+#include "event/backends/select.h"
+#if VIGIL_HAVE_URING
+#include "event/backends/uring.h"
+#endif
+
+namespace vigil {
+
+std::vector<std::string_view> backend_names() {
+  // epoll first: it is what "" picks. io_uring is opt-in (use io_uring;): a
+  // sandbox or an old kernel may refuse it, which only init can tell.
+  std::vector<std::string_view> names{"epoll", "poll", "select"};
+#if VIGIL_HAVE_URING
+  names.emplace_back("io_uring");
+#endif
+  return names;
+}
+
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name) {
+  std::unique_ptr<Backend> backend;
+  if (name.empty() || name == "epoll") {
+    backend = std::make_unique<backends::EpollBackend>();
+  } else if (name == "poll") {
+    backend = std::make_unique<backends::PollBackend>();
+  } else if (name == "select") {
+    backend = std::make_unique<backends::SelectBackend>();
+#if VIGIL_HAVE_URING
+  } else if (name == "io_uring") {
+    backend = std::make_unique<backends::UringBackend>();
+#endif
+  } else {
+    // nginx's wording for an unknown `use` value.
+    return Status::error("invalid event type \"" + std::string(name) + "\"");
+  }
+  return backend;
+}
+
+}  // namespace vigil

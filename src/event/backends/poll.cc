@@ -1,0 +1,123 @@
+#include "event/backends/poll.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <new>
+
+#include "event/backends/dispatch.h"
+#include "vigil/core/clock.h"
+#include "vigil/core/log.h"
+#include "vigil/event/connection.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::backends {
+
+Status PollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
+  done();
+  loop_ = &loop;
+  // Every pool connection may hold one slot, plus the notify eventfd.
+  const std::size_t capacity = cfg.connections + 1;
+  Status st = table_.init(capacity);
+  if (st) {
+    ready_.reset(new (std::nothrow) ReadyFd[capacity]);
+    if (!ready_) st = Status::error("cannot allocate the poll ready list", ENOMEM);
+  }
+  if (st) st = notify_.open();
+  if (st) st = add(notify_.event(), 0);
+  if (!st) {
+    done();
+    return st;
+  }
+  return Status::ok();
+}
+
+void PollBackend::done() {
+  notify_.close();
+  table_.clear();
+  ready_.reset();
+  loop_ = nullptr;
+}
+
+Status PollBackend::add(Event& ev, unsigned /*flags: always level-triggered*/) {
+  if (ev.owner<Connection>()->fd < 0) return Status::error("poll: cannot watch fd -1");
+  Status st = table_.add(ev);
+  if (!st) return st;
+  ev.active = 1;
+  return Status::ok();
+}
+
+// With kEvClose too: the table is the whole registration, and a closed fd left
+// in it would come back as POLLNVAL.
+Status PollBackend::del(Event& ev, unsigned /*flags*/) {
+  table_.del(ev);
+  ev.active = 0;
+  return Status::ok();
+}
+
+Status PollBackend::add_conn(Connection& c) {
+  return add(*c.read, 0);
+}
+
+Status PollBackend::del_conn(Connection& c, unsigned flags) {
+  Status st = del(*c.read, flags);
+  if (st) st = del(*c.write, flags);
+  return st;
+}
+
+Status PollBackend::notify() {
+  return notify_.signal();
+}
+
+Status PollBackend::process_events(Msec timer, unsigned flags) {
+  const int timeout =
+      timer == kTimerInfinite ? -1 : static_cast<int>(std::min<Msec>(timer, INT_MAX));
+  const int n = ::poll(table_.pollfds(), table_.size(), timeout);
+  const int err = n == -1 ? errno : 0;
+
+  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+
+  if (err != 0) {
+    if (err == EINTR) return Status::ok();
+    return Status::sys("poll()", err);
+  }
+
+  LoopStats& stats = loop_->stats();
+  if (n == 0) {
+    ++stats.empty_waits;
+    if (timer != kTimerInfinite) return Status::ok();
+    return Status::error("poll() returned no events without timeout");
+  }
+
+  // Copy the ready slots out first: handlers add and delete events, which
+  // moves slots around in the table.
+  std::size_t nready = 0;
+  for (std::uint32_t i = 0; i < table_.size();) {
+    pollfd& p = table_.pollfds()[i];
+    const short revents = p.revents;
+    if (revents == 0) {
+      ++i;
+      continue;
+    }
+    p.revents = 0;
+    Connection* c = table_.connection(i);
+    ready_[nready++] = ReadyFd{c, c->read->instance, revents};
+    if (revents & POLLNVAL) {
+      // The fd was closed behind our back. Left in the table it would be
+      // reported on every pass: drop it, and let the handlers see the error.
+      VIGIL_LOG(loop_->log(), kAlert, 0, "poll() reported invalid fd:%d ev:%04x rev:%04x, dropped",
+                p.fd, static_cast<unsigned>(p.events), static_cast<unsigned>(revents));
+      table_.drop(i);  // slot i now holds the former last one: look at it next
+      continue;
+    }
+    ++i;
+  }
+  stats.events += nready;
+
+  deliver_ready(*loop_, notify_, ready_.get(), nready, flags);
+  return Status::ok();
+}
+
+}  // namespace vigil::backends

@@ -1,0 +1,346 @@
+#include "event/backends/uring.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+
+#include "event/backends/dispatch.h"
+#include "vigil/core/clock.h"
+#include "vigil/core/log.h"
+#include "vigil/event/connection.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::backends {
+
+namespace {
+
+// ev.index while registered: generation | level flag | instance at arm time.
+constexpr std::uint32_t kGenerationMask = 0xffffu;
+constexpr std::uint32_t kLevelBit = 1u << 16;
+constexpr std::uint32_t kInstanceBit = 1u << 17;
+
+// user_data: generation in bits 48..63, the Event pointer below (user-space
+// addresses fit in 48 bits on x86-64 and arm64), the instance in bit 0.
+constexpr int kGenerationShift = 48;
+constexpr std::uint64_t kPointerMask =
+    ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
+constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
+constexpr std::uint64_t kTeardownUserData =
+    2;  // done()'s cancel-everything request (no Event is at 2)
+
+std::uint64_t user_data_of(const Event& ev) {
+  return (std::uint64_t{ev.index & kGenerationMask} << kGenerationShift) |
+         reinterpret_cast<std::uintptr_t>(&ev) | ((ev.index & kInstanceBit) ? 1u : 0u);
+}
+
+Event* event_of(std::uint64_t user_data) {
+  return reinterpret_cast<Event*>(static_cast<std::uintptr_t>(user_data & kPointerMask));
+}
+
+// True when the completion belongs to the registration ev currently holds.
+bool is_current(const Event& ev, std::uint64_t user_data) {
+  return ev.active && ev.index != Event::kNoIndex && user_data == user_data_of(ev);
+}
+
+unsigned poll_mask(const Event& ev) {
+  return ev.write ? POLLOUT : POLLIN | POLLRDHUP;
+}
+
+}  // namespace
+
+Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
+  done();
+  loop_ = &loop;
+
+  // Every watched direction may complete once per wake-up, so the completion
+  // queue is sized for all of them; the kernel keeps overflow (FEAT_NODROP)
+  // but that costs a syscall to flush.
+  const auto sq_entries = static_cast<unsigned>(std::clamp<std::size_t>(cfg.events, 64, 4096));
+  io_uring_params params{};
+  params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+  params.cq_entries = static_cast<unsigned>(
+      std::clamp<std::size_t>(2 * cfg.connections + 64, 2 * sq_entries, 65536));
+  int rc = ::io_uring_queue_init_params(sq_entries, &ring_, &params);
+  if (rc == -EINVAL) {  // a kernel older than CQSIZE/CLAMP: default sizes
+    params = io_uring_params{};
+    rc = ::io_uring_queue_init_params(sq_entries, &ring_, &params);
+  }
+  if (rc < 0) {
+    loop_ = nullptr;
+    return Status::error("io_uring is not available: io_uring_queue_init() failed", -rc);
+  }
+  ring_open_ = true;
+  skip_success_ = (params.features & IORING_FEAT_CQE_SKIP) != 0;
+
+  batch_size_ = static_cast<unsigned>(std::clamp<std::size_t>(cfg.events, 1, 65536));
+  cqes_.reset(new (std::nothrow) io_uring_cqe*[batch_size_]);
+  batch_.reset(new (std::nothrow) Completion[batch_size_]);
+  if (!cqes_ || !batch_) {
+    done();
+    return Status::error("cannot allocate the io_uring completion list", ENOMEM);
+  }
+
+  Status st = notify_.open();
+  if (st) {
+    Event& nev = notify_.event();
+    nev.index = ++generation_;  // multishot, instance 0
+    st = arm(nev, notify_.fd());
+    if (st) nev.active = 1;
+  }
+  if (st) {
+    rc = ::io_uring_submit(&ring_);
+    if (rc < 0) st = Status::sys("io_uring_submit()", -rc);
+  }
+  if (st) {
+    // Multishot poll needs Linux 5.13; an older kernel fails the request at
+    // once, which would otherwise only show as a dead notify.
+    io_uring_cqe* cqe = nullptr;
+    if (::io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr && cqe->res < 0) {
+      st = Status::error("io_uring is not usable: multishot poll failed", -cqe->res);
+      ::io_uring_cqe_seen(&ring_, cqe);
+    }
+  }
+  if (!st) {
+    done();
+    return st;
+  }
+  return Status::ok();
+}
+
+void UringBackend::cancel_everything() {
+  io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe == nullptr && ::io_uring_submit(&ring_) >= 0) sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) return;
+  ::io_uring_prep_cancel64(sqe, 0,
+                           IORING_ASYNC_CANCEL_ANY);  // Linux 5.19; older: -EINVAL, harmless
+  ::io_uring_sqe_set_data64(sqe, kTeardownUserData);
+  if (::io_uring_submit(&ring_) < 0) return;
+  // Reap until the cancel has completed and nothing else is pending; every
+  // wait also runs the cancelled polls' task work. Bounded: 100 x 10 ms.
+  bool cancelled = false;
+  for (int i = 0; i < 100; ++i) {
+    __kernel_timespec ts{};
+    ts.tv_nsec = cancelled ? 0 : 10 * 1000 * 1000;
+    io_uring_cqe* cqe = nullptr;
+    const int rc = ::io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    if (rc == -EINTR) continue;
+    if (rc < 0) {
+      if (cancelled) return;
+      continue;
+    }
+    if (cqe->user_data == kTeardownUserData) cancelled = true;
+    ::io_uring_cqe_seen(&ring_, cqe);
+  }
+}
+
+void UringBackend::done() {
+  if (ring_open_) {
+    // Closing the ring cancels every armed poll too, but later, from the
+    // ring's exit work: until then the polled sockets stay referenced and a
+    // peer would not see our FIN. Cancel and reap here, so done() leaves
+    // nothing behind. (The exit work still queues task work to this thread,
+    // which ends its next blocking wait once with EINTR: harmless.)
+    cancel_everything();
+    ::io_uring_queue_exit(&ring_);
+    ring_open_ = false;
+  }
+  notify_.close();
+  cqes_.reset();
+  batch_.reset();
+  batch_size_ = 0;
+  loop_ = nullptr;
+}
+
+io_uring_sqe* UringBackend::next_sqe(Status* st) {
+  io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe != nullptr) return sqe;
+  // The submission queue is full: hand what is queued to the kernel now.
+  const int rc = ::io_uring_submit(&ring_);
+  if (rc < 0) {
+    *st = Status::sys("io_uring_submit()", -rc);
+    return nullptr;
+  }
+  sqe = ::io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) *st = Status::error("io_uring submission queue is full");
+  return sqe;
+}
+
+Status UringBackend::arm(Event& ev, int fd) {
+  Status st;
+  io_uring_sqe* sqe = next_sqe(&st);
+  if (sqe == nullptr) return st;
+  if (ev.index & kLevelBit) {
+    ::io_uring_prep_poll_add(sqe, fd, poll_mask(ev));
+  } else {
+    ::io_uring_prep_poll_multishot(sqe, fd, poll_mask(ev));
+  }
+  ::io_uring_sqe_set_data64(sqe, user_data_of(ev));
+  return Status::ok();
+}
+
+Status UringBackend::cancel(std::uint64_t user_data) {
+  Status st;
+  io_uring_sqe* sqe = next_sqe(&st);
+  if (sqe == nullptr) return st;
+  ::io_uring_prep_poll_remove(sqe, user_data);
+  ::io_uring_sqe_set_data64(sqe, kCancelUserData);
+  if (skip_success_) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  return Status::ok();
+}
+
+Status UringBackend::add(Event& ev, unsigned flags) {
+  const bool level = (flags & kEvClear) == 0;
+  if (ev.active && ev.index != Event::kNoIndex) {
+    if (((ev.index & kLevelBit) != 0) == level) return Status::ok();  // armed already, same mode
+    Status st = del(ev, 0);
+    if (!st) return st;
+  }
+  if ((reinterpret_cast<std::uintptr_t>(&ev) >> kGenerationShift) != 0) {
+    return Status::error("io_uring: event address does not fit the user_data tag");
+  }
+  ++generation_;
+  ev.index = generation_ | (level ? kLevelBit : 0u) | (ev.instance ? kInstanceBit : 0u);
+  Status st = arm(ev, ev.owner<Connection>()->fd);
+  if (!st) {
+    ev.index = Event::kNoIndex;
+    return st;
+  }
+  ev.active = 1;
+  return Status::ok();
+}
+
+Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see uring.h*/) {
+  if (!ev.active || ev.index == Event::kNoIndex) {
+    ev.active = 0;
+    ev.index = Event::kNoIndex;
+    return Status::ok();
+  }
+  const std::uint64_t user_data = user_data_of(ev);
+  ev.active = 0;
+  ev.index = Event::kNoIndex;
+  return cancel(user_data);
+}
+
+Status UringBackend::add_conn(Connection& c) {
+  Status st = add(*c.read, kEvClear);
+  if (st) st = add(*c.write, kEvClear);
+  return st;
+}
+
+Status UringBackend::del_conn(Connection& c, unsigned flags) {
+  Status st = del(*c.read, flags);
+  Status st2 = del(*c.write, flags);
+  return st ? std::move(st2) : std::move(st);
+}
+
+Status UringBackend::notify() {
+  return notify_.signal();
+}
+
+Status UringBackend::process_events(Msec timer, unsigned flags) {
+  // One io_uring_enter both submits what add/del queued since the last pass
+  // and waits.
+  int rc;
+  if (timer == kTimerInfinite) {
+    rc = ::io_uring_submit_and_wait(&ring_, 1);
+  } else if (timer == 0) {
+    rc = ::io_uring_submit(&ring_);
+  } else {
+    __kernel_timespec ts{};
+    ts.tv_sec = static_cast<long long>(timer / 1000);
+    ts.tv_nsec = static_cast<long long>((timer % 1000) * 1000000);
+    io_uring_cqe* cqe = nullptr;
+    rc = ::io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+  }
+  const int err = rc < 0 ? -rc : 0;
+
+  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+
+  if (err == EINTR) return Status::ok();
+  // ETIME: the wait timed out; EBUSY/EAGAIN: completions overflowed and must
+  // be reaped first. Both are handled by reaping below.
+  if (err != 0 && err != ETIME && err != EBUSY && err != EAGAIN) {
+    return Status::sys("io_uring_enter()", err);
+  }
+
+  // Copy a bounded batch out and release the ring slots before any handler
+  // runs: handlers queue new requests (add/del), which may submit.
+  const unsigned n = ::io_uring_peek_batch_cqe(&ring_, cqes_.get(), batch_size_);
+  std::uint64_t reported = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    batch_[i] = Completion{cqes_[i]->user_data, cqes_[i]->res, cqes_[i]->flags};
+    if (batch_[i].user_data != kCancelUserData && batch_[i].user_data != LIBURING_UDATA_TIMEOUT) {
+      ++reported;
+    }
+  }
+  ::io_uring_cq_advance(&ring_, n);
+
+  // An infinite wait may end with only cancel completions: not an error here,
+  // unlike epoll_wait returning 0.
+  LoopStats& stats = loop_->stats();
+  if (reported == 0) {
+    ++stats.empty_waits;
+    return Status::ok();
+  }
+  stats.events += reported;
+
+  for (unsigned i = 0; i < n; ++i) complete(batch_[i], flags);
+  return Status::ok();
+}
+
+void UringBackend::complete(const Completion& cqe, unsigned flags) {
+  if (cqe.user_data == kCancelUserData || cqe.user_data == LIBURING_UDATA_TIMEOUT) return;
+  Event* ev = event_of(cqe.user_data);
+  // A completion of an earlier registration (cancelled, replaced, deleted) or
+  // of a slot reused since: stale, and never re-armed.
+  if (!is_current(*ev, cqe.user_data)) return;
+  const bool more = (cqe.flags & IORING_CQE_F_MORE) != 0;
+
+  if (notify_.is(ev)) {
+    if (!more) {
+      Status st = arm(*ev, notify_.fd());
+      if (!st)
+        VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm notify: %s",
+                  st.message().c_str());
+    }
+    if (cqe.res >= 0) notify_.fire(*loop_);
+    return;
+  }
+
+  auto* c = ev->owner<Connection>();
+  if (is_stale(*c, static_cast<unsigned>(cqe.user_data & 1u))) return;
+
+  if (cqe.res == -ECANCELED) {
+    // Our own cancels are never current (del resets the index), so the
+    // kernel stopped the request: the registration must go on.
+    Status st = arm(*ev, c->fd);
+    if (!st)
+      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
+                st.message().c_str());
+    return;
+  }
+  if (cqe.res < 0) {
+    // The poll could not be armed (EBADF: the fd was closed behind our back):
+    // the request is gone. The handler meets the error in its recv()/send().
+    VIGIL_LOG(loop_->log(), kInfo, -cqe.res, "io_uring poll on fd:%d failed", c->fd);
+    ev->active = 0;
+    ev->index = Event::kNoIndex;
+    deliver(*loop_, *ev, flags);
+    return;
+  }
+
+  // A single-shot (level) poll always ends here; a multishot one only when
+  // the kernel stopped it. Either way the registration must continue.
+  if (!more) {
+    Status st = arm(*ev, c->fd);
+    if (!st)
+      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
+                st.message().c_str());
+  }
+  if (!ev->write && (cqe.res & POLLRDHUP)) ev->pending_eof = 1;
+  deliver(*loop_, *ev, flags);
+}
+
+}  // namespace vigil::backends
