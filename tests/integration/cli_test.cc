@@ -78,8 +78,8 @@ TEST_F(Cli, EmbeddedDefaultIsUsedWhenNoFileExists) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("conf/vigil.conf (embedded) syntax is ok"), std::string::npos) << out;
   // -T dumps the embedded text itself.
-  EXPECT_NE(out.find("# configuration file " + dir_ + "/conf/vigil.conf (embedded):"),
-            std::string::npos) << out;
+  EXPECT_NE(out.find("# configuration file conf/vigil.conf (embedded):"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("worker_connections"), std::string::npos) << out;
 }
 

@@ -167,12 +167,8 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AcceptBackends, ::testing::ValuesIn([] {
-                           std::vector<std::string> v;
-                           for (auto n : backend_names()) v.emplace_back(n);
-                           return v;
-                         }()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, AcceptBackends, ::testing::ValuesIn(test::backend_params()),
+                         test::backend_param_name);
 
 }  // namespace
 }  // namespace vigil
