@@ -128,7 +128,7 @@ int run_server(const Configuration& conf, Log& log) {
   }
   signals::set_wake_hook(nullptr);
   g_loop = nullptr;
-  VIGIL_LOG(log, kNotice, 0, "%s, exiting", flags.quit ? "gracefully shutting down" : "exiting");
+  VIGIL_LOG(log, kNotice, 0, "%s", flags.quit ? "gracefully shutting down" : "exiting");
   remove_pid_file(core.pid_path, pid);
   return 0;
 }
