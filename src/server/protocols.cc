@@ -1,11 +1,13 @@
 #include "server/protocols.h"
 
+#include "http/protocol.h"
+
 namespace vigil {
 
 namespace {
 // Protocols register here (one line each).
 const ProtocolHooks kProtocols[] = {
-    {"none"},
+    {"http", http::create_listeners, http::init_worker, http::exit_worker, http::reopen_logs},
 };
 }  // namespace
 

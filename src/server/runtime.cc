@@ -12,6 +12,7 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
+#include "server/protocols.h"
 #include "vigil/event/loop.h"
 
 namespace vigil {
@@ -80,6 +81,25 @@ int run_server(const Configuration& conf, Log& log) {
   if (core.master_process && core.worker_processes > 1) {
     VIGIL_LOG(log, kNotice, 0, "running one process: master and worker processes are not built yet");
   }
+  // The protocols' listening sockets, opened before daemonizing so a bind
+  // error reaches the terminal (nginx opens them in the master for the same
+  // reason).
+  std::vector<std::unique_ptr<Listening>> listeners;
+  for (const ProtocolHooks& p : protocols()) {
+    if (p.create_listeners == nullptr) continue;
+    if (Status s = p.create_listeners(conf, listeners); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return 1;
+    }
+  }
+  for (auto& ls : listeners) {
+    ls->log = &log;
+    if (Status s = ls->open(5); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return 1;
+    }
+  }
+
   if (core.daemon) {
     if (Status s = daemonize(); !s) {
       VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
@@ -104,6 +124,21 @@ int run_server(const Configuration& conf, Log& log) {
     return 1;
   }
 
+  for (auto& ls : listeners) {
+    if (Status s = loop->add_listening(*ls); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return 1;
+    }
+    VIGIL_LOG(log, kNotice, 0, "listening on %s", ls->addr_text.c_str());
+  }
+  for (const ProtocolHooks& p : protocols()) {
+    if (p.init_worker == nullptr) continue;
+    if (Status s = p.init_worker(conf, *loop, 0); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return 1;
+    }
+  }
+
   VIGIL_LOG(log, kNotice, 0, "vigil/%s started, pid %d, %s backend, %zu worker_connections",
             VIGIL_VERSION, static_cast<int>(pid), std::string(loop->backend().name()).c_str(),
             ev.connections);
@@ -120,6 +155,9 @@ int run_server(const Configuration& conf, Log& log) {
       flags.reopen = 0;
       VIGIL_LOG(log, kNotice, 0, "reopening logs");
       if (Status s = log.reopen(); !s) VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+      for (const ProtocolHooks& p : protocols()) {
+        if (p.reopen_logs != nullptr) p.reopen_logs();
+      }
     }
     if (flags.reconfigure) {
       flags.reconfigure = 0;
@@ -128,6 +166,9 @@ int run_server(const Configuration& conf, Log& log) {
   }
   signals::set_wake_hook(nullptr);
   g_loop = nullptr;
+  for (const ProtocolHooks& p : protocols()) {
+    if (p.exit_worker != nullptr) p.exit_worker(*loop);
+  }
   VIGIL_LOG(log, kNotice, 0, "%s", flags.quit ? "gracefully shutting down" : "exiting");
   remove_pid_file(core.pid_path, pid);
   return 0;

@@ -6,11 +6,12 @@
 #include "core/conf/module.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "http/conf.h"
 
 namespace vigil {
 
 const ModuleRegistry& ModuleRegistry::builtin() {
-  static const ModuleRegistry registry{&core_module(), &event_module()};
+  static const ModuleRegistry registry{&core_module(), &event_module(), &http::http_module()};
   return registry;
 }
 

@@ -174,7 +174,7 @@ Status Loader::finish_root(ConfScope& scope, std::size_t module, int spec) const
     }
   }
   if (cs.init) {
-    Status s = cs.init(ConfInit(env_, scope), conf);
+    Status s = cs.init(ConfInit(env_, scope, module), conf);
     if (!s) return s;
   }
   for (const auto& child : scope.children()) {
@@ -196,7 +196,7 @@ Status Loader::merge_down(const void* parent_conf, ConfScope& scope, std::size_t
       }
     }
     if (cs.merge) {
-      Status s = cs.merge(ConfInit(env_, scope), parent_conf, conf);
+      Status s = cs.merge(ConfInit(env_, scope, module), parent_conf, conf);
       if (!s) return s;
     }
     parent_conf = conf;

@@ -97,10 +97,15 @@ class ConfScope {
 // the facts about which of the module's directives were set in it.
 class ConfInit {
  public:
-  ConfInit(const ConfEnv& env, const ConfScope& scope) : env_(env), scope_(scope) {}
+  ConfInit(const ConfEnv& env, const ConfScope& scope, std::size_t module = 0)
+      : env_(env), scope_(scope), module_(module) {}
 
   const ConfEnv& env() const { return env_; }
   const ConfScope& scope() const { return scope_; }
+  // The registry index of the module whose conf is being finished, so an init
+  // can read the module's confs in other scopes (scope.conf(module(), spec)):
+  // how http builds its server tables once the whole block is merged.
+  std::size_t module() const { return module_; }
   bool is_set(std::string_view directive) const { return scope_.find_set(directive) != nullptr; }
   // " in F:L" where `directive` was set in this scope, or "".
   std::string where(std::string_view directive) const {
@@ -115,6 +120,7 @@ class ConfInit {
  private:
   const ConfEnv& env_;
   const ConfScope& scope_;
+  std::size_t module_;
 };
 
 }  // namespace vigil

@@ -1,0 +1,72 @@
+#include "http/protocol.h"
+
+#include <cstring>
+
+#include "http/conf.h"
+#include "http/request.h"
+#include "http/servers.h"
+#include "http/worker.h"
+#include "vigil/core/log.h"
+
+namespace vigil::http {
+namespace {
+// The worker of this process; one event loop per process runs HTTP.
+std::unique_ptr<HttpWorker> g_worker;
+}  // namespace
+
+Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out) {
+  const HttpServers* servers = http_servers(conf);
+  if (servers == nullptr) return Status::ok();
+  for (const auto& addr : servers->addresses) {
+    auto ls = std::make_unique<Listening>();
+    const ListenConf& l = addr->listen;
+    std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
+    ls->addrlen = l.addrlen;
+    ls->addr_text = l.addr_text;
+    ls->backlog = l.backlog;
+    ls->reuseport = l.reuseport;
+    ls->deferred_accept = l.deferred;
+    // TCP_NODELAY is set when a connection first goes keep-alive, as nginx
+    // does: a connection-per-request client never pays for the setsockopt.
+    ls->tcp_nodelay = false;
+    ls->handler = init_connection;
+    ls->servers = addr.get();
+    out.push_back(std::move(ls));
+  }
+  return Status::ok();
+}
+
+Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index) {
+  const HttpServers* servers = http_servers(conf);
+  if (servers == nullptr) return Status::ok();
+  auto worker = std::make_unique<HttpWorker>(loop, *servers, worker_index);
+  if (Status s = worker->open_logs(); !s) return s;
+  set_current_worker(worker.get());
+  g_worker = std::move(worker);
+  g_worker->publish_stats();
+  return Status::ok();
+}
+
+void exit_worker(EventLoop& loop) {
+  if (!g_worker) return;
+  // Connections still open are closed here, so their requests and buffers go
+  // back to the worker before it is destroyed.
+  ConnectionPool& pool = loop.pool();
+  Connection* cs = pool.connections();
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    Connection& c = cs[i];
+    if (c.fd == -1 || c.listening == nullptr || c.listening->connection == &c) continue;
+    if (c.listening->handler != init_connection || c.data == nullptr) continue;
+    close_connection(*static_cast<HttpConnection*>(c.data));
+  }
+  g_worker->flush_logs();
+  g_worker->publish_stats();
+  set_current_worker(nullptr);
+  g_worker.reset();
+}
+
+void reopen_logs() {
+  if (g_worker) g_worker->reopen_logs();
+}
+
+}  // namespace vigil::http

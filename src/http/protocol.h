@@ -1,0 +1,20 @@
+#pragma once
+// HTTP's hooks for the process runtime (server/protocols.h): the listening
+// sockets of the configuration and the per-worker set-up and tear-down.
+
+#include <memory>
+#include <vector>
+
+#include "core/conf/loader.h"
+#include "vigil/core/result.h"
+#include "vigil/event/listening.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::http {
+
+Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out);
+Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index);
+void exit_worker(EventLoop& loop);
+void reopen_logs();
+
+}  // namespace vigil::http

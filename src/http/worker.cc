@@ -1,0 +1,142 @@
+#include "http/worker.h"
+
+#include <unistd.h>
+
+#include <new>
+
+#include "http/request.h"
+#include "vigil/core/counters.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::http {
+namespace {
+thread_local HttpWorker* t_worker = nullptr;
+}  // namespace
+
+HttpWorker* current_worker() { return t_worker; }
+void set_current_worker(HttpWorker* w) { t_worker = w; }
+
+// ---- BufferCache -------------------------------------------------------------
+
+BufferCache::~BufferCache() {
+  for (auto& b : buckets_) {
+    for (char* p : b.free) delete[] p;
+  }
+}
+
+char* BufferCache::get(std::size_t size) {
+  for (auto& b : buckets_) {
+    if (b.size == size) {
+      if (b.free.empty()) break;
+      char* p = b.free.back();
+      b.free.pop_back();
+      return p;
+    }
+  }
+  // Warm-up (or a new peak of concurrency): the buffer stays with the
+  // worker once given back.
+  return new (std::nothrow) char[size];
+}
+
+void BufferCache::put(char* p, std::size_t size) {
+  if (p == nullptr) return;
+  for (auto& b : buckets_) {
+    if (b.size == size) {
+      b.free.push_back(p);
+      return;
+    }
+  }
+  buckets_.push_back({size, {}});
+  buckets_.back().free.reserve(64);
+  buckets_.back().free.push_back(p);
+}
+
+std::size_t BufferCache::cached() const {
+  std::size_t n = 0;
+  for (const auto& b : buckets_) n += b.free.size();
+  return n;
+}
+
+// ---- HttpWorker ----------------------------------------------------------------
+
+HttpWorker::HttpWorker(EventLoop& loop, const HttpServers& servers, int index)
+    : loop_(loop), servers_(servers), index_(index) {
+  // A normalised path is never longer than the raw one, which fits in a
+  // large header buffer; a file name adds the root and an index name.
+  scratch_size_ = 3 * servers.max_large_buffer + 8192;
+  scratch_ = std::make_unique<char[]>(scratch_size_);
+  flush_event_.data = this;
+  flush_event_.handler = flush_timer_handler;
+  flush_event_.log = &loop.log();
+  flush_event_.cancelable = 1;  // buffered log lines never hold up a graceful exit
+}
+
+HttpWorker::~HttpWorker() {
+  loop_.del_timer(flush_event_);
+  for (Request* r : free_requests_) delete r;
+}
+
+Status HttpWorker::open_logs() {
+  for (const AccessLogConf* conf : servers_.access_logs) {
+    auto log = std::make_unique<AccessLog>(conf->path, conf->buffer, conf->flush);
+    if (Status s = log->open(); !s) return s;
+    logs_.push_back(std::move(log));
+  }
+  return Status::ok();
+}
+
+void HttpWorker::reopen_logs() {
+  for (auto& log : logs_) {
+    if (Status s = log->reopen(loop_.log()); !s) {
+      VIGIL_LOG(loop_.log(), kAlert, s.err(), "%s", s.message().c_str());
+    }
+  }
+}
+
+void HttpWorker::flush_logs() {
+  for (auto& log : logs_) log->flush(loop_.log());
+}
+
+void HttpWorker::arm_flush(Msec after) {
+  if (!flush_event_.timer_set) loop_.add_timer(flush_event_, after);
+}
+
+void HttpWorker::flush_timer_handler(Event& ev) {
+  ev.timedout = 0;
+  auto* w = ev.owner<HttpWorker>();
+  w->flush_logs();
+}
+
+Request* HttpWorker::get_request() {
+  if (!free_requests_.empty()) {
+    Request* r = free_requests_.back();
+    free_requests_.pop_back();
+    return r;
+  }
+  return new (std::nothrow) Request();
+}
+
+void HttpWorker::put_request(Request* r) { free_requests_.push_back(r); }
+
+void HttpWorker::publish_stats() {
+  if (index_ < 0 || static_cast<std::size_t>(index_) >= kMaxWorkers) return;
+  WorkerSlot& slot = shared_counters()->workers[index_];
+  const pid_t pid = ::getpid();
+  const pid_t owner = slot.pid.load(std::memory_order_acquire);
+  if (owner != 0 && owner != pid) return;  // the process model publishes this slot
+  const LoopStats& st = loop_.stats();
+  ConnectionPool& pool = loop_.pool();
+  slot.iterations.store(st.iterations, std::memory_order_relaxed);
+  slot.events.store(st.events, std::memory_order_relaxed);
+  slot.empty_waits.store(st.empty_waits, std::memory_order_relaxed);
+  slot.timers_expired.store(st.timers_expired, std::memory_order_relaxed);
+  slot.posted_run.store(st.posted_run, std::memory_order_relaxed);
+  slot.accepted.store(st.accepted, std::memory_order_relaxed);
+  slot.accept_mutex_acquired.store(st.accept_mutex_acquired, std::memory_order_relaxed);
+  slot.connections_used.store(pool.size() - pool.free_count(), std::memory_order_relaxed);
+  slot.connections_max.store(pool.size(), std::memory_order_relaxed);
+  slot.pid.store(pid, std::memory_order_release);
+}
+
+}  // namespace vigil::http
