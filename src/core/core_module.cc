@@ -1,8 +1,10 @@
 #include "core/core_module.h"
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <utility>
 
@@ -75,6 +77,12 @@ Status include(const DirectiveCall& call) {
   if (pattern.empty()) return call.invalid_value(0);
   std::string full = call.env().conf_prefixed(pattern);
   if (full.find_first_of("*?[") == std::string::npos) {
+    for (const auto& [name, text] : call.env().embedded_includes) {
+      struct stat st {};
+      if (name == pattern && ::stat(full.c_str(), &st) == -1 && errno == ENOENT) {
+        return call.parser().parse_text(text, "conf/" + name + " (embedded)", false, call.sink());
+      }
+    }
     return call.parser().parse_file(full, call.sink(), call.where());
   }
   GlobResult g;

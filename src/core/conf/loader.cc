@@ -226,6 +226,7 @@ Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions
   if (cfg->used_embedded_) {
     cfg->main_path_ = std::string(kEmbeddedName);
     cfg->env_.conf_prefix = join_conf_path(options.prefix, "conf/");
+    cfg->env_.embedded_includes = options.embedded_includes;
   } else {
     cfg->main_path_ = path;
     cfg->env_.conf_prefix = directory_of(path);

@@ -42,6 +42,9 @@ struct ConfEnv {
   std::string prefix;       // -p, "" for the current directory
   std::string conf_prefix;  // directory of the main configuration file, "" or ending in '/'
   bool allow_include = true;
+  // Set while the embedded configuration is in use: compiled-in copies of
+  // the files it includes (ConfLoadOptions::embedded_includes).
+  std::vector<std::pair<std::string, std::string_view>> embedded_includes;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "conf_test_util.h"
+#include "http/conf.h"
 
 namespace vigil {
 namespace {
@@ -279,9 +280,10 @@ TEST(ModuleRegistry, IndexAndBuiltin) {
   EXPECT_EQ(reg.index_of(toy_main_module()), 1u);
   EXPECT_EQ(reg.index_of(core_module()), ModuleRegistry::npos);
   const auto& builtin = ModuleRegistry::builtin().modules();
-  ASSERT_EQ(builtin.size(), 2u);
+  ASSERT_EQ(builtin.size(), 3u);
   EXPECT_EQ(builtin[0], &core_module());
   EXPECT_EQ(builtin[1], &event_module());
+  EXPECT_EQ(builtin[2], &http::http_module());
 }
 
 TEST(Arity, Accepts) {
