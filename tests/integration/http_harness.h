@@ -217,6 +217,10 @@ class VigilServer {
     return rc;
   }
   Process& process() { return *proc_; }
+  // Waits until the server's output (error log on stderr) contains `needle`.
+  bool wait_output(const std::string& needle, int timeout_ms = 3000) {
+    return proc_ && proc_->wait_for_output(needle, timeout_ms);
+  }
   std::string output() const { return proc_ ? proc_->output() : last_output_; }
 
  private:
