@@ -1,0 +1,229 @@
+// stub_status and /metrics as requests are served, and the access log
+// (format, buffering with its 1 s flush and the flush at exit, USR1 reopen).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "http_harness.h"
+
+namespace vigil {
+namespace {
+
+using test::Client;
+using test::Response;
+using test::VigilServer;
+
+struct StubStatus {
+  long active = -1, accepts = -1, handled = -1, requests = -1, reading = -1, writing = -1,
+       waiting = -1;
+};
+
+class HttpStatus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = test::free_port();
+    server_.write("html/index.html", "index\n");
+  }
+  bool start(const std::string& extra = "") {
+    return server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
+                         ";\n root html;\n location = /status { stub_status; }\n"
+                         " location = /metrics { metrics; }\n}\n");
+  }
+  StubStatus stub(Client* c = nullptr) {
+    Response r;
+    if (c != nullptr) {
+      c->send(test::simple_get("/status"));
+      r = c->read_response();
+    } else {
+      r = test::get(port_, test::simple_get("/status"));
+    }
+    StubStatus s;
+    static const std::regex re(
+        "Active connections: (\\d+) \nserver accepts handled requests\n (\\d+) (\\d+) (\\d+) \n"
+        "Reading: (\\d+) Writing: (\\d+) Waiting: (\\d+) \n");
+    std::smatch m;
+    EXPECT_TRUE(std::regex_match(r.body, m, re)) << "not nginx's layout:\n" << r.body;
+    if (m.size() == 8) {
+      s.active = std::stol(m[1]);
+      s.accepts = std::stol(m[2]);
+      s.handled = std::stol(m[3]);
+      s.requests = std::stol(m[4]);
+      s.reading = std::stol(m[5]);
+      s.writing = std::stol(m[6]);
+      s.waiting = std::stol(m[7]);
+    }
+    EXPECT_EQ(r.header("content-type"), "text/plain");
+    return s;
+  }
+
+  VigilServer server_;
+  int port_ = 0;
+};
+
+TEST_F(HttpStatus, StubStatusCountsAsNginxDoes) {
+  ASSERT_TRUE(start()) << server_.output();
+  StubStatus s0 = stub();
+  // The status request itself: one active connection, writing, one request.
+  EXPECT_EQ(s0.active, 1);
+  EXPECT_EQ(s0.writing, 1);
+  EXPECT_EQ(s0.reading, 0);
+  EXPECT_EQ(s0.waiting, 0);
+  EXPECT_EQ(s0.accepts, s0.handled);
+
+  // Three idle keep-alive connections and one that has sent half a header.
+  Client k1(port_), k2(port_), k3(port_), half(port_);
+  for (Client* k : {&k1, &k2, &k3}) {
+    ASSERT_TRUE(k->send(test::simple_get("/")));
+    ASSERT_EQ(k->read_response().status, 200);
+  }
+  ASSERT_TRUE(half.send("GET / HTTP/1.1\r\n"));
+  ::usleep(100000);
+  StubStatus s1 = stub();
+  EXPECT_EQ(s1.active, 5);
+  EXPECT_EQ(s1.waiting, 3);
+  EXPECT_EQ(s1.reading, 1);
+  EXPECT_EQ(s1.writing, 1);
+  EXPECT_EQ(s1.accepts, s0.accepts + 5);
+  EXPECT_EQ(s1.requests, s0.requests + 5);  // 3 GETs, the half one, this status
+
+  // Connections go away: the counts follow.
+  k1.close();
+  k2.close();
+  half.close();
+  ::usleep(200000);
+  StubStatus s2 = stub(&k3);  // through a kept-alive connection: not waiting now
+  EXPECT_EQ(s2.active, 1);
+  EXPECT_EQ(s2.waiting, 0);
+  EXPECT_EQ(s2.reading, 0);
+  EXPECT_EQ(s2.writing, 1);
+  EXPECT_EQ(s2.requests, s1.requests + 1);
+}
+
+TEST_F(HttpStatus, StubStatusAllowsOnlyGetAndHead) {
+  ASSERT_TRUE(start()) << server_.output();
+  Response r = test::get(port_, "POST /status HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(r.status, 405);
+}
+
+TEST_F(HttpStatus, MetricsIsPrometheusTextWithWorkerLoopFigures) {
+  ASSERT_TRUE(start()) << server_.output();
+  for (int i = 0; i < 5; ++i) test::get(port_, test::simple_get("/"));
+  Response r = test::get(port_, test::simple_get("/metrics"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+
+  // Every line: a comment (# HELP / # TYPE) or "name{labels} value".
+  static const std::regex sample("([a-z_]+)(\\{worker=\"(\\d+)\",pid=\"(\\d+)\"\\})? ([0-9.]+)");
+  static const std::regex comment("# (HELP [a-z_]+ .+|TYPE [a-z_]+ (counter|gauge))");
+  std::map<std::string, double> values;
+  std::map<std::string, std::string> types;
+  std::istringstream in(r.body);
+  std::string line;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (line.starts_with("#")) {
+      EXPECT_TRUE(std::regex_match(line, m, comment)) << line;
+      if (line.starts_with("# TYPE ")) {
+        std::istringstream t(line.substr(7));
+        std::string name, type;
+        t >> name >> type;
+        types[name] = type;
+      }
+      continue;
+    }
+    ASSERT_TRUE(std::regex_match(line, m, sample)) << line;
+    EXPECT_TRUE(types.count(m[1])) << "no TYPE before " << line;
+    values[m[1]] = std::stod(m[5]);
+    if (m[2].matched) {
+      EXPECT_EQ(std::stoi(m[4]), server_.process().pid()) << line;
+    }
+    ++samples;
+  }
+  EXPECT_GE(values["vigil_http_requests_total"], 6);
+  EXPECT_GE(values["vigil_connections_accepted_total"], 6);
+  EXPECT_EQ(values["vigil_connections_active"], 1);
+  EXPECT_EQ(values["vigil_connections_writing"], 1);
+  EXPECT_GT(values["vigil_worker_loop_iterations_total"], 5);
+  EXPECT_GT(values["vigil_worker_events_total"], 5);
+  EXPECT_GT(values["vigil_worker_events_per_wait"], 0);
+  EXPECT_GE(values["vigil_worker_accepted_total"], 6);
+  EXPECT_EQ(values["vigil_worker_connections_max"], 1024);
+  EXPECT_GE(values["vigil_worker_connections_used"], 2);  // the listener and us
+  EXPECT_TRUE(values.count("vigil_worker_timers_expired_total"));
+  EXPECT_TRUE(values.count("vigil_worker_posted_events_total"));
+  EXPECT_TRUE(values.count("vigil_worker_accept_mutex_acquired_total"));
+  EXPECT_EQ(types["vigil_http_requests_total"], "counter");
+  EXPECT_EQ(types["vigil_connections_active"], "gauge");
+  EXPECT_GE(samples, 17);
+
+  // The figures move.
+  for (int i = 0; i < 5; ++i) test::get(port_, test::simple_get("/"));
+  Response r2 = test::get(port_, test::simple_get("/metrics"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r2.body, m, std::regex("vigil_http_requests_total (\\d+)")));
+  EXPECT_GE(std::stod(m[1]), values["vigil_http_requests_total"] + 6);
+}
+
+TEST_F(HttpStatus, AccessLogIsCombinedAndFlushedWithinASecond) {
+  ASSERT_TRUE(start("access_log logs/access.log combined;")) << server_.output();
+  test::get(port_, "GET /index.html?q=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: agent \"007\"\r\n"
+                   "Referer: http://ref/\r\n\r\n");
+  test::get(port_, test::simple_get("/nope"));
+  EXPECT_EQ(server_.read("logs/access.log"), "") << "buffered, not yet written";
+  std::string log;
+  for (int i = 0; i < 30 && log.empty(); ++i) {
+    ::usleep(100000);
+    log = server_.read("logs/access.log");
+  }
+  static const std::regex line1(
+      "127\\.0\\.0\\.1 - - \\[\\d\\d/[A-Z][a-z]{2}/\\d{4}:\\d\\d:\\d\\d:\\d\\d [+-]\\d{4}\\] "
+      "\"GET /index\\.html\\?q=1 HTTP/1\\.1\" 200 6 \"http://ref/\" \"agent \\\\x22007\\\\x22\"\n"
+      "127\\.0\\.0\\.1 - - \\[[^\\]]+\\] \"GET /nope HTTP/1\\.1\" 404 \\d+ \"-\" \"-\"\n");
+  EXPECT_TRUE(std::regex_match(log, line1)) << log;
+}
+
+TEST_F(HttpStatus, AccessLogIsFlushedAtExitAndReopenedOnUsr1) {
+  ASSERT_TRUE(start("access_log logs/access.log combined buffer=64k flush=1h;"))
+      << server_.output();
+  test::get(port_, test::simple_get("/index.html"));
+  ASSERT_EQ(::rename(server_.path("logs/access.log").c_str(),
+                     server_.path("logs/access.log.1").c_str()),
+            0);
+  server_.process().signal(SIGUSR1);
+  ASSERT_TRUE(server_.wait_output("reopening logs")) << server_.output();
+  ::usleep(100000);
+  test::get(port_, test::simple_get("/second"));
+  EXPECT_EQ(server_.stop(), 0) << server_.output();
+  // The line buffered before the reopen went to the old file; the later one
+  // to the new file, written at exit.
+  EXPECT_NE(server_.read("logs/access.log.1").find("GET /index.html"), std::string::npos);
+  EXPECT_NE(server_.read("logs/access.log").find("GET /second"), std::string::npos);
+  EXPECT_EQ(server_.read("logs/access.log").find("GET /index.html"), std::string::npos);
+}
+
+TEST_F(HttpStatus, AccessLogOffWritesNothing) {
+  ASSERT_TRUE(start("access_log off;")) << server_.output();
+  test::get(port_, test::simple_get("/"));
+  EXPECT_EQ(server_.stop(), 0);
+  EXPECT_EQ(server_.read("logs/access.log"), "");
+}
+
+TEST_F(HttpStatus, TimedOutRequestIsLoggedAs408) {
+  ASSERT_TRUE(start("client_header_timeout 1s; access_log logs/access.log combined buffer=0;"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send("GET /slow HTTP/1.1\r\n"));
+  EXPECT_TRUE(c.closed_within(4000));
+  ::usleep(100000);
+  EXPECT_NE(server_.read("logs/access.log").find("\"GET /slow HTTP/1.1\" 408 0"), std::string::npos)
+      << server_.read("logs/access.log");
+}
+
+}  // namespace
+}  // namespace vigil
