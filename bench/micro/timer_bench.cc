@@ -51,13 +51,15 @@ namespace {
 
 using vigil::Msec;
 
-constexpr Msec kWindow = 60'000;     // deadlines: random in [now, now + 60 s)
-constexpr Msec kFar = 3'600'000;     // expire case: the N standing timers, an hour out
+constexpr Msec kWindow = 60'000;  // deadlines: random in [now, now + 60 s)
+constexpr Msec kFar = 3'600'000;  // expire case: the N standing timers, an hour out
 constexpr std::uint64_t kSeed = 0x7153'2026;
 
 std::uint64_t g_fired = 0;  // every implementation's handler bumps it
 
-std::size_t batch_size(std::size_t n) { return std::min<std::size_t>(1024, n / 10); }
+std::size_t batch_size(std::size_t n) {
+  return std::min<std::size_t>(1024, n / 10);
+}
 
 // ---- the three implementations behind one shape -----------------------------------
 
