@@ -159,9 +159,9 @@ class Workload {
   Msec delay() { return rng_() % kWindow; }
   // Moves a uniformly random k-subset of ids[0, n) into ids[n - k, n).
   void pick_tail(std::size_t n, std::size_t k) {
-    for (std::size_t j = 0; j < k; ++j) {
-      const std::size_t last = n - 1 - j;
-      std::swap(ids_[rng_() % (last + 1)], ids_[last]);
+    // Partial Fisher-Yates: each step draws from the span not yet taken.
+    for (std::size_t span = n; span > n - k && span > 0; --span) {
+      std::swap(ids_[rng_() % span], ids_[span - 1]);
     }
   }
 

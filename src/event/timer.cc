@@ -8,6 +8,7 @@
 
 #include "vigil/event/timer.h"
 
+#include <cassert>
 #include <limits>
 
 namespace vigil {
@@ -331,6 +332,7 @@ void TimerTree::erase_node(TimerNode* z) {
   while (child != root_ && !is_red(child)) {
     if (child == parent->left) {
       TimerNode* w = parent->right;
+      assert(w != nullptr);
       if (w->red) {
         w->red = false;
         parent->red = true;
@@ -355,6 +357,7 @@ void TimerTree::erase_node(TimerNode* z) {
       rotate_left(parent);
     } else {
       TimerNode* w = parent->left;
+      assert(w != nullptr);
       if (w->red) {
         w->red = false;
         parent->red = true;
