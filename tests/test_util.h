@@ -12,6 +12,11 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "vigil/event/backend.h"
 
 namespace vigil::test {
 
@@ -54,6 +59,16 @@ inline bool run_until(const std::function<void()>& step, const std::function<boo
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!done() && std::chrono::steady_clock::now() < deadline) step();
   return done();
+}
+
+// Every backend compiled in, for suites parametrized over them.
+inline std::vector<std::string> backend_params() {
+  std::vector<std::string> v;
+  for (auto n : backend_names()) v.emplace_back(n);
+  return v;
+}
+inline std::string backend_param_name(const ::testing::TestParamInfo<std::string>& p) {
+  return p.param;
 }
 
 }  // namespace vigil::test

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 #include "vigil/event/listening.h"
@@ -86,6 +87,8 @@ void event_accept(Event& ev) {
     }
 
     ++loop.stats().accepted;
+    SharedCounters* counters = shared_counters();
+    counters->accepted.add();
     // Seed 002, 9.8.3: positive once fewer than 1/8 of the slots are free.
     loop.accept_disabled = static_cast<std::int64_t>(pool.size() / 8) -
                            static_cast<std::int64_t>(pool.free_count());
@@ -95,6 +98,8 @@ void event_accept(Event& ev) {
       if (::close(s) == -1) VIGIL_LOG(log, kAlert, errno, "close() socket %d failed", s);
       return;
     }
+    counters->handled.add();
+    counters->active.add();
     c->peer_addr = reinterpret_cast<sockaddr*>(c->arena->dup(&sa, len));
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);

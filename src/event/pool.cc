@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
+#include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
 
 namespace vigil {
@@ -141,6 +143,9 @@ void ConnectionPool::close_connection(Connection& c) {
   rev.closed = 1;
   wev.closed = 1;
   if (c.reusable) reusable(c, false);
+
+  // An accepted connection counted as active by event_accept is gone.
+  if (c.listening != nullptr && c.listening->connection != &c) shared_counters()->active.add(-1);
 
   int fd = c.fd;
   c.fd = -1;

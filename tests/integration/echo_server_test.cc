@@ -53,12 +53,8 @@ TEST_P(EchoServer, EchoesWhatEachClientSends) {
   for (int fd : fds) ::close(fd);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EchoServer, ::testing::ValuesIn([] {
-                           std::vector<std::string> v;
-                           for (auto n : backend_names()) v.emplace_back(n);
-                           return v;
-                         }()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, EchoServer, ::testing::ValuesIn(test::backend_params()),
+                         test::backend_param_name);
 
 }  // namespace
 }  // namespace vigil

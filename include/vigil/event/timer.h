@@ -1,7 +1,8 @@
 #pragma once
 // Timers (seed 001 算法 2): an intrusive red-black tree of events keyed by the
 // absolute deadline in clock::current_msec() milliseconds, compared wrap-safely.
-// The leftmost node is cached, so the nearest deadline is O(1).
+// The leftmost node is cached, so the nearest deadline is O(1); so is the
+// rightmost, so arming the latest deadline so far needs no descent.
 
 #include <cstddef>
 
@@ -50,6 +51,9 @@ class TimerTree {
 
   TimerNode* root_ = nullptr;
   TimerNode* min_ = nullptr;
+  // The rightmost node: most timers are "now + a configured timeout", the
+  // latest deadline so far, and attach here without a descent.
+  TimerNode* max_ = nullptr;
   std::size_t size_ = 0;
   std::size_t non_cancelable_ = 0;
 };

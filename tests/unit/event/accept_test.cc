@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -142,6 +143,10 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
     ASSERT_TRUE(ls.set_address("127.0.0.1:0"));
     ASSERT_TRUE(ls.open());
     ASSERT_TRUE(loop.add_listening(ls));
+    SharedCounters* counters = shared_counters();
+    std::uint64_t accepted0 = counters->accepted.get();
+    std::uint64_t handled0 = counters->handled.get();
+    std::uint64_t active0 = counters->active.get();
     std::vector<int> clients;
     for (int i = 0; i < 5; ++i) clients.push_back(test::connect_loopback(ls.port()));
     ::usleep(20000);
@@ -163,16 +168,16 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
       EXPECT_EQ(test::read_n(fd, 6), "hello\n");
       ::close(fd);
     }
+    // stub_status's counters: every accept counted, none left active.
+    EXPECT_EQ(counters->accepted.get() - accepted0, 5u);
+    EXPECT_EQ(counters->handled.get() - handled0, 5u);
+    EXPECT_EQ(counters->active.get(), active0);
     ls.close();
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AcceptBackends, ::testing::ValuesIn([] {
-                           std::vector<std::string> v;
-                           for (auto n : backend_names()) v.emplace_back(n);
-                           return v;
-                         }()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, AcceptBackends, ::testing::ValuesIn(test::backend_params()),
+                         test::backend_param_name);
 
 }  // namespace
 }  // namespace vigil

@@ -145,12 +145,8 @@ TEST_P(LoopOrder, PostedNextForcesAZeroWait) {
   g_order = nullptr;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn([] {
-                           std::vector<std::string> v;
-                           for (auto n : backend_names()) v.emplace_back(n);
-                           return v;
-                         }()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn(test::backend_params()),
+                         test::backend_param_name);
 
 }  // namespace
 }  // namespace vigil

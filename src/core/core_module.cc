@@ -1,0 +1,133 @@
+#include "core/core_module.h"
+
+#include <glob.h>
+#include <unistd.h>
+
+#include <climits>
+#include <utility>
+
+namespace vigil {
+
+namespace {
+
+constexpr int kWorkerProcessesAuto = -1;
+
+Status set_worker_processes(const DirectiveCall& call, CoreConf& conf) {
+  if (call.arg(0) == "auto") {
+    conf.worker_processes = kWorkerProcessesAuto;
+    return Status::ok();
+  }
+  // nginx accepts 0 (a master with no workers); it serves nothing, so refuse it.
+  auto n = parse_number(call.arg(0));
+  if (!n || *n < 1 || *n > INT_MAX) return call.invalid_value(0);
+  conf.worker_processes = static_cast<int>(*n);
+  return Status::ok();
+}
+
+// Our own table: the log's parse_log_level lives in another layer's file and
+// the loader must not depend on its implementation.
+constexpr std::pair<const char*, LogLevel> kLogLevels[] = {
+    {"emerg", LogLevel::kEmerg}, {"alert", LogLevel::kAlert}, {"crit", LogLevel::kCrit},
+    {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},   {"notice", LogLevel::kNotice},
+    {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
+};
+
+Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
+  if (call.arg(0).empty()) return call.invalid_value(0);
+  conf.error_log = call.arg(0);
+  conf.error_log_level = LogLevel::kError;
+  if (call.arg_count() == 2) {
+    bool found = false;
+    for (const auto& [name, level] : kLogLevels) {
+      if (call.arg(1) == name) {
+        conf.error_log_level = level;
+        found = true;
+      }
+    }
+    if (!found) {
+      return call.invalid_value(
+          1,
+          ", it must be \"debug\", \"info\", \"notice\", \"warn\", \"error\", \"crit\", "
+          "\"alert\" or \"emerg\"");
+    }
+  }
+  return Status::ok();
+}
+
+class GlobResult {
+ public:
+  GlobResult() = default;
+  ~GlobResult() { ::globfree(&g_); }
+  GlobResult(const GlobResult&) = delete;
+  GlobResult& operator=(const GlobResult&) = delete;
+  glob_t* get() { return &g_; }
+
+ private:
+  glob_t g_{};
+};
+
+// include FILE | PATTERN: parses the file(s) in the context where the
+// directive appears. Unlike nginx, a pattern that matches nothing is an error:
+// a silently empty conf.d/ is how a server ends up with no sites.
+Status include(const DirectiveCall& call) {
+  if (!call.env().allow_include) return call.error("\"include\" directive is disabled");
+  const std::string& pattern = call.arg(0);
+  if (pattern.empty()) return call.invalid_value(0);
+  std::string full = call.env().conf_prefixed(pattern);
+  if (full.find_first_of("*?[") == std::string::npos) {
+    return call.parser().parse_file(full, call.sink(), call.where());
+  }
+  GlobResult g;
+  int rc = ::glob(full.c_str(), 0, nullptr, g.get());  // sorted, so the order is stable
+  if (rc == GLOB_NOMATCH) return call.error("include \"" + pattern + "\" matched no files");
+  if (rc != 0) return call.error("glob() \"" + full + "\" failed");
+  for (std::size_t i = 0; i < g.get()->gl_pathc; ++i) {
+    Status s = call.parser().parse_file(g.get()->gl_pathv[i], call.sink(), call.where());
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
+  if (!ctx.is_set("worker_processes")) {
+    conf.worker_processes = 1;
+  } else if (conf.worker_processes == kWorkerProcessesAuto) {
+    long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    conf.worker_processes = cpus > 0 && cpus <= INT_MAX ? static_cast<int>(cpus) : 1;
+  }
+  conf.pid_path = ctx.env().prefixed(conf.pid_path);
+  if (!ctx.is_set("error_log")) {
+    conf.error_log = "logs/error.log";
+    conf.error_log_level = LogLevel::kError;
+  }
+  if (conf.error_log != "stderr") conf.error_log = ctx.env().prefixed(conf.error_log);
+  return Status::ok();
+}
+
+Module* make_core_module() {
+  auto* m = new Module("core");
+  auto core = m->add_conf<CoreConf>(kMainConf, init_core_conf);
+  m->add("worker_processes", kMainConf, Arity::exactly(1), core.custom(set_worker_processes));
+  m->add("daemon", kMainConf, Arity::on_off(), core.flag(&CoreConf::daemon, true));
+  m->add("master_process", kMainConf, Arity::on_off(), core.flag(&CoreConf::master_process, true));
+  m->add("pid", kMainConf, Arity::exactly(1),
+         core.string(&CoreConf::pid_path, "logs/vigil.pid", /*allow_empty=*/false));
+  m->add("error_log", kMainConf, Arity::between(1, 2), core.custom(set_error_log));
+  m->add("worker_rlimit_nofile", kMainConf, Arity::exactly(1),
+         core.number<long>(&CoreConf::worker_rlimit_nofile, -1, 1));
+  m->add("timer_resolution", kMainConf, Arity::exactly(1),
+         core.msec(&CoreConf::timer_resolution, 0));
+  m->add("worker_shutdown_timeout", kMainConf, Arity::exactly(1),
+         core.msec(&CoreConf::worker_shutdown_timeout, 0));
+  m->add("include", kAnyConf, Arity::exactly(1), DirectiveBody::handler(include)).multiple = true;
+  return m;
+}
+
+}  // namespace
+
+const Module& core_module() {
+  static const Module* module = make_core_module();  // never destroyed: used until exit
+  return *module;
+}
+
+}  // namespace vigil

@@ -1,0 +1,66 @@
+#include "core/process/signals.h"
+
+#include <cstring>
+#include <string>
+
+namespace vigil::signals {
+
+namespace {
+
+Flags g_flags;
+void (*volatile g_wake)() = nullptr;
+
+void on_signal(int signo) {
+  switch (signo) {
+    case SIGTERM:
+    case SIGINT:
+      g_flags.terminate = 1;
+      break;
+    case SIGQUIT:
+      g_flags.quit = 1;
+      break;
+    case SIGHUP:
+      g_flags.reconfigure = 1;
+      break;
+    case SIGUSR1:
+      g_flags.reopen = 1;
+      break;
+    case SIGCHLD:
+      g_flags.child = 1;
+      break;
+    default:
+      return;
+  }
+  if (auto hook = g_wake) hook();
+}
+
+}  // namespace
+
+Flags& flags() { return g_flags; }
+
+Status install() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int signo : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGCHLD}) {
+    if (::sigaction(signo, &sa, nullptr) == -1) {
+      return Status::sys("sigaction(" + std::string(strsignal(signo)) + ")");
+    }
+  }
+  sa.sa_handler = SIG_IGN;
+  if (::sigaction(SIGPIPE, &sa, nullptr) == -1) return Status::sys("sigaction(SIGPIPE)");
+  return Status::ok();
+}
+
+void set_wake_hook(void (*hook)()) { g_wake = hook; }
+
+int from_command(const char* name) {
+  if (std::strcmp(name, "stop") == 0) return SIGTERM;
+  if (std::strcmp(name, "quit") == 0) return SIGQUIT;
+  if (std::strcmp(name, "reopen") == 0) return SIGUSR1;
+  if (std::strcmp(name, "reload") == 0) return SIGHUP;
+  return 0;
+}
+
+}  // namespace vigil::signals

@@ -1,0 +1,26 @@
+#pragma once
+// The "events { }" block and its directives (nginx's ngx_events_module,
+// ngx_event_core_module, and epoll_events of ngx_epoll_module).
+
+#include <cstddef>
+#include <string>
+
+#include "core/conf/module.h"
+#include "vigil/core/clock.h"
+
+namespace vigil {
+
+// After a successful load every field holds a final value (nginx's defaults
+// where the block did not set one).
+struct EventConf {
+  std::size_t connections = 512;  // worker_connections
+  std::string use;                // "epoll", "poll", "select", "io_uring"; "" = pick the best
+  bool multi_accept = false;
+  bool accept_mutex = false;
+  Msec accept_mutex_delay = 500;
+  std::size_t epoll_events = 512;  // epoll_wait() batch size
+};
+
+const Module& event_module();
+
+}  // namespace vigil

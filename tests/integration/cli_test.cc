@@ -1,0 +1,161 @@
+// The vigil program's command line, run as a real process.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "test_process.h"
+
+namespace vigil {
+namespace {
+
+const std::string kVigil = VIGIL_BINARY;
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vigil_cli_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ::mkdir((dir_ + "/conf").c_str(), 0755);
+    ::mkdir((dir_ + "/logs").c_str(), 0755);
+  }
+  void TearDown() override { test::run({"rm", "-rf", dir_}); }
+  void write(const std::string& rel, const std::string& text) {
+    std::ofstream(dir_ + "/" + rel) << text;
+  }
+  std::string dir_;
+};
+
+const char* kGood =
+    "worker_processes 2;\n"
+    "daemon off;\n"
+    "error_log stderr notice;\n"
+    "events {\n"
+    "    worker_connections 256;\n"
+    "}\n";
+
+TEST_F(Cli, TestFlagOnAGoodFile) {
+  write("conf/good.conf", kGood);
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("vigil: the configuration file " + dir_ + "/conf/good.conf syntax is ok"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("vigil: configuration file " + dir_ + "/conf/good.conf test is successful"),
+            std::string::npos) << out;
+}
+
+TEST_F(Cli, TestFlagOnABadFileNamesFileLineAndProblem) {
+  write("conf/bad.conf", std::string(kGood) + "\nfoo bar;\n");
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/bad.conf", "-t"});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("vigil: [emerg] unknown directive \"foo\" in " + dir_ + "/conf/bad.conf:8"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("test failed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("syntax is ok"), std::string::npos) << out;
+}
+
+TEST_F(Cli, BadValueIsReportedWithDirectiveAndLine) {
+  write("conf/v.conf", "events {\n    worker_connections 12x;\n}\n");
+  auto [rc, out] = test::run({kVigil, "-t", "-c", dir_ + "/conf/v.conf"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("invalid value \"12x\" in \"worker_connections\" directive in " + dir_ +
+                     "/conf/v.conf:2"),
+            std::string::npos) << out;
+}
+
+TEST_F(Cli, MissingFileGivenWithCIsAnError) {
+  auto [rc, out] = test::run({kVigil, "-t", "-c", dir_ + "/conf/none.conf"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("open() \"" + dir_ + "/conf/none.conf\" failed (2: No such file or directory)"),
+            std::string::npos) << out;
+}
+
+TEST_F(Cli, EmbeddedDefaultIsUsedWhenNoFileExists) {
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-T"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("conf/vigil.conf (embedded) syntax is ok"), std::string::npos) << out;
+  // -T dumps the embedded text itself.
+  EXPECT_NE(out.find("# configuration file conf/vigil.conf (embedded):"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("worker_connections"), std::string::npos) << out;
+}
+
+TEST_F(Cli, AFileAtTheDefaultPathWinsOverTheEmbeddedOne) {
+  write("conf/vigil.conf", kGood);
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-t"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find(dir_ + "/conf/vigil.conf syntax is ok"), std::string::npos) << out;
+  EXPECT_EQ(out.find("(embedded)"), std::string::npos) << out;
+}
+
+TEST_F(Cli, GlobalDirectivesFromTheCommandLine) {
+  write("conf/good.conf", kGood);
+  // -g is parsed before the file: the same directive in both is a duplicate.
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t", "-g", "daemon on;"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("\"daemon\" directive is duplicate in " + dir_ + "/conf/good.conf:2"),
+            std::string::npos) << out;
+  // A directive not allowed in the main context.
+  auto [rc2, out2] =
+      test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t", "-g", "worker_connections 9;"});
+  EXPECT_EQ(rc2, 1);
+  EXPECT_NE(out2.find("\"worker_connections\" directive is not allowed here in command line"),
+            std::string::npos) << out2;
+}
+
+TEST_F(Cli, GlobalDirectiveOverrideTakesEffectWhenRunning) {
+  // pid is not in the file: -g sets it, and the running server writes it there.
+  write("conf/good.conf", kGood);
+  std::string pid_path = dir_ + "/logs/from-g.pid";
+  test::Process server({kVigil, "-p", dir_, "-c", "conf/good.conf", "-g", "pid " + pid_path + ";"});
+  ASSERT_TRUE(server.wait_for_output("started")) << server.output();
+  for (int i = 0; i < 100 && ::access(pid_path.c_str(), F_OK) != 0; ++i) ::usleep(10000);
+  std::ifstream f(pid_path);
+  int pid = 0;
+  f >> pid;
+  EXPECT_EQ(pid, server.pid());
+  // vigil -s stop finds it through the pid file.
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-g",
+                              "pid " + pid_path + ";", "-s", "stop"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(server.wait(), 0) << server.output();
+  EXPECT_NE(::access(pid_path.c_str(), F_OK), 0) << "the pid file is removed at exit";
+}
+
+TEST_F(Cli, SignalWithoutARunningServerSaysWhy) {
+  write("conf/good.conf", kGood);
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-s", "reload"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("open() \"" + dir_ + "/logs/vigil.pid\" failed (2: No such file or directory)"),
+            std::string::npos) << out;
+}
+
+TEST_F(Cli, BadOptionsAndVersion) {
+  auto [rc, out] = test::run({kVigil, "-x"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("invalid option: \"x\""), std::string::npos) << out;
+  auto [rc2, out2] = test::run({kVigil, "-s", "explode"});
+  EXPECT_EQ(rc2, 1);
+  EXPECT_NE(out2.find("invalid option: \"-s explode\""), std::string::npos) << out2;
+  auto [rc3, out3] = test::run({kVigil, "-c"});
+  EXPECT_EQ(rc3, 1);
+  EXPECT_NE(out3.find("option \"-c\" requires file name"), std::string::npos) << out3;
+  auto [rc4, out4] = test::run({kVigil, "-V"});
+  EXPECT_EQ(rc4, 0);
+  EXPECT_NE(out4.find("vigil version: vigil/"), std::string::npos) << out4;
+  EXPECT_NE(out4.find("epoll"), std::string::npos) << out4;
+}
+
+TEST_F(Cli, StartsOnTheEmbeddedDefaultAndStopsOnSigterm) {
+  test::Process server({kVigil, "-p", dir_});
+  ASSERT_TRUE(server.wait_for_output("started")) << server.output();
+  EXPECT_NE(server.output().find("using the embedded default configuration"), std::string::npos);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(), 0) << server.output();
+}
+
+}  // namespace
+}  // namespace vigil
