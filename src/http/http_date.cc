@@ -132,8 +132,10 @@ std::optional<std::time_t> parse_http_date(std::string_view s, std::time_t now) 
       // RFC 9110 §5.6.7: a year that appears to be more than 50 years in the
       // future is the most recent past year with the same last two digits.
       const std::int64_t this_year = current_year(now);
+      // So the year is the one with these digits in (this_year - 50, this_year + 50].
       c.year = this_year - this_year % 100 + year;
       if (c.year > this_year + 50) c.year -= 100;
+      if (c.year <= this_year - 50) c.year += 100;
       return to_time(c);
     }
   }
