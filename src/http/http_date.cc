@@ -90,7 +90,8 @@ std::optional<std::time_t> to_time(const Civil& c) {
   }
   if (c.hour > 23 || c.minute > 59 || c.second > 60) return std::nullopt;
   const std::int64_t days = days_from_civil(c.year, c.month, c.day);
-  return static_cast<std::time_t>(days * 86400 + c.hour * 3600 + c.minute * 60 + c.second);
+  const std::int64_t seconds = std::int64_t{c.hour} * 3600 + std::int64_t{c.minute} * 60 + c.second;
+  return static_cast<std::time_t>(days * 86400 + seconds);
 }
 
 // The year of `now` in UTC.
