@@ -18,7 +18,7 @@ void on_read(Event& rev) {
   auto& c = *rev.owner<Connection>();
   if (rev.timedout || c.close) return close_conn(c);  // idle too long, or pool drain
   char buf[16384];
-  for (;;) {
+  while (rev.ready) {  // a short read clears `ready`: no extra recv() for EAGAIN
     long n = c.recv(c, buf, sizeof buf);
     if (n == kIoAgain) break;
     if (n <= 0) return close_conn(c);  // EOF or error

@@ -51,13 +51,15 @@ namespace {
 
 using vigil::Msec;
 
-constexpr Msec kWindow = 60'000;     // deadlines: random in [now, now + 60 s)
-constexpr Msec kFar = 3'600'000;     // expire case: the N standing timers, an hour out
+constexpr Msec kWindow = 60'000;  // deadlines: random in [now, now + 60 s)
+constexpr Msec kFar = 3'600'000;  // expire case: the N standing timers, an hour out
 constexpr std::uint64_t kSeed = 0x7153'2026;
 
 std::uint64_t g_fired = 0;  // every implementation's handler bumps it
 
-std::size_t batch_size(std::size_t n) { return std::min<std::size_t>(1024, n / 10); }
+std::size_t batch_size(std::size_t n) {
+  return std::min<std::size_t>(1024, n / 10);
+}
 
 // ---- the three implementations behind one shape -----------------------------------
 
@@ -157,9 +159,9 @@ class Workload {
   Msec delay() { return rng_() % kWindow; }
   // Moves a uniformly random k-subset of ids[0, n) into ids[n - k, n).
   void pick_tail(std::size_t n, std::size_t k) {
-    for (std::size_t j = 0; j < k; ++j) {
-      const std::size_t last = n - 1 - j;
-      std::swap(ids_[rng_() % (last + 1)], ids_[last]);
+    // Partial Fisher-Yates: each step draws from the span not yet taken.
+    for (std::size_t span = n; span > n - k && span > 0; --span) {
+      std::swap(ids_[rng_() % span], ids_[span - 1]);
     }
   }
 

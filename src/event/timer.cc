@@ -8,6 +8,7 @@
 
 #include "vigil/event/timer.h"
 
+#include <cassert>
 #include <limits>
 
 namespace vigil {
@@ -16,9 +17,13 @@ namespace {
 
 // a sorts strictly before b. Every key in the tree lies within 2^63 ms of
 // every other one, so the signed difference orders them even across a wrap.
-inline bool earlier(Msec a, Msec b) { return msec_diff(a, b) < 0; }
+inline bool earlier(Msec a, Msec b) {
+  return msec_diff(a, b) < 0;
+}
 
-inline bool is_red(const TimerNode* n) { return n != nullptr && n->red; }
+inline bool is_red(const TimerNode* n) {
+  return n != nullptr && n->red;
+}
 
 // Walks the tree for check_invariants(); returns the black height of `n`, or
 // -1 when a property is broken below it. `prev` and `count` carry the in-order
@@ -95,7 +100,9 @@ Msec TimerTree::find(Msec now) const {
   return left > 0 ? static_cast<Msec>(left) : 0;
 }
 
-Event* TimerTree::nearest() const { return min_ == nullptr ? nullptr : Event::from_timer(min_); }
+Event* TimerTree::nearest() const {
+  return min_ == nullptr ? nullptr : Event::from_timer(min_);
+}
 
 std::size_t TimerTree::expire(Msec now) {
   // A handler may arm, re-arm or delete any timer, itself included, so the
@@ -325,6 +332,7 @@ void TimerTree::erase_node(TimerNode* z) {
   while (child != root_ && !is_red(child)) {
     if (child == parent->left) {
       TimerNode* w = parent->right;
+      assert(w != nullptr);
       if (w->red) {
         w->red = false;
         parent->red = true;
@@ -349,6 +357,7 @@ void TimerTree::erase_node(TimerNode* z) {
       rotate_left(parent);
     } else {
       TimerNode* w = parent->left;
+      assert(w != nullptr);
       if (w->red) {
         w->red = false;
         parent->red = true;

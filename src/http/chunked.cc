@@ -76,17 +76,16 @@ ChunkStatus ChunkedParser::parse(std::string_view in, std::size_t& used, std::st
       case kSizeStart:
       case kSize:
         if (chars::is_hex(c)) {
-          if (size_ > (kMaxChunkSize >> 4))
+          if (size_ > (kMaxChunkSize >> 4)) {
             return fail(ChunkStatus::kBadRequest, "chunk size overflow");
+          }
           size_ = size_ << 4 | static_cast<std::uint64_t>(chars::hex_value(c));
           state_ = kSize;
-        } else if (state_ == kSizeStart) {
-          return fail(ChunkStatus::kBadRequest, "invalid chunk size");
-        } else if (c == '\r') {
+        } else if (state_ == kSize && c == '\r') {
           state_ = kSizeLf;
-        } else if (c == ';') {
+        } else if (state_ == kSize && c == ';') {
           state_ = kExt;
-        } else if (chars::is_ows(c)) {
+        } else if (state_ == kSize && chars::is_ows(c)) {
           state_ = kSizeWs;
         } else {
           return fail(ChunkStatus::kBadRequest, "invalid chunk size");

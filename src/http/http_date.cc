@@ -90,7 +90,8 @@ std::optional<std::time_t> to_time(const Civil& c) {
   }
   if (c.hour > 23 || c.minute > 59 || c.second > 60) return std::nullopt;
   const std::int64_t days = days_from_civil(c.year, c.month, c.day);
-  return static_cast<std::time_t>(days * 86400 + c.hour * 3600 + c.minute * 60 + c.second);
+  const std::int64_t seconds = std::int64_t{c.hour} * 3600 + std::int64_t{c.minute} * 60 + c.second;
+  return static_cast<std::time_t>(days * 86400 + seconds);
 }
 
 // The year of `now` in UTC.
@@ -132,8 +133,10 @@ std::optional<std::time_t> parse_http_date(std::string_view s, std::time_t now) 
       // RFC 9110 §5.6.7: a year that appears to be more than 50 years in the
       // future is the most recent past year with the same last two digits.
       const std::int64_t this_year = current_year(now);
+      // So the year is the one with these digits in (this_year - 50, this_year + 50].
       c.year = this_year - this_year % 100 + year;
       if (c.year > this_year + 50) c.year -= 100;
+      if (c.year <= this_year - 50) c.year += 100;
       return to_time(c);
     }
   }

@@ -113,7 +113,7 @@ class RequestParser {
 
   // Parses the next field line. On kOk `field` is filled and `used` ends after
   // its line end; on kHeadersDone `used` ends after the empty line, where the
-  // body or the next request begins.
+  // body or the next request begins. Errors as for parse_request_line.
   ParseStatus parse_header(std::string_view in, std::size_t& used, HeaderField& field);
 
   // How many bytes just before the next unparsed byte belong to the unfinished

@@ -20,7 +20,8 @@ short direction_bit(const Event& ev) {
 Status FdTable::init(std::size_t capacity) {
   fds_.reset(new (std::nothrow) pollfd[capacity]);
   conns_.reset(new (std::nothrow) Connection*[capacity]);
-  if (!fds_ || !conns_) return Status::error("cannot allocate the event table", ENOMEM);
+  ready_.reset(new (std::nothrow) ReadyFd[capacity]);
+  if (!fds_ || !conns_ || !ready_) return Status::error("cannot allocate the event table", ENOMEM);
   cap_ = capacity;
   n_ = 0;
   return Status::ok();
@@ -29,6 +30,7 @@ Status FdTable::init(std::size_t capacity) {
 void FdTable::clear() {
   fds_.reset();
   conns_.reset();
+  ready_.reset();
   n_ = cap_ = 0;
 }
 

@@ -21,9 +21,17 @@ class EventLoop;
 
 namespace vigil::backends {
 
+// One ready slot, copied out of the table before any handler runs: a handler
+// may add or delete events and so reorder the table.
+struct ReadyFd {
+  Connection* conn;
+  unsigned instance;
+  short revents;  // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
+};
+
 class FdTable {
  public:
-  // Allocates room for `capacity` connections, once.
+  // Allocates room for `capacity` connections, and a ready list as long, once.
   Status init(std::size_t capacity);
   void clear();
 
@@ -46,22 +54,17 @@ class FdTable {
   Connection* connection(std::uint32_t slot) const { return conns_[slot]; }
   int fd(std::uint32_t slot) const { return fds_[slot].fd; }
   short interest(std::uint32_t slot) const { return fds_[slot].events; }
+  // Where a wait collects its ready slots (capacity() entries).
+  ReadyFd* ready() { return ready_.get(); }
 
  private:
   void remove_slot(std::uint32_t slot);
 
   std::unique_ptr<pollfd[]> fds_;
   std::unique_ptr<Connection*[]> conns_;
+  std::unique_ptr<ReadyFd[]> ready_;
   std::size_t n_ = 0;
   std::size_t cap_ = 0;
-};
-
-// One ready slot, copied out of the table before any handler runs: a handler
-// may add or delete events and so reorder the table.
-struct ReadyFd {
-  Connection* conn;
-  unsigned instance;
-  short revents;  // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
 };
 
 class NotifyFd;

@@ -21,10 +21,6 @@ Status PollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   // Every pool connection may hold one slot, plus the notify eventfd.
   const std::size_t capacity = cfg.connections + 1;
   Status st = table_.init(capacity);
-  if (st) {
-    ready_.reset(new (std::nothrow) ReadyFd[capacity]);
-    if (!ready_) st = Status::error("cannot allocate the poll ready list", ENOMEM);
-  }
   if (st) st = notify_.open();
   if (st) st = add(notify_.event(), 0);
   if (!st) {
@@ -37,7 +33,6 @@ Status PollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
 void PollBackend::done() {
   notify_.close();
   table_.clear();
-  ready_.reset();
   loop_ = nullptr;
 }
 
@@ -103,7 +98,7 @@ Status PollBackend::process_events(Msec timer, unsigned flags) {
     }
     p.revents = 0;
     Connection* c = table_.connection(i);
-    ready_[nready++] = ReadyFd{c, c->read->instance, revents};
+    table_.ready()[nready++] = ReadyFd{c, c->read->instance, revents};
     if (revents & POLLNVAL) {
       // The fd was closed behind our back. Left in the table it would be
       // reported on every pass: drop it, and let the handlers see the error.
@@ -116,7 +111,7 @@ Status PollBackend::process_events(Msec timer, unsigned flags) {
   }
   stats.events += nready;
 
-  deliver_ready(*loop_, notify_, ready_.get(), nready, flags);
+  deliver_ready(*loop_, notify_, table_.ready(), nready, flags);
   return Status::ok();
 }
 

@@ -40,7 +40,6 @@ class PollBackend final : public Backend {
  private:
   EventLoop* loop_ = nullptr;
   FdTable table_;
-  std::unique_ptr<ReadyFd[]> ready_;
   NotifyFd notify_;
 };
 

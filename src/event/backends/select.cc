@@ -33,10 +33,6 @@ Status SelectBackend::init(EventLoop& loop, const BackendConfig& cfg) {
 
   const std::size_t capacity = cfg.connections + 1;  // + the notify eventfd
   Status st = table_.init(capacity);
-  if (st) {
-    ready_.reset(new (std::nothrow) ReadyFd[capacity]);
-    if (!ready_) st = Status::error("cannot allocate the select ready list", ENOMEM);
-  }
   if (st) st = notify_.open();
   if (st) st = add(notify_.event(), 0);
   if (!st) {
@@ -49,7 +45,6 @@ Status SelectBackend::init(EventLoop& loop, const BackendConfig& cfg) {
 void SelectBackend::done() {
   notify_.close();
   table_.clear();
-  ready_.reset();
   max_fd_ = -1;
   loop_ = nullptr;
 }
@@ -114,7 +109,7 @@ std::size_t SelectBackend::repair() {
     FD_CLR(fd, &master_read_);
     FD_CLR(fd, &master_write_);
     Connection* c = table_.connection(i);
-    ready_[nready++] = ReadyFd{c, c->read->instance, POLLNVAL};
+    table_.ready()[nready++] = ReadyFd{c, c->read->instance, POLLNVAL};
     table_.drop(i);  // slot i now holds the former last one: look at it next
     max_fd_stale_ = true;
   }
@@ -146,7 +141,7 @@ Status SelectBackend::process_events(Msec timer, unsigned flags) {
     const std::size_t nready = repair();
     if (nready == 0) return Status::sys("select()", err);
     stats.events += nready;
-    deliver_ready(*loop_, notify_, ready_.get(), nready, flags);
+    deliver_ready(*loop_, notify_, table_.ready(), nready, flags);
     return Status::ok();
   }
 
@@ -166,11 +161,11 @@ Status SelectBackend::process_events(Msec timer, unsigned flags) {
     if ((interest & POLLOUT) && FD_ISSET(fd, &work_write_)) revents |= POLLOUT;
     if (revents == 0) continue;
     Connection* c = table_.connection(i);
-    ready_[nready++] = ReadyFd{c, c->read->instance, revents};
+    table_.ready()[nready++] = ReadyFd{c, c->read->instance, revents};
   }
   stats.events += nready;
 
-  deliver_ready(*loop_, notify_, ready_.get(), nready, flags);
+  deliver_ready(*loop_, notify_, table_.ready(), nready, flags);
   return Status::ok();
 }
 

@@ -44,7 +44,6 @@ class SelectBackend final : public Backend {
 
   EventLoop* loop_ = nullptr;
   FdTable table_;
-  std::unique_ptr<ReadyFd[]> ready_;
   fd_set master_read_;
   fd_set master_write_;
   fd_set work_read_;

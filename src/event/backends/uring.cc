@@ -246,7 +246,9 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
   if (timer == kTimerInfinite) {
     rc = ::io_uring_submit_and_wait(&ring_, 1);
   } else if (timer == 0) {
-    rc = ::io_uring_submit(&ring_);
+    // Enters the kernel even with nothing to submit: completions still
+    // waiting as task work are posted on the way out.
+    rc = ::io_uring_submit_and_get_events(&ring_);
   } else {
     __kernel_timespec ts{};
     ts.tv_sec = static_cast<long long>(timer / 1000);

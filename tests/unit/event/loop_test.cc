@@ -145,6 +145,33 @@ TEST_P(LoopOrder, PostedNextForcesAZeroWait) {
   g_order = nullptr;
 }
 
+// timer_resolution (seed 002, 9.7.2): the wait is unbounded and the cached
+// time moves only when SIGALRM fired, yet timers still expire on schedule.
+TEST_P(LoopOrder, TimerResolutionRefreshesTimeFromTheAlarm) {
+  EventLoopConfig cfg;
+  cfg.use = GetParam();
+  cfg.connections = 8;
+  cfg.timer_resolution = 20;
+  auto loop_r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(loop_r) << loop_r.status().to_string();
+  EventLoop& loop = *loop_r.value();
+  std::vector<std::string> order;
+  g_order = &order;
+  Event t;
+  t.handler = on_timer;
+  Msec start = clock::current_msec();
+  loop.add_timer(t, 100);
+  int passes = 0;
+  ASSERT_TRUE(test::run_until([&] { loop.process_events_and_timers(); ++passes; },
+                              [&] { return !order.empty(); }, 3000));
+  EXPECT_EQ(order, std::vector<std::string>{"timer"});
+  EXPECT_GE(msec_diff(clock::current_msec(), start), 100);
+  // Every pass was ended by the alarm: about 100 ms / 20 ms of them, not a spin.
+  EXPECT_LE(passes, 50);
+  EXPECT_GE(passes, 2);
+  g_order = nullptr;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn(test::backend_params()),
                          test::backend_param_name);
 

@@ -17,7 +17,9 @@ namespace {
 // Handlers append the event they ran for; tests read it back.
 std::vector<Event*>* g_fired = nullptr;
 
-void record(Event& ev) { g_fired->push_back(&ev); }
+void record(Event& ev) {
+  g_fired->push_back(&ev);
+}
 
 class TimerTest : public ::testing::Test {
  protected:
@@ -404,7 +406,9 @@ class Model {
 
 TEST_F(TimerTest, RandomizedAgainstMultimap) {
   std::mt19937_64 rng(0x5eed'7113'2026ULL);
-  auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+  auto pick = [&](std::uint64_t n) {
+    return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng);
+  };
 
   constexpr int kSequences = 2000;
   std::size_t total_fired = 0;

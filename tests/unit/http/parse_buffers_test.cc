@@ -88,15 +88,23 @@ TEST(RequestParser, MovePendingToALargeBuffer) {
 }
 
 TEST(RequestParser, NothingPendingBetweenItems) {
+  // One contiguous buffer, fed in three calls: the pending bytes of a call
+  // are the ones right before the next call's input.
+  const std::string_view in = "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
   RequestParser p;
   RequestLine line;
   std::size_t used = 0;
-  EXPECT_EQ(p.parse_request_line("\r\n\r\n", used, line), ParseStatus::kAgain);
-  EXPECT_EQ(p.pending(), 0u);
-  EXPECT_EQ(p.parse_request_line("GET / HTTP/1.1\r", used, line), ParseStatus::kAgain);
+  EXPECT_EQ(p.parse_request_line(in.substr(0, 4), used, line), ParseStatus::kAgain);
+  EXPECT_EQ(p.pending(), 0u);  // empty lines are not kept
+  EXPECT_EQ(p.parse_request_line(in.substr(4, 15), used, line), ParseStatus::kAgain);
   EXPECT_EQ(p.pending(), 15u);
-  EXPECT_EQ(p.parse_request_line("\n", used, line), ParseStatus::kOk);
+  EXPECT_EQ(p.parse_request_line(in.substr(19), used, line), ParseStatus::kOk);
+  EXPECT_EQ(used, 1u);
   EXPECT_EQ(p.pending(), 0u);
+  EXPECT_EQ(line.line.data(), in.data() + 4);
+  HeaderField f;
+  EXPECT_EQ(p.parse_header(in.substr(20, 4), used, f), ParseStatus::kAgain);
+  EXPECT_EQ(p.pending(), 4u);
 }
 
 // Parses one head from `in` starting at `at` with `p` (reset first).
