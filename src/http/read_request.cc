@@ -197,6 +197,10 @@ void read_request_handler(Event& rev) {
   Connection& c = *rev.owner<Connection>();
   auto& hc = *static_cast<HttpConnection*>(c.data);
   Request& r = *hc.request;
+  if (c.close) {  // the worker is shutting down and cannot wait for this client
+    terminate_request(r, 0);
+    return;
+  }
   if (rev.timedout) {
     // nginx answers nothing here: the client is too slow to read it anyway.
     VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out",

@@ -21,6 +21,15 @@ namespace {
 void block_reading(Event& rev) {
   Connection& c = *rev.owner<Connection>();
   EventLoop& loop = *c.loop;
+  if (c.close) {  // told to close (shutdown timeout): the response is abandoned
+    auto& hc = *static_cast<HttpConnection*>(c.data);
+    if (hc.request != nullptr) {
+      terminate_request(*hc.request, 0);
+    } else {
+      close_connection(hc);
+    }
+    return;
+  }
   if (!(loop.capabilities() & kCapClear) && rev.active) {
     if (!loop.backend().del(rev, 0)) {
       auto& hc = *static_cast<HttpConnection*>(c.data);
@@ -73,6 +82,10 @@ void discard_body_handler(Event& rev) {
   auto& hc = *static_cast<HttpConnection*>(c.data);
   Request& r = *hc.request;
   EventLoop& loop = *c.loop;
+  if (c.close) {
+    terminate_request(r, 0);
+    return;
+  }
   if (rev.timedout) {
     VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
               static_cast<unsigned long long>(c.number));

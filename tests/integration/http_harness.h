@@ -214,6 +214,13 @@ class VigilServer {
     int rc = proc_->wait();
     last_output_ = proc_->output();
     proc_.reset();
+    // Under the asan preset the server is instrumented too: anything it
+    // reported fails the test that ran it.
+    if (last_output_.find("Sanitizer") != std::string::npos ||
+        last_output_.find("runtime error:") != std::string::npos) {
+      ADD_FAILURE() << "the server reported:\n" << last_output_;
+    }
+    if (rc != 0) ADD_FAILURE() << "the server exited with " << rc << ":\n" << last_output_;
     return rc;
   }
   Process& process() { return *proc_; }
