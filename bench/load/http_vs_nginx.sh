@@ -44,7 +44,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$TMP"
+  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
 }
 trap cleanup EXIT
 
@@ -143,41 +143,61 @@ stop_server() {
   sleep 0.3
 }
 
-# run_wrk CONNS PATH [extra wrk args]: prints requests/sec
+# CPU time (clock ticks) used so far by the server processes and their children.
+server_ticks() {
+  local total=0 p
+  for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
+    [[ -r /proc/$p/stat ]] || continue
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$total"
+}
+
+# run_wrk CONNS PATH [extra wrk args]: prints "requests/sec server-CPU-us/request".
+# The second figure is what the server spent per request, which the other
+# load on a shared machine disturbs much less than the rate.
 run_wrk() {
   local conns=$1 path=$2
   shift 2
-  local out
+  local out t0 t1
+  t0=$(server_ticks)
   out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${DURATION}s" "$@" "http://127.0.0.1:$PORT$path" 2>&1)
+  t1=$(server_ticks)
   if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
     echo "wrk reported errors:" >&2
     grep "Non-2xx\|Socket errors" <<<"$out" >&2
   fi
-  awk '/Requests\/sec/ {print $2}' <<<"$out"
+  local rps reqs
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  awk -v r="$rps" -v n="$reqs" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%s %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0)}'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-declare -A RESULT
+declare -A RESULT CPU
 bench_case() {  # name workers conns path [wrk args]
   local name=$1 workers=$2 conns=$3 path=$4
   shift 4
-  local n_res=() v_res=()
+  local n_res=() v_res=() n_cpu=() v_cpu=() line
   for r in $(seq 1 "$ROUNDS"); do
     start_nginx "$workers"
-    run_wrk 10 "$path" -d1s "$@" >/dev/null  # warm-up
-    n_res+=("$(run_wrk "$conns" "$path" "$@")")
+    DURATION=1 run_wrk 10 "$path" "$@" >/dev/null  # warm-up
+    line=$(run_wrk "$conns" "$path" "$@")
+    n_res+=("${line% *}")
+    n_cpu+=("${line#* }")
     stop_server
     start_vigil "$workers"
-    run_wrk 10 "$path" -d1s "$@" >/dev/null
-    v_res+=("$(run_wrk "$conns" "$path" "$@")")
+    DURATION=1 run_wrk 10 "$path" "$@" >/dev/null
+    line=$(run_wrk "$conns" "$path" "$@")
+    v_res+=("${line% *}")
+    v_cpu+=("${line#* }")
     stop_server
-    echo "  $name round $r: nginx ${n_res[-1]} vigil ${v_res[-1]} req/s" >&2
+    echo "  $name round $r: nginx ${n_res[-1]} req/s ${n_cpu[-1]} us/req; vigil ${v_res[-1]} req/s ${v_cpu[-1]} us/req" >&2
   done
-  local nm vm
-  nm=$(printf '%s\n' "${n_res[@]}" | median)
-  vm=$(printf '%s\n' "${v_res[@]}" | median)
-  RESULT[$name]="$nm $vm"
+  RESULT[$name]="$(printf '%s\n' "${n_res[@]}" | median) $(printf '%s\n' "${v_res[@]}" | median)"
+  CPU[$name]="$(printf '%s\n' "${n_cpu[@]}" | median) $(printf '%s\n' "${v_cpu[@]}" | median)"
 }
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
@@ -218,9 +238,11 @@ for c in $CASES; do
   esac
 done
 
-printf '\n| case | nginx | vigil | vigil/nginx |\n|---|---:|---:|---:|\n'
+printf '\n| case | nginx | vigil | vigil/nginx | server CPU us/req nginx / vigil |\n|---|---:|---:|---:|---:|\n'
 for c in $CASES; do
   read -r n v <<<"${RESULT[$c]}"
+  cpu="-"
+  if [[ -n ${CPU[$c]:-} ]]; then read -r cn cv <<<"${CPU[$c]}"; cpu="$cn / $cv"; fi
   case $c in
     small50) label="12 B file, 50 keep-alive conns, 1 worker (req/s)" ;;
     small50x2) label="12 B file, 50 keep-alive conns, 2 workers (req/s)" ;;
@@ -230,5 +252,5 @@ for c in $CASES; do
     memory) label="RSS per idle keep-alive connection, $IDLE_CONNS conns (bytes; lower is better)" ;;
   esac
   ratio=$(awk -v n="$n" -v v="$v" 'BEGIN {if (n > 0) printf "%.2f", v / n; else print "-"}')
-  printf '| %s | %s | %s | %s |\n' "$label" "$n" "$v" "$ratio"
+  printf '| %s | %s | %s | %s | %s |\n' "$label" "$n" "$v" "$ratio" "$cpu"
 done

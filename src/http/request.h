@@ -50,9 +50,12 @@ struct HttpConnection {
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
 
-// Bytes of response header kept inside the Request; longer headers (a long
-// Location) take a buffer from the worker's cache.
-inline constexpr std::size_t kHeaderInline = 640;
+// Bytes of response kept inside the Request: the header, and the body of a
+// small file right after it (one segment, one send; see serve_file). Longer
+// headers (a long Location) take a buffer from the worker's cache. Requests
+// come from a free list and exist only while in progress, so an idle
+// connection does not pay for this.
+inline constexpr std::size_t kHeaderInline = 2048;
 
 struct Request {
   HttpConnection* hc = nullptr;

@@ -202,8 +202,16 @@ bool write_header(Request& r, const ResponseHeaders& h) {
     o.put("\r\n");
   }
   if (h.last_modified >= 0) {
+    // The same file is asked for again and again: keep its date formatted.
+    thread_local std::time_t cached_time = -1;
+    thread_local char cached_text[32];
+    thread_local std::size_t cached_len = 0;
+    if (h.last_modified != cached_time) {
+      cached_len = clock::format_http_date(h.last_modified, cached_text);
+      cached_time = h.last_modified;
+    }
     o.put("Last-Modified: ");
-    o.p += clock::format_http_date(h.last_modified, o.p);
+    o.put(std::string_view(cached_text, cached_len));
     o.put("\r\n");
   }
   if (!h.location.empty()) {
