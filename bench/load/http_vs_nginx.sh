@@ -40,6 +40,8 @@ NOFILE=$(ulimit -n)
 WORKER_CONNECTIONS=$((NOFILE - 100))
 
 TMP=$(mktemp -d /tmp/vigil_bench.XXXXXX)
+# nginx's workers (master_process on) run as "nobody": the files must be readable.
+chmod 755 "$TMP"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done

@@ -100,6 +100,9 @@ void event_accept(Event& ev) {
     }
     counters->handled.add();
     counters->active.add();
+    // The first block of the connection's arena is what an idle connection
+    // costs: the protocol says how much it needs (nginx's pool_size).
+    c->arena->reset(ls->pool_size);
     c->peer_addr = reinterpret_cast<sockaddr*>(c->arena->dup(&sa, len));
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);

@@ -10,6 +10,10 @@
 
 namespace vigil::http {
 namespace {
+constexpr std::size_t kConnectionArenaSize = 256;
+static_assert(sizeof(HttpConnection) + sizeof(sockaddr_in6) + 48 <= kConnectionArenaSize,
+              "an idle connection's state must fit its first arena block");
+
 // The worker of this process; one event loop per process runs HTTP.
 std::unique_ptr<HttpWorker> g_worker;
 }  // namespace
@@ -30,6 +34,9 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
     // does: a connection-per-request client never pays for the setsockopt.
     ls->tcp_nodelay = false;
     ls->handler = init_connection;
+    // An idle connection keeps the peer's address and its HttpConnection in
+    // its arena, nothing else (buffers and requests come back to the worker).
+    ls->pool_size = kConnectionArenaSize;
     ls->servers = addr.get();
     out.push_back(std::move(ls));
   }

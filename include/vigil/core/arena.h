@@ -32,6 +32,13 @@ class Arena {
   // Releases every allocation (destructors are not run: put only trivially
   // destructible objects here, or resources that don't own memory).
   void reset() { res_.release(); }
+  // Releases every allocation and makes the next block `initial_size` bytes:
+  // a connection's first block is sized by its listener (Listening::pool_size).
+  void reset(std::size_t initial_size) {
+    std::pmr::memory_resource* up = res_.upstream_resource();
+    res_.~monotonic_buffer_resource();
+    ::new (&res_) std::pmr::monotonic_buffer_resource(initial_size, up);
+  }
 
  private:
   std::pmr::monotonic_buffer_resource res_;

@@ -36,7 +36,7 @@ class Listening {
 
   Handler handler = nullptr;  // called with every accepted connection
   void* servers = nullptr;    // the protocol's configuration for this address
-  std::size_t pool_size = 512;  // initial arena size of accepted connections
+  std::size_t pool_size = 512;  // first arena block of accepted connections (grows as needed)
   Log* log = nullptr;
 
   Connection* connection = nullptr;  // its connection in the worker's pool
