@@ -170,6 +170,42 @@ TEST_F(HttpErrors, ErrorAnswerSurvivesUnreadInput) {
   EXPECT_TRUE(c.closed_within(8000));
 }
 
+TEST_F(HttpErrors, GarbageNeverHurtsTheWorker) {
+  // Random bytes, random mutations of valid requests, cut at random places:
+  // every connection ends (answered or closed) and the worker keeps serving.
+  const std::string valid =
+      "GET /a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\nIf-None-Match: \"x\"\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+  std::uint32_t seed = 7;
+  auto rnd = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return seed >> 8;
+  };
+  for (int i = 0; i < 200; ++i) {
+    std::string req = valid;
+    const int mutations = 1 + static_cast<int>(rnd() % 8);
+    for (int m = 0; m < mutations; ++m) {
+      std::size_t at = rnd() % req.size();
+      switch (rnd() % 4) {
+        case 0: req[at] = static_cast<char>(rnd()); break;
+        case 1: req.erase(at, 1 + rnd() % 5); break;
+        case 2: req.insert(at, std::string(1 + rnd() % 3, static_cast<char>(rnd()))); break;
+        default: req.insert(at, req.substr(rnd() % req.size(), rnd() % 20)); break;
+      }
+      if (req.empty()) req = "x";
+    }
+    if (rnd() % 3 == 0) req.resize(rnd() % req.size());
+    Client c(port_);
+    ASSERT_TRUE(c.ok());
+    (void)c.send(req);
+    ::shutdown(c.fd(), SHUT_WR);
+    EXPECT_TRUE(c.closed_within(5000)) << "connection " << i << " hangs";
+  }
+  Response r = test::get(port_, test::simple_get("/a.txt"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(server_.stop(), 0);
+}
+
 // ---- traversal ---------------------------------------------------------------
 
 TEST_F(HttpErrors, TraversalNeverLeavesTheRoot) {
