@@ -108,8 +108,8 @@ void AccessLog::write_out(const char* p, std::size_t n, Log& log) {
 
 bool AccessLog::write(const AccessLogLine& l, Log& log) {
   // Worst case: every value byte escaped to 4, plus the fixed parts.
-  const std::size_t need = 4 * (l.request.size() + l.referer.size() + l.user_agent.size()) +
-                           l.remote_addr.size() + 128;
+  const std::size_t need =
+      4 * (l.request.size() + l.referer.size() + l.user_agent.size()) + l.remote_addr.size() + 128;
   char stack[4096];
   char* line = stack;
   std::unique_ptr<char[]> heap;

@@ -235,7 +235,8 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
 
 // error_page code ... [=[response]] uri
 Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
-  if (call.arg_count() < 2) return call.error("invalid number of arguments in \"error_page\" directive");
+  if (call.arg_count() < 2)
+    return call.error("invalid number of arguments in \"error_page\" directive");
   const std::string& uri = call.arg(call.arg_count() - 1);
   if (uri.empty() || uri[0] != '/') {
     return call.error("error_page \"" + uri + "\" must be a path starting with \"/\"");
@@ -325,12 +326,13 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
     if (loc == nullptr) continue;
     if (!parent.name.empty()) {
       if (parent.exact) {
-        return Status::error("location \"" + loc->name + "\" cannot be inside the exact location \"" +
-                             parent.name + "\"" + loc->where);
+        return Status::error("location \"" + loc->name +
+                             "\" cannot be inside the exact location \"" + parent.name + "\"" +
+                             loc->where);
       }
       if (!std::string_view(loc->name).starts_with(parent.name)) {
-        return Status::error("location \"" + loc->name + "\" is outside location \"" +
-                             parent.name + "\"" + loc->where);
+        return Status::error("location \"" + loc->name + "\" is outside location \"" + parent.name +
+                             "\"" + loc->where);
       }
     }
     auto& list = loc->exact ? parent.exact_locations : parent.prefix_locations;
@@ -343,10 +345,9 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
     all.push_back(loc);
     if (Status s = collect_locations(*child, module, *loc, all); !s) return s;
   }
-  std::stable_sort(parent.prefix_locations.begin(), parent.prefix_locations.end(),
-                   [](const HttpLocConf* a, const HttpLocConf* b) {
-                     return a->name.size() > b->name.size();
-                   });
+  std::stable_sort(
+      parent.prefix_locations.begin(), parent.prefix_locations.end(),
+      [](const HttpLocConf* a, const HttpLocConf* b) { return a->name.size() > b->name.size(); });
   return Status::ok();
 }
 
@@ -359,7 +360,8 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     if (child->context() != kHttpSrvConf) continue;
     auto* srv = static_cast<HttpSrvConf*>(child->conf(module, kSrvSpec));
     auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
-    if (srv == nullptr || loc == nullptr) return Status::error("internal error: server without confs");
+    if (srv == nullptr || loc == nullptr)
+      return Status::error("internal error: server without confs");
     srv->loc = loc;
     if (srv->where.empty()) srv->where = child->where();
     if (srv->listens.empty()) {
@@ -408,8 +410,8 @@ Module* make_http_module() {
 
   // server
   m->add("listen", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_listen)).multiple = true;
-  m->add("server_name", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_server_name))
-      .multiple = true;
+  m->add("server_name", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_server_name)).multiple =
+      true;
   m->add("client_header_timeout", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
          srv.msec(&HttpSrvConf::client_header_timeout, 60000));
   m->add("client_header_buffer_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
@@ -437,8 +439,9 @@ Module* make_http_module() {
   m->add("access_log", kHttpAny, Arity::between(1, 4), loc.custom(set_access_log));
   m->add("error_page", kHttpAny, Arity::at_least(2), loc.custom(set_error_page)).multiple = true;
   m->add("lingering_close", kHttpAny, Arity::exactly(1),
-         loc.one_of(&HttpLocConf::lingering_close, Lingering::kOn,
-                    {{"off", Lingering::kOff}, {"on", Lingering::kOn}, {"always", Lingering::kAlways}}));
+         loc.one_of(
+             &HttpLocConf::lingering_close, Lingering::kOn,
+             {{"off", Lingering::kOff}, {"on", Lingering::kOn}, {"always", Lingering::kAlways}}));
   m->add("lingering_time", kHttpAny, Arity::exactly(1),
          loc.msec(&HttpLocConf::lingering_time, 30000));
   m->add("lingering_timeout", kHttpAny, Arity::exactly(1),

@@ -62,8 +62,8 @@ struct ErrorPage {
 struct HttpLocConf {
   // The location itself (empty name for the server level).
   std::string name;
-  bool exact = false;     // "location = /x"
-  bool noregex = false;   // "location ^~ /x" (same as a plain prefix: we have no regex)
+  bool exact = false;    // "location = /x"
+  bool noregex = false;  // "location ^~ /x" (same as a plain prefix: we have no regex)
   std::string where;
 
   std::string root = "html";  // relative to the prefix; resolved in `root_path`

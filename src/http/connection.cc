@@ -22,7 +22,9 @@ namespace {
 
 constexpr std::size_t kLingeringBuffer = 4096;
 
-HttpConnection& http_of(Connection& c) { return *static_cast<HttpConnection*>(c.data); }
+HttpConnection& http_of(Connection& c) {
+  return *static_cast<HttpConnection*>(c.data);
+}
 
 // Reusable connections are the ones stub_status counts as "Waiting" (nginx
 // counts them in ngx_reusable_connection): idle keep-alive ones and new ones
@@ -321,6 +323,8 @@ void close_connection(HttpConnection& hc) {
 }
 
 // Used by request.cc: the end of a request.
-void release_request(Request& r) { free_request(r); }
+void release_request(Request& r) {
+  free_request(r);
+}
 
 }  // namespace vigil::http

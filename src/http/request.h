@@ -108,25 +108,25 @@ struct Request {
   Chain* pending = nullptr;  // what is left to send
   char* big_header = nullptr;
   std::uint32_t big_header_size = 0;
-  int fd = -1;                 // the file being sent
-  off_t file_pos = 0;          // read position when sendfile is off
+  int fd = -1;         // the file being sent
+  off_t file_pos = 0;  // read position when sendfile is off
   off_t file_end = 0;
-  char* obuf = nullptr;        // read buffer (sendfile off) or generated body (metrics)
+  char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
   bool use_sendfile = false;
-  off_t header_size = 0;       // bytes of header in the response, for $body_bytes_sent
-  off_t sent_start = 0;        // c->sent when the request started
-  int redirects = 0;           // internal redirects (index, error_page)
-  char content_range[64];      // "bytes a-b/size" (206) or "bytes */size" (416)
+  off_t header_size = 0;   // bytes of header in the response, for $body_bytes_sent
+  off_t sent_start = 0;    // c->sent when the request started
+  int redirects = 0;       // internal redirects (index, error_page)
+  char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 
   char header_mem[kHeaderInline];
 };
 
 // ---- connection.cc ------------------------------------------------------------
-void init_connection(Connection& c);                 // Listening::handler
-void wait_request_handler(Event& rev);               // first byte of a request
-void close_connection(HttpConnection& hc);           // frees everything, closes fd
+void init_connection(Connection& c);        // Listening::handler
+void wait_request_handler(Event& rev);      // first byte of a request
+void close_connection(HttpConnection& hc);  // frees everything, closes fd
 void set_keepalive(HttpConnection& hc, const HttpLocConf& loc);
 void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc);
 void empty_handler(Event& ev);
@@ -164,7 +164,7 @@ struct ResponseHeaders {
   std::string_view content_range;  // whole field value
   std::string_view location;       // path, escaped when written
   std::string_view location_query;
-  bool allow = false;              // "Allow: GET, HEAD" (405)
+  bool allow = false;  // "Allow: GET, HEAD" (405)
 };
 // Formats the status line and header fields into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.

@@ -108,7 +108,8 @@ struct SpecialPages {
       std::string title = std::to_string(s.status) + " " + s.reason;
       bodies[static_cast<std::size_t>(s.status)] =
           "<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
-          "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n";
+          "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION
+          "</center>\r\n</body>\r\n</html>\r\n";
     }
   }
 };
@@ -336,8 +337,8 @@ namespace {
 // read error or a file that shrank under us.
 bool fill_from_file(Request& r) {
   const off_t left = r.file_end - r.file_pos;
-  const std::size_t n = left < static_cast<off_t>(r.obuf_size) ? static_cast<std::size_t>(left)
-                                                                : r.obuf_size;
+  const std::size_t n =
+      left < static_cast<off_t>(r.obuf_size) ? static_cast<std::size_t>(left) : r.obuf_size;
   for (;;) {
     ssize_t got = ::pread(r.fd, r.obuf, n, r.file_pos);
     if (got > 0) {

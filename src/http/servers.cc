@@ -9,7 +9,9 @@
 namespace vigil::http {
 namespace {
 
-char lower(char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; }
+char lower(char ch) {
+  return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+}
 
 bool iequal_to(std::string_view stored, std::string_view s) {
   if (stored.size() != s.size()) return false;
@@ -162,11 +164,10 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
     // server name ... ignored" and keeps the first.
     std::stable_sort(a->exact.begin(), a->exact.end(),
                      [](const ServerName& x, const ServerName& y) { return x.name < y.name; });
-    a->exact.erase(std::unique(a->exact.begin(), a->exact.end(),
-                               [](const ServerName& x, const ServerName& y) {
-                                 return x.name == y.name;
-                               }),
-                   a->exact.end());
+    a->exact.erase(
+        std::unique(a->exact.begin(), a->exact.end(),
+                    [](const ServerName& x, const ServerName& y) { return x.name == y.name; }),
+        a->exact.end());
     std::stable_sort(a->head_wildcards.begin(), a->head_wildcards.end(), longer_first);
     std::stable_sort(a->tail_wildcards.begin(), a->tail_wildcards.end(), longer_first);
   }

@@ -41,8 +41,8 @@ class HttpAddress {
 class HttpServers {
  public:
   std::vector<std::unique_ptr<HttpAddress>> addresses;
-  std::vector<HttpSrvConf*> servers;      // every server, in configuration order
-  std::vector<HttpLocConf*> locations;    // every loc conf, server level included
+  std::vector<HttpSrvConf*> servers;    // every server, in configuration order
+  std::vector<HttpLocConf*> locations;  // every loc conf, server level included
   // Distinct access log files (by path; the first directive naming a path
   // sets its buffer and flush), for the workers to open.
   std::vector<const AccessLogConf*> access_logs;

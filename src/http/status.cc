@@ -33,7 +33,9 @@ class TextBuf {
   char* end_;
 };
 
-unsigned long long get(const SharedCounter& c) { return static_cast<unsigned long long>(c.get()); }
+unsigned long long get(const SharedCounter& c) {
+  return static_cast<unsigned long long>(c.get());
+}
 unsigned long long get(const std::atomic<std::uint64_t>& v) {
   return static_cast<unsigned long long>(v.load(std::memory_order_relaxed));
 }
@@ -133,20 +135,38 @@ int metrics_handler(Request& r) {
       if (pid == 0) continue;
       t.printf("%s{worker=\"%zu\",pid=\"%d\"} ", kPer[m].name, i, static_cast<int>(pid));
       switch (m) {
-        case 0: t.printf("%llu\n", get(slot.iterations)); break;
-        case 1: t.printf("%llu\n", get(slot.events)); break;
+        case 0:
+          t.printf("%llu\n", get(slot.iterations));
+          break;
+        case 1:
+          t.printf("%llu\n", get(slot.events));
+          break;
         case 2: {
           const double it = static_cast<double>(get(slot.iterations));
           t.printf("%.3f\n", it > 0 ? static_cast<double>(get(slot.events)) / it : 0.0);
           break;
         }
-        case 3: t.printf("%llu\n", get(slot.empty_waits)); break;
-        case 4: t.printf("%llu\n", get(slot.timers_expired)); break;
-        case 5: t.printf("%llu\n", get(slot.posted_run)); break;
-        case 6: t.printf("%llu\n", get(slot.accepted)); break;
-        case 7: t.printf("%llu\n", get(slot.accept_mutex_acquired)); break;
-        case 8: t.printf("%llu\n", get(slot.connections_used)); break;
-        default: t.printf("%llu\n", get(slot.connections_max)); break;
+        case 3:
+          t.printf("%llu\n", get(slot.empty_waits));
+          break;
+        case 4:
+          t.printf("%llu\n", get(slot.timers_expired));
+          break;
+        case 5:
+          t.printf("%llu\n", get(slot.posted_run));
+          break;
+        case 6:
+          t.printf("%llu\n", get(slot.accepted));
+          break;
+        case 7:
+          t.printf("%llu\n", get(slot.accept_mutex_acquired));
+          break;
+        case 8:
+          t.printf("%llu\n", get(slot.connections_used));
+          break;
+        default:
+          t.printf("%llu\n", get(slot.connections_max));
+          break;
       }
     }
   }

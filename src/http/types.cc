@@ -5,7 +5,9 @@
 namespace vigil::http {
 namespace {
 
-char lower(char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; }
+char lower(char ch) {
+  return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+}
 
 // a < b, with `b` compared lower-cased (entries are stored lower case).
 bool less_folded(std::string_view a, std::string_view b) {
@@ -84,10 +86,9 @@ void TypesMap::finish() {
 
 std::string_view TypesMap::find(std::string_view extension) const {
   if (extension.empty()) return {};
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), extension,
-                             [](const auto& e, std::string_view ext) {
-                               return less_folded(e.first, ext);
-                             });
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), extension,
+      [](const auto& e, std::string_view ext) { return less_folded(e.first, ext); });
   if (it != entries_.end() && equal_folded(it->first, extension)) return it->second;
   return {};
 }

@@ -14,8 +14,12 @@ namespace {
 thread_local HttpWorker* t_worker = nullptr;
 }  // namespace
 
-HttpWorker* current_worker() { return t_worker; }
-void set_current_worker(HttpWorker* w) { t_worker = w; }
+HttpWorker* current_worker() {
+  return t_worker;
+}
+void set_current_worker(HttpWorker* w) {
+  t_worker = w;
+}
 
 // ---- BufferCache -------------------------------------------------------------
 
@@ -117,7 +121,9 @@ Request* HttpWorker::get_request() {
   return new (std::nothrow) Request();
 }
 
-void HttpWorker::put_request(Request* r) { free_requests_.push_back(r); }
+void HttpWorker::put_request(Request* r) {
+  free_requests_.push_back(r);
+}
 
 void HttpWorker::publish_stats() {
   if (index_ < 0 || static_cast<std::size_t>(index_) >= kMaxWorkers) return;

@@ -57,9 +57,9 @@ TEST_F(HttpBasic, GetServesTheFileWithNginxHeaders) {
   EXPECT_EQ(r.header("content-length"), "15");
   EXPECT_EQ(r.header("connection"), "keep-alive");
   EXPECT_EQ(r.header("accept-ranges"), "bytes");
-  EXPECT_TRUE(std::regex_match(r.header("date"),
-                               std::regex("[A-Z][a-z]{2}, \\d\\d [A-Z][a-z]{2} \\d{4} "
-                                          "\\d\\d:\\d\\d:\\d\\d GMT")))
+  EXPECT_TRUE(
+      std::regex_match(r.header("date"), std::regex("[A-Z][a-z]{2}, \\d\\d [A-Z][a-z]{2} \\d{4} "
+                                                    "\\d\\d:\\d\\d:\\d\\d GMT")))
       << r.header("date");
   EXPECT_TRUE(std::regex_match(r.header("last-modified"), std::regex(".* GMT")));
   // nginx's ETag: "<mtime hex>-<size hex>".
@@ -185,12 +185,11 @@ TEST_F(HttpBasic, ContentTypeFromTypesOrDefault) {
 }
 
 TEST_F(HttpBasic, BuiltInTypesWhenNoneAreConfigured) {
-  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:" + std::to_string(port_) +
-                            "; root html; }"))
+  ASSERT_TRUE(
+      server_.start("server { listen 127.0.0.1:" + std::to_string(port_) + "; root html; }"))
       << server_.output();
   EXPECT_EQ(test::get(port_, test::simple_get("/style.css")).header("content-type"), "text/css");
-  EXPECT_EQ(test::get(port_, test::simple_get("/index.html")).header("content-type"),
-            "text/html");
+  EXPECT_EQ(test::get(port_, test::simple_get("/index.html")).header("content-type"), "text/html");
   // nginx's default_type default.
   EXPECT_EQ(test::get(port_, test::simple_get("/data.unknownext")).header("content-type"),
             "text/plain");
@@ -226,7 +225,8 @@ INSTANTIATE_TEST_SUITE_P(Sendfile, HttpBigFile,
 
 TEST_F(HttpBasic, CurlGetsThePage) {
   ASSERT_TRUE(start()) << server_.output();
-  auto [rc, out] = test::run({"curl", "-sS", "-i", "http://127.0.0.1:" + std::to_string(port_) + "/"});
+  auto [rc, out] =
+      test::run({"curl", "-sS", "-i", "http://127.0.0.1:" + std::to_string(port_) + "/"});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("HTTP/1.1 200 OK"), std::string::npos) << out;
   EXPECT_NE(out.find("<h1>hello</h1>"), std::string::npos) << out;
@@ -238,10 +238,16 @@ TEST_F(HttpBasic, ServerChosenByHostAmongServersOnOneAddress) {
   server_.write("w/index.html", "wildcard\n");
   server_.write("d/index.html", "default\n");
   const std::string listen = "listen 127.0.0.1:" + std::to_string(port_);
-  ASSERT_TRUE(server_.start("server { " + listen + "; server_name a.test; root a; }\n"
-                            "server { " + listen + " default_server; root d; }\n"
-                            "server { " + listen + "; server_name b.test www.b.test; root b; }\n"
-                            "server { " + listen + "; server_name *.wild.test; root w; }\n"))
+  ASSERT_TRUE(server_.start("server { " + listen +
+                            "; server_name a.test; root a; }\n"
+                            "server { " +
+                            listen +
+                            " default_server; root d; }\n"
+                            "server { " +
+                            listen +
+                            "; server_name b.test www.b.test; root b; }\n"
+                            "server { " +
+                            listen + "; server_name *.wild.test; root w; }\n"))
       << server_.output();
   EXPECT_EQ(test::get(port_, test::simple_get("/", "a.test")).body, "site a\n");
   EXPECT_EQ(test::get(port_, test::simple_get("/", "B.Test")).body, "site b\n");
@@ -276,9 +282,10 @@ TEST_F(HttpBasic, LocationsExactPrefixAndNested) {
   server_.write("html/img/a.txt", "from root\n");
   server_.write("other/img/a.txt", "from other\n");
   server_.write("exact/exact.txt", "exact\n");
-  ASSERT_TRUE(start("", "location /img/ { root other; }\n"
-                        "location = /exact.txt { root exact; }\n"
-                        "location /deep/ { location /deep/er/ { root nested; } }\n"))
+  ASSERT_TRUE(start("",
+                    "location /img/ { root other; }\n"
+                    "location = /exact.txt { root exact; }\n"
+                    "location /deep/ { location /deep/er/ { root nested; } }\n"))
       << server_.output();
   EXPECT_EQ(test::get(port_, test::simple_get("/img/a.txt")).body, "from other\n");
   EXPECT_EQ(test::get(port_, test::simple_get("/exact.txt")).body, "exact\n");
@@ -306,9 +313,9 @@ class HttpBackends : public HttpBasic, public ::testing::WithParamInterface<std:
 TEST_P(HttpBackends, KeepAlivePipeliningAndBigFile) {
   const std::string content = big_content(300000);
   server_.write("html/big.bin", content);
-  ASSERT_TRUE(server_.start("sendfile on; server { listen 127.0.0.1:" + std::to_string(port_) +
-                                "; root html; }",
-                            "", "worker_connections 256; use " + GetParam() + ";"))
+  ASSERT_TRUE(server_.start(
+      "sendfile on; server { listen 127.0.0.1:" + std::to_string(port_) + "; root html; }", "",
+      "worker_connections 256; use " + GetParam() + ";"))
       << server_.output();
   Client c(port_);
   ASSERT_TRUE(c.send(test::simple_get("/index.html") + test::simple_get("/big.bin") +

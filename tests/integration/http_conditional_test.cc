@@ -66,8 +66,9 @@ TEST_F(HttpConditional, IfNoneMatchGives304) {
   EXPECT_EQ(req("If-None-Match: *\r\n").status, 304);
   EXPECT_EQ(req("If-None-Match: \"other\"\r\n").status, 200);
   // If-None-Match wins over If-Modified-Since (RFC 9110 §13.2.2).
-  EXPECT_EQ(req("If-None-Match: \"other\"\r\nIf-Modified-Since: " + http_date(mtime_) + "\r\n").status,
-            200);
+  EXPECT_EQ(
+      req("If-None-Match: \"other\"\r\nIf-Modified-Since: " + http_date(mtime_) + "\r\n").status,
+      200);
 }
 
 TEST_F(HttpConditional, IfModifiedSinceIsExactAsNginx) {

@@ -59,8 +59,8 @@ TEST_F(HttpErrors, BadHeadersAre400) {
   // Obsolete line folding.
   expect_closing_error("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400);
   // Conflicting framing (RFC 9112 §6.3).
-  expect_closing_error("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                       400);
+  expect_closing_error(
+      "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400);
 }
 
 TEST_F(HttpErrors, TooLongUriIs414) {
@@ -68,12 +68,12 @@ TEST_F(HttpErrors, TooLongUriIs414) {
 }
 
 TEST_F(HttpErrors, TooLongHeaderIs431) {
-  expect_closing_error("GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'a') +
-                           "\r\n\r\n",
-                       431);
+  expect_closing_error(
+      "GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'a') + "\r\n\r\n", 431);
   // Too many large buffers' worth of header (4 x 8k by default).
   std::string many = "GET / HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; i < 10; ++i) many += "X-" + std::to_string(i) + ": " + std::string(5000, 'b') + "\r\n";
+  for (int i = 0; i < 10; ++i)
+    many += "X-" + std::to_string(i) + ": " + std::string(5000, 'b') + "\r\n";
   expect_closing_error(many + "\r\n", 431);
 }
 
@@ -82,7 +82,8 @@ TEST_F(HttpErrors, LongButAcceptableHeadersUseLargeBuffers) {
   // move to large buffers and still work.
   Client c(port_);
   std::string req = "GET /a.txt?" + std::string(3000, 'q') + " HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; i < 3; ++i) req += "X-" + std::to_string(i) + ": " + std::string(3000, 'v') + "\r\n";
+  for (int i = 0; i < 3; ++i)
+    req += "X-" + std::to_string(i) + ": " + std::string(3000, 'v') + "\r\n";
   req += "\r\n";
   ASSERT_TRUE(c.send(req + req));  // twice, pipelined
   Response r = c.read_response();
@@ -114,21 +115,25 @@ TEST_F(HttpErrors, PutWithoutLengthIs411) {
 TEST_F(HttpErrors, TooLargeBodyIs413) {
   expect_closing_error("POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n", 413);
   // Chunked: found out while reading.
-  expect_closing_error("POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "64\r\n" + std::string(100, 'x') + "\r\n1\r\nx\r\n0\r\n\r\n",
-                       413);
+  expect_closing_error(
+      "POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "64\r\n" +
+          std::string(100, 'x') + "\r\n1\r\nx\r\n0\r\n\r\n",
+      413);
 }
 
 TEST_F(HttpErrors, BadChunkedBodyIs400) {
-  expect_closing_error("POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "zz\r\n",
-                       400);
+  expect_closing_error(
+      "POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "zz\r\n",
+      400);
 }
 
 TEST_F(HttpErrors, OtherMethodsAre405WithAllowAndTheConnectionStays) {
   Client c(port_);
   for (const char* m : {"POST", "DELETE", "OPTIONS", "PATCH"}) {
-    ASSERT_TRUE(c.send(std::string(m) + " /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send(std::string(m) + " /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
     Response r = c.read_response();
     ASSERT_TRUE(r.complete) << m;
     EXPECT_EQ(r.status, 405) << m;
@@ -187,10 +192,18 @@ TEST_F(HttpErrors, GarbageNeverHurtsTheWorker) {
     for (int m = 0; m < mutations; ++m) {
       std::size_t at = rnd() % req.size();
       switch (rnd() % 4) {
-        case 0: req[at] = static_cast<char>(rnd()); break;
-        case 1: req.erase(at, 1 + rnd() % 5); break;
-        case 2: req.insert(at, std::string(1 + rnd() % 3, static_cast<char>(rnd()))); break;
-        default: req.insert(at, req.substr(rnd() % req.size(), rnd() % 20)); break;
+        case 0:
+          req[at] = static_cast<char>(rnd());
+          break;
+        case 1:
+          req.erase(at, 1 + rnd() % 5);
+          break;
+        case 2:
+          req.insert(at, std::string(1 + rnd() % 3, static_cast<char>(rnd())));
+          break;
+        default:
+          req.insert(at, req.substr(rnd() % req.size(), rnd() % 20));
+          break;
       }
       if (req.empty()) req = "x";
     }

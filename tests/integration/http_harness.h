@@ -199,9 +199,10 @@ class VigilServer {
   // as the body of the http block; starts the server and waits for it.
   bool start(const std::string& http, const std::string& main = "",
              const std::string& events = "worker_connections 1024;") {
-    std::string conf = "daemon off;\nmaster_process off;\nerror_log stderr info;\n"
-                       "pid logs/vigil.pid;\n" +
-                       main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n";
+    std::string conf =
+        "daemon off;\nmaster_process off;\nerror_log stderr info;\n"
+        "pid logs/vigil.pid;\n" +
+        main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n";
     write("conf/vigil.conf", conf);
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});

@@ -21,7 +21,8 @@ class HttpPipeline : public ::testing::Test {
  protected:
   void SetUp() override {
     port_ = test::free_port();
-    for (int i = 0; i < 10; ++i) server_.write("html/" + std::to_string(i) + ".txt", "file " + std::to_string(i) + "\n");
+    for (int i = 0; i < 10; ++i)
+      server_.write("html/" + std::to_string(i) + ".txt", "file " + std::to_string(i) + "\n");
     ASSERT_TRUE(server_.start("server {\n listen 127.0.0.1:" + std::to_string(port_) +
                               ";\n root html;\n}\n"))
         << server_.output();
@@ -55,8 +56,9 @@ TEST_F(HttpPipeline, BodiesWithContentLengthAndChunkedAreSkipped) {
   std::string all;
   all += "POST /1.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nGET /2.txt ";
   all += test::simple_get("/3.txt");
-  all += "POST /4.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-         "5\r\nGET /\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n";
+  all +=
+      "POST /4.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nGET /\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n";
   all += test::simple_get("/5.txt");
   ASSERT_TRUE(c.send(all));
   EXPECT_EQ(c.read_response().status, 405);
@@ -93,9 +95,10 @@ TEST_F(HttpPipeline, RequestsArrivingOneByteAtATime) {
   Client c(port_);
   int one = 1;
   ::setsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::string req = "GET /8.txt HTTP/1.1\r\nHost: example\r\nUser-Agent: slow\r\n\r\n" +
-                          std::string("POST /1.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc") +
-                          test::simple_get("/2.txt");
+  const std::string req =
+      "GET /8.txt HTTP/1.1\r\nHost: example\r\nUser-Agent: slow\r\n\r\n" +
+      std::string("POST /1.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc") +
+      test::simple_get("/2.txt");
   for (char ch : req) {
     ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
     ::usleep(500);
@@ -109,8 +112,9 @@ TEST_F(HttpPipeline, RequestsArrivingOneByteAtATime) {
 
 TEST_F(HttpPipeline, ExpectContinueGetsAnInterimResponse) {
   Client c(port_);
-  ASSERT_TRUE(c.send("POST /1.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
-                     "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /1.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+             "Expect: 100-continue\r\n\r\n"));
   Response cont = c.read_response(true);
   EXPECT_EQ(cont.status_line, "HTTP/1.1 100 Continue");
   ASSERT_TRUE(c.send("data" + test::simple_get("/4.txt")));

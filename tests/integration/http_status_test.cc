@@ -172,8 +172,9 @@ TEST_F(HttpStatus, MetricsIsPrometheusTextWithWorkerLoopFigures) {
 
 TEST_F(HttpStatus, AccessLogIsCombinedAndFlushedWithinASecond) {
   ASSERT_TRUE(start("access_log logs/access.log combined;")) << server_.output();
-  test::get(port_, "GET /index.html?q=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: agent \"007\"\r\n"
-                   "Referer: http://ref/\r\n\r\n");
+  test::get(port_,
+            "GET /index.html?q=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: agent \"007\"\r\n"
+            "Referer: http://ref/\r\n\r\n");
   test::get(port_, test::simple_get("/nope"));
   EXPECT_EQ(server_.read("logs/access.log"), "") << "buffered, not yet written";
   std::string log;
@@ -192,9 +193,9 @@ TEST_F(HttpStatus, AccessLogIsFlushedAtExitAndReopenedOnUsr1) {
   ASSERT_TRUE(start("access_log logs/access.log combined buffer=64k flush=1h;"))
       << server_.output();
   test::get(port_, test::simple_get("/index.html"));
-  ASSERT_EQ(::rename(server_.path("logs/access.log").c_str(),
-                     server_.path("logs/access.log.1").c_str()),
-            0);
+  ASSERT_EQ(
+      ::rename(server_.path("logs/access.log").c_str(), server_.path("logs/access.log.1").c_str()),
+      0);
   server_.process().signal(SIGUSR1);
   ASSERT_TRUE(server_.wait_output("reopening logs")) << server_.output();
   ::usleep(100000);

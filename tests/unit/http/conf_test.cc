@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "unit/core/conf/conf_test_util.h"
 #include "http/access_log.h"
 #include "http/conf.h"
 #include "http/servers.h"
 #include "http/types.h"
+#include "unit/core/conf/conf_test_util.h"
 
 namespace vigil::http {
 namespace {
@@ -23,7 +23,9 @@ class HttpConf : public vigil::testing::ConfDirTest {
     conf_ = std::move(r.value());
     return http_servers(*conf_);
   }
-  std::string error(const std::string& http) { return error_of("events {}\nhttp {\n" + http + "\n}\n"); }
+  std::string error(const std::string& http) {
+    return error_of("events {}\nhttp {\n" + http + "\n}\n");
+  }
 
   std::unique_ptr<Configuration> conf_;
 };
@@ -164,18 +166,23 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
                   "server { listen 127.0.0.1:1 default_server; }")
                 .find("a duplicate default server for 127.0.0.1:1 in conf/vigil.conf:4"),
             std::string::npos)
-      << error("server { listen 127.0.0.1:1 default_server; } server { listen 127.0.0.1:1 default_server; }");
-  EXPECT_NE(error("server { listen 127.0.0.1:1 backlog=5; }\nserver { listen 127.0.0.1:1 reuseport; }")
-                .find("duplicate listen options for 127.0.0.1:1"),
-            std::string::npos);
+      << error(
+             "server { listen 127.0.0.1:1 default_server; } server { listen 127.0.0.1:1 "
+             "default_server; }");
+  EXPECT_NE(
+      error("server { listen 127.0.0.1:1 backlog=5; }\nserver { listen 127.0.0.1:1 reuseport; }")
+          .find("duplicate listen options for 127.0.0.1:1"),
+      std::string::npos);
   EXPECT_NE(error("server { listen 127.0.0.1:1; listen 127.0.0.1:1; }").find("a duplicate listen"),
             std::string::npos);
   EXPECT_NE(error("server { listen 127.0.0.1:1 bogus; }").find("invalid parameter \"bogus\""),
             std::string::npos);
   EXPECT_NE(error("server { listen nowhere; }").find("listen"), std::string::npos);
-  EXPECT_NE(error("server { location ~ \\.php$ { } }").find("regular expression locations are not supported"),
+  EXPECT_NE(error("server { location ~ \\.php$ { } }")
+                .find("regular expression locations are not supported"),
             std::string::npos);
-  EXPECT_NE(error("server { location /a/ { location /b/ { } } }").find("location \"/b/\" is outside location \"/a/\""),
+  EXPECT_NE(error("server { location /a/ { location /b/ { } } }")
+                .find("location \"/b/\" is outside location \"/a/\""),
             std::string::npos);
   EXPECT_NE(error("server { location /a { } location /a { } }").find("duplicate location \"/a\""),
             std::string::npos);
