@@ -429,7 +429,7 @@ Module* make_http_module() {
   m->add("keepalive_requests", kHttpAny, Arity::exactly(1),
          loc.number<std::uint64_t>(&HttpLocConf::keepalive_requests, 1000));
   m->add("client_max_body_size", kHttpAny, Arity::exactly(1),
-         loc.size(&HttpLocConf::client_max_body_size, 1024 * 1024));
+         loc.size(&HttpLocConf::client_max_body_size, std::size_t{1} << 20));
   m->add("client_body_timeout", kHttpAny, Arity::exactly(1),
          loc.msec(&HttpLocConf::client_body_timeout, 60000));
   m->add("send_timeout", kHttpAny, Arity::exactly(1), loc.msec(&HttpLocConf::send_timeout, 60000));

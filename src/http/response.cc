@@ -23,7 +23,7 @@ namespace {
 // Most a writer sends before letting other connections run (nginx's
 // sendfile_max_chunk, 2m by default): a fast client on a big file must not
 // hold the worker.
-constexpr off_t kWriteChunk = 2 * 1024 * 1024;
+constexpr off_t kWriteChunk = off_t{2} << 20;
 
 constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION "\r\n";
 
@@ -105,11 +105,16 @@ struct SpecialPages {
   SpecialPages() {
     for (const auto& s : kReasons) {
       if (s.status < 300 || s.status == 304) continue;
-      std::string title = std::to_string(s.status) + " " + s.reason;
-      bodies[static_cast<std::size_t>(s.status)] =
-          "<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
-          "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION
-          "</center>\r\n</body>\r\n</html>\r\n";
+      std::string title = std::to_string(s.status);
+      title += ' ';
+      title += s.reason;
+      std::string& b = bodies[static_cast<std::size_t>(s.status)];
+      b = "<html>\r\n<head><title>";
+      b += title;
+      b += "</title></head>\r\n<body>\r\n<center><h1>";
+      b += title;
+      b += "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION
+           "</center>\r\n</body>\r\n</html>\r\n";
     }
   }
 };
