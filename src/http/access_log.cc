@@ -56,13 +56,18 @@ AccessLog::AccessLog(std::string path, std::size_t buffer, Msec flush)
 }
 
 AccessLog::~AccessLog() {
-  if (fd_ != -1) ::close(fd_);
+  if (fd_ != -1)
+    (void)::close(fd_);  // at exit, after the last flush: nothing to do about a failure
 }
 
 Status AccessLog::open() {
   int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd == -1) return Status::sys("open() \"" + path_ + "\"");
-  if (fd_ != -1) ::close(fd_);
+  if (fd_ != -1 && ::close(fd_) == -1) {
+    Status s = Status::sys("close() \"" + path_ + "\"");
+    (void)::close(fd);
+    return s;
+  }
   fd_ = fd;
   return Status::ok();
 }
@@ -76,10 +81,10 @@ Status AccessLog::reopen(Log& log) {
   if (fd_ != -1) {
     if (::dup2(fd, fd_) == -1) {
       Status s = Status::sys("dup2()");
-      ::close(fd);
+      (void)::close(fd);
       return s;
     }
-    ::close(fd);
+    if (::close(fd) == -1) return Status::sys("close() \"" + path_ + "\"");
   } else {
     fd_ = fd;
   }

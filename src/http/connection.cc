@@ -49,7 +49,7 @@ void free_request(Request& r) {
   HttpConnection& hc = *r.hc;
   BufferCache& cache = hc.worker->buffers();
   if (r.fd != -1) {
-    if (::close(r.fd) == -1) VIGIL_LOG(*r.c->log, kAlert, errno, "close() file failed");
+    close_file(*r.c, r.fd);
     r.fd = -1;
   }
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
@@ -139,6 +139,13 @@ Status set_tcp_option(Connection& c, int level, int name, int value, const char*
 }  // namespace
 
 void empty_handler(Event&) {}
+
+void close_file(Connection& c, int fd) {
+  if (::close(fd) == -1) {
+    VIGIL_LOG(*c.log, kAlert, errno, "*%llu close() of a file failed",
+              static_cast<unsigned long long>(c.number));
+  }
+}
 
 void init_connection(Connection& c) {
   auto* addr = static_cast<const HttpAddress*>(c.listening->servers);

@@ -132,6 +132,8 @@ void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc);
 void empty_handler(Event& ev);
 // Gives the request's memory back to the worker (buffers, file, counters).
 void release_request(Request& r);
+// close(2) of a file being served, logged if it fails.
+void close_file(Connection& c, int fd);
 
 // ---- read_request.cc ------------------------------------------------------------
 void process_request_line(Request& r);

@@ -268,7 +268,7 @@ void send_special(Request& r, int status) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }
   if (r.fd != -1) {
-    ::close(r.fd);
+    close_file(*r.c, r.fd);
     r.fd = -1;
   }
   r.header_only = r.line.method == Method::kHead;

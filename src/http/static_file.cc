@@ -128,13 +128,13 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
     // Preconditions in the order of RFC 9110 §13.2.2.
     if (!r.if_match.empty()) {
       if (!etag_list_matches(r.if_match, etag, false)) {
-        ::close(fd);
+        close_file(*r.c, fd);
         return 412;
       }
     } else if (!r.if_unmodified_since.empty()) {
       auto t = parse_http_date(r.if_unmodified_since, now);
       if (t && mtime > *t) {
-        ::close(fd);
+        close_file(*r.c, fd);
         return 412;
       }
     }
@@ -149,7 +149,7 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
     }
     if (not_modified) {
       // 304 (RFC 9110 §15.4.5): the validators, no content.
-      ::close(fd);
+      close_file(*r.c, fd);
       h.status = 304;
       h.content_type = {};
       h.accept_ranges = false;
@@ -174,7 +174,7 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
       if (use_range) {
         ByteRange br = parse_range(r.range, size);
         if (br.kind == RangeKind::kUnsatisfiable) {
-          ::close(fd);
+          close_file(*r.c, fd);
           int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes */%lld",
                                 static_cast<long long>(size));
           r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
@@ -197,12 +197,12 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
   h.content_length = length;
   r.header_only = r.line.method == Method::kHead;
   if (!write_header(r, h)) {
-    ::close(fd);
+    close_file(*r.c, fd);
     return 500;
   }
   r.bbuf = Buf{};
   if (r.header_only || length == 0) {
-    ::close(fd);
+    close_file(*r.c, fd);
     send_response(r);
     return 0;
   }
@@ -218,12 +218,12 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
       VIGIL_LOG(*r.c->log, kCrit, got == -1 ? errno : 0, "*%llu pread() of %lld bytes got %lld",
                 static_cast<unsigned long long>(r.c->number), static_cast<long long>(length),
                 static_cast<long long>(got));
-      ::close(fd);
+      close_file(*r.c, fd);
       r.hbuf = Buf{};  // nothing was sent: the error can still be answered
       return 500;
     }
     r.hbuf.last += length;
-    ::close(fd);
+    close_file(*r.c, fd);
     send_response(r);
     return 0;
   }
@@ -291,7 +291,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       }
       struct stat st;
       if (::fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
+        close_file(*r.c, fd);
         continue;
       }
       // nginx redirects internally to path + index: another location may apply.
@@ -300,7 +300,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       const std::string_view new_uri(uri2, path.size() + index.size());
       const HttpLocConf& next = find_location(*r.srv, new_uri);
       if (&next != &loc) {
-        ::close(fd);
+        close_file(*r.c, fd);
         if (++r.redirects > 10) return 500;
         r.loc = &next;
         return dispatch(r, new_uri, extension_of(index));
@@ -330,11 +330,11 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
   if (::fstat(fd, &st) == -1) {
     VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu fstat() \"%s\" failed",
               static_cast<unsigned long long>(r.c->number), name);
-    ::close(fd);
+    close_file(*r.c, fd);
     return 500;
   }
   if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
+    close_file(*r.c, fd);
     if (r.status != 0) return 404;  // an error_page naming a directory
     // nginx: 301 to the path with a slash, the query kept.
     ResponseHeaders h;
@@ -360,7 +360,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
   if (!S_ISREG(st.st_mode)) {
     VIGIL_LOG(*r.c->log, kError, 0, "*%llu \"%s\" is not a regular file",
               static_cast<unsigned long long>(r.c->number), name);
-    ::close(fd);
+    close_file(*r.c, fd);
     return 404;
   }
   return serve_file(r, fd, st, extension);
