@@ -3,8 +3,10 @@
 // without sendfile, virtual servers and several ports.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "http_harness.h"
 
@@ -304,6 +306,34 @@ TEST_F(HttpBasic, ErrorPageServesAFileWithTheErrorStatus) {
   r = test::get(port_, test::simple_get("/nothing"));
   EXPECT_EQ(r.status, 404);
   EXPECT_NE(r.body.find("404 Not Found"), std::string::npos);
+}
+
+TEST_F(HttpBasic, IdleConnectionsAreClosedWhenSlotsRunOut) {
+  // 32 slots (one is the listener): idle keep-alive connections are
+  // reusable, and the pool closes the oldest through their read handler
+  // (c.close) to make room, as nginx's ngx_drain_connections.
+  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:" + std::to_string(port_) +
+                                "; root html; location = /status { stub_status; } }",
+                            "", "worker_connections 32;"))
+      << server_.output();
+  std::vector<std::unique_ptr<Client>> idle;
+  for (int i = 0; i < 29; ++i) {
+    idle.push_back(std::make_unique<Client>(port_));
+    ASSERT_TRUE(idle.back()->send(test::simple_get("/index.html")));
+    ASSERT_EQ(idle.back()->read_response().status, 200) << i;
+  }
+  for (int i = 0; i < 10; ++i) {
+    Response r = test::get(port_, test::simple_get("/index.html"));
+    EXPECT_EQ(r.status, 200) << "new client " << i;
+  }
+  int closed = 0;
+  for (auto& c : idle) closed += c->closed_within(50) ? 1 : 0;
+  EXPECT_GT(closed, 0);
+  EXPECT_TRUE(server_.wait_output("worker_connections are not enough, reusing connections"));
+  // The counters stayed consistent: "Waiting" is what is really idle.
+  Response st = test::get(port_, test::simple_get("/status"));
+  EXPECT_NE(st.body.find("Waiting: " + std::to_string(29 - closed) + " "), std::string::npos)
+      << st.body << " closed " << closed;
 }
 
 // The level-triggered backends drive the same handlers differently (the read
