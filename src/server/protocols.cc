@@ -1,5 +1,7 @@
 #include "server/protocols.h"
 
+#include <vector>
+
 namespace vigil {
 
 namespace {
@@ -7,8 +9,16 @@ namespace {
 const ProtocolHooks kProtocols[] = {
     {"none"},
 };
+
+// The compiled-in list followed by those added at run time (add_protocol).
+std::vector<ProtocolHooks>& registered() {
+  static std::vector<ProtocolHooks> list(std::begin(kProtocols), std::end(kProtocols));
+  return list;
+}
 }  // namespace
 
-std::span<const ProtocolHooks> protocols() { return std::span<const ProtocolHooks>(kProtocols); }
+std::span<const ProtocolHooks> protocols() { return registered(); }
+
+void add_protocol(const ProtocolHooks& hooks) { registered().push_back(hooks); }
 
 }  // namespace vigil
