@@ -534,5 +534,24 @@ TEST(Workers, CpuAffinityAutoPinsEachWorkerToOneCpu) {
   EXPECT_EQ(h.count("sched_setaffinity(0x"), 2u) << h.log();
 }
 
+TEST(Workers, CpuAffinityDirectiveIsChecked) {
+  Harness h;
+  auto check = [&](const std::string& directive) {
+    std::ofstream(h.conf_path()) << directive << "\nevents {}\n";
+    return test::run({VIGIL_BINARY, "-t", "-c", h.conf_path()});
+  };
+  EXPECT_EQ(check("worker_cpu_affinity auto;").first, 0);
+  EXPECT_EQ(check("worker_cpu_affinity auto 1010;").first, 0);
+  EXPECT_EQ(check("worker_processes 4;\nworker_cpu_affinity 0001 0010 0100 1000;").first, 0);
+  auto [rc, out] = check("worker_cpu_affinity 0102;");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("invalid value \"0102\" in \"worker_cpu_affinity\" directive"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(check("worker_cpu_affinity 0000;").first, 1) << "no CPU at all";
+  EXPECT_EQ(check("worker_cpu_affinity " + std::string(65, '1') + ";").first, 1);
+  EXPECT_EQ(check("worker_cpu_affinity auto 01 10;").first, 1);
+}
+
 }  // namespace
 }  // namespace vigil
