@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "core/conf/loader.h"
@@ -128,7 +129,8 @@ int main(int argc, char** argv) {
     }
     return 1;
   }
-  const Configuration& c = *conf.value();
+  std::unique_ptr<Configuration> owned = std::move(conf).value();
+  const Configuration& c = *owned;
 
   if (o.test) {
     if (!o.quiet) {
@@ -161,5 +163,5 @@ int main(int argc, char** argv) {
   if (c.used_embedded()) {
     VIGIL_LOG(log, kNotice, 0, "using the embedded default configuration");
   }
-  return run_server(c, log);
+  return run_server(std::move(owned), lo, log);
 }

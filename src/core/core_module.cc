@@ -26,6 +26,39 @@ Status set_worker_processes(const DirectiveCall& call, CoreConf& conf) {
   return Status::ok();
 }
 
+// "0101": the rightmost digit is CPU 0, as nginx writes them.
+bool parse_cpu_mask(const std::string& text, std::uint64_t* out) {
+  if (text.empty() || text.size() > 64) return false;
+  std::uint64_t mask = 0;
+  for (char ch : text) {
+    if (ch != '0' && ch != '1') return false;
+    mask = (mask << 1) | static_cast<std::uint64_t>(ch - '0');
+  }
+  if (mask == 0) return false;  // no CPU at all
+  *out = mask;
+  return true;
+}
+
+// worker_cpu_affinity auto [mask] | mask ...
+Status set_cpu_affinity(const DirectiveCall& call, CoreConf& conf) {
+  std::size_t first = 0;
+  if (call.arg(0) == "auto") {
+    if (call.arg_count() > 2)
+      return call.error("invalid number of arguments in \"worker_cpu_affinity\" directive");
+    conf.cpu_affinity_auto = true;
+    first = 1;
+  }
+  for (std::size_t i = first; i < call.arg_count(); ++i) {
+    std::uint64_t mask = 0;
+    if (!parse_cpu_mask(call.arg(i), &mask)) {
+      return call.invalid_value(
+          i, ", it must be \"auto\" or up to 64 \"0\" and \"1\" digits, not all \"0\"");
+    }
+    conf.cpu_affinity.push_back(mask);
+  }
+  return Status::ok();
+}
+
 // Our own table: the log's parse_log_level lives in another layer's file and
 // the loader must not depend on its implementation.
 constexpr std::pair<const char*, LogLevel> kLogLevels[] = {
@@ -127,6 +160,7 @@ Module* make_core_module() {
          core.msec(&CoreConf::timer_resolution, 0));
   m->add("worker_shutdown_timeout", kMainConf, Arity::exactly(1),
          core.msec(&CoreConf::worker_shutdown_timeout, 0));
+  m->add("worker_cpu_affinity", kMainConf, Arity::one_or_more(), core.custom(set_cpu_affinity));
   m->add("include", kAnyConf, Arity::exactly(1), DirectiveBody::handler(include)).multiple = true;
   return m;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The main-context directives (nginx's ngx_core_module) and "include".
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/conf/module.h"
 #include "vigil/core/clock.h"
@@ -21,6 +23,12 @@ struct CoreConf {
   long worker_rlimit_nofile = -1;    // -1: leave RLIMIT_NOFILE alone
   Msec timer_resolution = 0;         // 0: update the time after every wait
   Msec worker_shutdown_timeout = 0;  // 0: wait for connections forever
+  // worker_cpu_affinity: unset when !cpu_affinity_auto and cpu_affinity is
+  // empty. Masks have bit N for CPU N; with "auto" the optional mask (the one
+  // element) limits the CPUs workers are spread over; otherwise worker i gets
+  // mask i, and workers beyond the list get the last one (as nginx).
+  bool cpu_affinity_auto = false;
+  std::vector<std::uint64_t> cpu_affinity;
 };
 
 const Module& core_module();

@@ -41,16 +41,43 @@ void back_off_accept(EventLoop& loop, Event& ev) {
     VIGIL_LOG(loop.log(), kAlert, s.err(), "%s", s.message().c_str());
     return;
   }
-  if (loop.accept_mutex_held()) {
-    // Let another worker, which may have descriptors left, take over.
+  if (loop.accept_mutex() != nullptr) {
+    // Let another worker, which may have descriptors left, take over; the
+    // next successful trylock listens again. A timer here would re-register
+    // the sockets without the lock (nginx arms none either).
     loop.accept_disabled = 1;
+    return;
   }
   loop.add_timer(ev, loop.config().accept_mutex_delay);
 }
 
+// With EPOLLEXCLUSIVE Linux wakes the first epoll instance on the socket's
+// wait queue that is asleep, so the worker that registered first gets nearly
+// every connection. Every 16 accept rounds (or whenever it is loaded, as
+// accept_disabled says) a worker deletes and re-adds its registration, which
+// moves it to the back of the queue (nginx's ngx_reorder_accept_events).
+void reorder_accept_event(EventLoop& loop, Connection& lc, Event& ev) {
+  if (!(loop.accept_flags() & kEvExclusive) || lc.listening->reuseport || !ev.active) return;
+  if (lc.requests++ % 16 != 0 && loop.accept_disabled <= 0) return;
+  Status s = loop.backend().del(ev, kEvDisable);
+  if (s) s = loop.backend().add(ev, loop.accept_flags());
+  if (!s) VIGIL_LOG(loop.log(), kAlert, s.err(), "%s", s.message().c_str());
+}
+
+// Accepts one connection, or with multi_accept all that are queued; returns
+// how many.
+std::size_t accept_connections(Event& ev);
+
 }  // namespace
 
 void event_accept(Event& ev) {
+  auto* lc = ev.owner<Connection>();
+  if (accept_connections(ev) > 0 && lc->fd != -1) reorder_accept_event(*lc->loop, *lc, ev);
+}
+
+namespace {
+
+std::size_t accept_connections(Event& ev) {
   auto* lc = ev.owner<Connection>();
   Listening* ls = lc->listening;
   EventLoop& loop = *lc->loop;
@@ -61,13 +88,14 @@ void event_accept(Event& ev) {
     ev.timedout = 0;
     if (Status s = loop.enable_accept_events(); !s) {
       VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
-      return;
+      return 0;
     }
   }
 
   ev.available = loop.config().multi_accept ? 1 : 0;
   ev.ready = 0;
   ConnectionPool& pool = loop.pool();
+  std::size_t accepted = 0;
 
   do {
     sockaddr_storage sa;
@@ -75,7 +103,7 @@ void event_accept(Event& ev) {
     int s = ::accept4(lc->fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (s == -1) {
       int err = errno;
-      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (err == EAGAIN || err == EWOULDBLOCK) return accepted;
       if (err == ECONNABORTED || err == EINTR) {
         // The client gave up before we took it; the next one may be waiting.
         VIGIL_LOG(log, kInfo, err, "accept4() on %s failed", ls->addr_text.c_str());
@@ -83,9 +111,10 @@ void event_accept(Event& ev) {
       }
       VIGIL_LOG(log, kCrit, err, "accept4() on %s failed", ls->addr_text.c_str());
       if (err == EMFILE || err == ENFILE) back_off_accept(loop, ev);
-      return;
+      return accepted;
     }
 
+    ++accepted;
     ++loop.stats().accepted;
     SharedCounters* counters = shared_counters();
     counters->accepted.add();
@@ -96,7 +125,7 @@ void event_accept(Event& ev) {
     Connection* c = pool.get(s, log);
     if (c == nullptr) {
       if (::close(s) == -1) VIGIL_LOG(log, kAlert, errno, "close() socket %d failed", s);
-      return;
+      return accepted;
     }
     counters->handled.add();
     counters->active.add();
@@ -141,6 +170,8 @@ void event_accept(Event& ev) {
     }
     ls->handler(*c);
   } while (ev.available);
+  return accepted;
 }
 
+}  // namespace
 }  // namespace vigil

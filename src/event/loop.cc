@@ -75,10 +75,10 @@ Status EventLoop::add_listening(Listening& ls) {
   rev.handler = event_accept;
   rev.deferred_accept = ls.deferred_accept ? 1 : 0;
   listening_.push_back(&ls);
-  // With the accept mutex, only the holder registers listening sockets.
-  if (accept_mutex_ != nullptr) return Status::ok();
-  Status s = backend_->add(rev, accept_flags_);
-  if (s) accept_events_enabled_ = true;
+  // With the accept mutex, only the holder registers shared listening sockets.
+  if (accept_mutex_ != nullptr && !ls.reuseport) return Status::ok();
+  Status s = backend_->add(rev, ls.reuseport ? kEvLevel : accept_flags_);
+  if (s && !ls.reuseport) accept_events_enabled_ = true;
   return s;
 }
 
@@ -88,20 +88,44 @@ Status EventLoop::enable_accept_events() {
     if (rev.active) continue;
     // Listening sockets stay level-triggered, as in nginx, so a backlog that
     // one pass did not empty is reported again.
-    if (Status s = backend_->add(rev, accept_flags_); !s) return s;
+    if (Status s = backend_->add(rev, ls->reuseport ? kEvLevel : accept_flags_); !s) return s;
   }
   accept_events_enabled_ = true;
   return Status::ok();
 }
 
-Status EventLoop::disable_accept_events() {
+Status EventLoop::disable_accept_events(bool all) {
   for (Listening* ls : listening_) {
     Event& rev = *ls->connection->read;
-    if (!rev.active) continue;
+    if (!rev.active || (ls->reuseport && !all)) continue;
     if (Status s = backend_->del(rev, kEvDisable); !s) return s;
   }
   accept_events_enabled_ = false;
   return Status::ok();
+}
+
+void EventLoop::close_listening() {
+  for (Listening* ls : listening_) {
+    Connection* c = ls->connection;
+    if (c == nullptr) continue;
+    // Not kEvClose: the master and the other workers keep this socket open, so
+    // our close() would not take it out of our epoll set (epoll(7)), and a
+    // connection could still wake this exiting worker (with EPOLLEXCLUSIVE,
+    // instead of one that would accept it).
+    if (c->read->active) {
+      if (Status s = backend_->del(*c->read, 0); !s) {
+        VIGIL_LOG(*log_, kAlert, s.err(), "%s", s.message().c_str());
+      }
+    }
+    pool_.close_connection(*c);
+    ls->connection = nullptr;
+    ls->fd = -1;  // closed with its connection
+  }
+  listening_.clear();
+  accept_events_enabled_ = false;
+  if (accept_mutex_held_) accept_mutex_->unlock();  // a no-op unless we hold it
+  accept_mutex_held_ = false;
+  accept_mutex_ = nullptr;
 }
 
 Status EventLoop::trylock_accept_mutex() {
@@ -116,7 +140,7 @@ Status EventLoop::trylock_accept_mutex() {
     return Status::ok();
   }
   if (accept_mutex_held_) {
-    if (Status s = disable_accept_events(); !s) return s;
+    if (Status s = disable_accept_events(false); !s) return s;
     accept_mutex_held_ = false;
   }
   return Status::ok();
@@ -142,8 +166,17 @@ void EventLoop::process_events_and_timers() {
 
   if (accept_mutex_ != nullptr) {
     if (accept_disabled > 0) {
-      // Load balancing (seed 002, 9.8.3): a busy worker sits out a few rounds.
+      // Load balancing (seed 002, 9.8.3): a busy worker sits out a few rounds
+      // and "no longer handles new connections". nginx leaves the listening
+      // events of a previous hold registered here, so it keeps accepting
+      // without the lock; we take them out, as the seed describes.
       --accept_disabled;
+      if (accept_mutex_held_) {
+        if (Status s = disable_accept_events(false); !s) {
+          VIGIL_LOG(*log_, kAlert, s.err(), "accept mutex: %s", s.message().c_str());
+        }
+        accept_mutex_held_ = false;
+      }
     } else {
       if (Status s = trylock_accept_mutex(); !s) {
         VIGIL_LOG(*log_, kAlert, s.err(), "accept mutex: %s", s.message().c_str());
@@ -155,6 +188,16 @@ void EventLoop::process_events_and_timers() {
         timer = cfg_.accept_mutex_delay;
       }
     }
+  }
+
+  // With EPOLLEXCLUSIVE the kernel queues a new connection's event in every
+  // busy worker it passes on the way to a sleeping one, so several may see it;
+  // accepting before running the other handlers narrows the window in which
+  // another worker takes it and our accept4() fails (EAGAIN), and accepts
+  // sooner. (nginx posts only while it holds the accept mutex; measured in
+  // docs/benchmarks-accept.md.)
+  if (accept_mutex_ == nullptr && (accept_flags_ & kEvExclusive) && !listening_.empty()) {
+    flags |= kProcPostEvents;
   }
 
   ++stats_.iterations;

@@ -1,5 +1,7 @@
 #include "server/protocols.h"
 
+#include <vector>
+
 #include "http/protocol.h"
 
 namespace vigil {
@@ -9,8 +11,16 @@ namespace {
 const ProtocolHooks kProtocols[] = {
     {"http", http::create_listeners, http::init_worker, http::exit_worker, http::reopen_logs},
 };
+
+// The compiled-in list followed by those added at run time (add_protocol).
+std::vector<ProtocolHooks>& registered() {
+  static std::vector<ProtocolHooks> list(std::begin(kProtocols), std::end(kProtocols));
+  return list;
+}
 }  // namespace
 
-std::span<const ProtocolHooks> protocols() { return std::span<const ProtocolHooks>(kProtocols); }
+std::span<const ProtocolHooks> protocols() { return registered(); }
+
+void add_protocol(const ProtocolHooks& hooks) { registered().push_back(hooks); }
 
 }  // namespace vigil

@@ -29,7 +29,13 @@ struct ProtocolHooks {
   void (*reopen_logs)() = nullptr;
 };
 
-// Every protocol compiled in (src/server/protocols.cc lists them).
+// Every protocol compiled in (src/server/protocols.cc lists them), then those
+// added with add_protocol(). Hooks may be null.
 std::span<const ProtocolHooks> protocols();
+
+// Adds a protocol at run time, before run_server(): programs built on libvigil
+// (and the test harness, tests/support/worker_harness.cc) bring their own.
+// Not thread-safe; invalidates spans returned by protocols().
+void add_protocol(const ProtocolHooks& hooks);
 
 }  // namespace vigil

@@ -1,28 +1,21 @@
 #include "server/runtime.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <memory>
-#include <string>
+#include <utility>
 
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
-#include "event/event_conf.h"
-#include "server/protocols.h"
-#include "vigil/event/loop.h"
+#include "server/cycle.h"
+#include "server/master.h"
+#include "server/worker.h"
 
 namespace vigil {
 
 namespace {
-
-EventLoop* g_loop = nullptr;
-void wake_loop() {
-  if (EventLoop* loop = g_loop) (void)loop->backend().notify();
-}
 
 // Detaches from the terminal: fork, setsid, stdio to /dev/null.
 Status daemonize() {
@@ -40,138 +33,46 @@ Status daemonize() {
   return Status::ok();
 }
 
-EventLoopConfig loop_config(const CoreConf& core, const EventConf& ev) {
-  EventLoopConfig cfg;
-  cfg.use = ev.use;
-  cfg.connections = ev.connections;
-  cfg.events = ev.epoll_events;
-  cfg.multi_accept = ev.multi_accept;
-  cfg.accept_mutex_delay = ev.accept_mutex_delay;
-  cfg.timer_resolution = core.timer_resolution;
-  return cfg;
+int fail(Log& log, const Status& s) {
+  VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+  return 1;
 }
 
-Status set_rlimits(const CoreConf& core, const EventConf& ev, Log& log) {
-  if (core.worker_rlimit_nofile > 0) {
-    rlimit rl{static_cast<rlim_t>(core.worker_rlimit_nofile),
-              static_cast<rlim_t>(core.worker_rlimit_nofile)};
-    if (::setrlimit(RLIMIT_NOFILE, &rl) == -1) {
-      return Status::sys("setrlimit(RLIMIT_NOFILE, " + std::to_string(core.worker_rlimit_nofile) + ")");
-    }
-  }
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      ev.connections > rl.rlim_cur) {
-    VIGIL_LOG(log, kWarn, 0, "%zu worker_connections exceed open file resource limit: %lu",
-              ev.connections, static_cast<unsigned long>(rl.rlim_cur));
-  }
-  return Status::ok();
+// master_process off: this process is the one worker.
+int run_single(Cycle& cycle, Log& log) {
+  const std::string& pid_path = cycle.conf->core().pid_path;
+  const pid_t pid = ::getpid();
+  if (Status s = write_pid_file(pid_path, pid); !s) return fail(log, s);
+  WorkerContext ctx;
+  ctx.cycle = &cycle;
+  ctx.index = 0;
+  ctx.slot = 0;  // the process-local counters
+  ctx.forked = false;
+  const int rc = run_worker(ctx, log);
+  remove_pid_file(pid_path, pid);
+  return rc == 0 ? 0 : 1;
 }
 
 }  // namespace
 
-int run_server(const Configuration& conf, Log& log) {
-  const CoreConf& core = conf.core();
-  const EventConf& ev = conf.events();
+int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log) {
+  if (Status s = signals::install(); !s) return fail(log, s);
+  const bool daemon = conf->core().daemon;
 
-  if (Status s = signals::install(); !s) {
-    VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+  // Sockets first, as nginx does: a port in use is reported on the terminal
+  // and in the exit code, before the process detaches.
+  auto made = make_cycle(std::move(conf), nullptr, log);
+  if (!made) {
+    VIGIL_LOG(log, kEmerg, made.status().err(), "%s", made.status().to_string().c_str());
     return 1;
   }
-  if (core.master_process && core.worker_processes > 1) {
-    VIGIL_LOG(log, kNotice, 0, "running one process: master and worker processes are not built yet");
-  }
-  // The protocols' listening sockets, opened before daemonizing so a bind
-  // error reaches the terminal (nginx opens them in the master for the same
-  // reason).
-  std::vector<std::unique_ptr<Listening>> listeners;
-  for (const ProtocolHooks& p : protocols()) {
-    if (p.create_listeners == nullptr) continue;
-    if (Status s = p.create_listeners(conf, listeners); !s) {
-      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-      return 1;
-    }
-  }
-  for (auto& ls : listeners) {
-    ls->log = &log;
-    if (Status s = ls->open(5); !s) {
-      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-      return 1;
-    }
-  }
+  std::unique_ptr<Cycle> cycle = std::move(made).value();
 
-  if (core.daemon) {
-    if (Status s = daemonize(); !s) {
-      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-      return 1;
-    }
+  if (daemon) {
+    if (Status s = daemonize(); !s) return fail(log, s);
   }
-  if (Status s = set_rlimits(core, ev, log); !s) {
-    VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-    return 1;
-  }
-
-  auto loop_r = EventLoop::create(loop_config(core, ev), log);
-  if (!loop_r) {
-    VIGIL_LOG(log, kEmerg, loop_r.status().err(), "%s", loop_r.status().message().c_str());
-    return 1;
-  }
-  std::unique_ptr<EventLoop> loop = std::move(loop_r).value();
-
-  pid_t pid = ::getpid();
-  if (Status s = write_pid_file(core.pid_path, pid); !s) {
-    VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-    return 1;
-  }
-
-  for (auto& ls : listeners) {
-    if (Status s = loop->add_listening(*ls); !s) {
-      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-      return 1;
-    }
-    VIGIL_LOG(log, kNotice, 0, "listening on %s", ls->addr_text.c_str());
-  }
-  for (const ProtocolHooks& p : protocols()) {
-    if (p.init_worker == nullptr) continue;
-    if (Status s = p.init_worker(conf, *loop, 0); !s) {
-      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
-      return 1;
-    }
-  }
-
-  VIGIL_LOG(log, kNotice, 0, "vigil/%s started, pid %d, %s backend, %zu worker_connections",
-            VIGIL_VERSION, static_cast<int>(pid), std::string(loop->backend().name()).c_str(),
-            ev.connections);
-  if (loop->listening().empty()) {
-    VIGIL_LOG(log, kNotice, 0, "no listening sockets are configured");
-  }
-
-  g_loop = loop.get();
-  signals::set_wake_hook(wake_loop);
-  signals::Flags& flags = signals::flags();
-  while (!flags.terminate && !flags.quit) {
-    loop->process_events_and_timers();
-    if (flags.reopen) {
-      flags.reopen = 0;
-      VIGIL_LOG(log, kNotice, 0, "reopening logs");
-      if (Status s = log.reopen(); !s) VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
-      for (const ProtocolHooks& p : protocols()) {
-        if (p.reopen_logs != nullptr) p.reopen_logs();
-      }
-    }
-    if (flags.reconfigure) {
-      flags.reconfigure = 0;
-      VIGIL_LOG(log, kNotice, 0, "reload needs master_process; ignoring SIGHUP");
-    }
-  }
-  signals::set_wake_hook(nullptr);
-  g_loop = nullptr;
-  for (const ProtocolHooks& p : protocols()) {
-    if (p.exit_worker != nullptr) p.exit_worker(*loop);
-  }
-  VIGIL_LOG(log, kNotice, 0, "%s", flags.quit ? "gracefully shutting down" : "exiting");
-  remove_pid_file(core.pid_path, pid);
-  return 0;
+  if (cycle->master) return run_master(std::move(cycle), options, log);
+  return run_single(*cycle, log);
 }
 
 }  // namespace vigil

@@ -1,15 +1,20 @@
 #pragma once
-// Running the server a configuration describes: the process model (one
-// process now; master and workers with master_process on), signals, the pid
-// file, and one event loop per worker with the protocols' listening sockets.
+// Running the server a configuration describes: the listening sockets, then
+// either a master with worker processes (master_process on, the default;
+// server/master.h) or one process serving itself (master_process off;
+// server/worker.h), with daemon mode, signals and the pid file.
+
+#include <memory>
 
 #include "core/conf/loader.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
 
-// Runs until told to stop; returns the process exit code. `log` is the
-// error log, already opened by the caller from the configuration.
-int run_server(const Configuration& conf, Log& log);
+// Runs until told to stop; returns the process exit code. `log` is the error
+// log, already opened by the caller from the configuration. `options` are the
+// ones `conf` was loaded with: a reload (SIGHUP) loads them again. Protocols
+// added with add_protocol() (server/protocols.h) must be added before.
+int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log);
 
 }  // namespace vigil

@@ -72,10 +72,17 @@ class EventLoop {
   Status handle_write_event(Event& wev, std::size_t lowat = 0);
 
   // Takes a pool connection for `ls`, sets its read handler to the accept
-  // handler, and (unless the accept mutex is in use) registers it.
+  // handler, and (unless the accept mutex is in use) registers it. A reuseport
+  // socket belongs to this worker alone: it is always registered and the
+  // accept mutex never takes it away (nginx does the same).
   Status add_listening(Listening& ls);
   Status enable_accept_events();
-  Status disable_accept_events();
+  // `all` false (the accept mutex was lost): reuseport sockets stay.
+  Status disable_accept_events(bool all = true);
+  // Graceful shutdown (nginx's ngx_close_listening_sockets): unregisters and
+  // closes every listening socket of this loop and forgets them. The socket
+  // itself lives on in the processes that still hold it.
+  void close_listening();
   const std::vector<Listening*>& listening() const { return listening_; }
 
   // One pass of the loop (seed 001, 算法 1).
@@ -88,10 +95,17 @@ class EventLoop {
   // Load balancing (seed 002, 9.8.3): n/8 - free, updated after each accept.
   std::int64_t accept_disabled = 0;
   // The accept mutex seam (issue: master/worker). Null: no accept mutex.
-  void set_accept_mutex(ProcessMutex* m) { accept_mutex_ = m; }
+  // Set it before add_listening. Clearing it forgets that it was held.
+  void set_accept_mutex(ProcessMutex* m) {
+    accept_mutex_ = m;
+    if (m == nullptr) accept_mutex_held_ = false;
+  }
+  ProcessMutex* accept_mutex() const { return accept_mutex_; }
   bool accept_mutex_held() const { return accept_mutex_held_; }
-  // Flags listening sockets are registered with (kEvExclusive for EPOLLEXCLUSIVE).
+  // Flags shared listening sockets are registered with (kEvExclusive for
+  // EPOLLEXCLUSIVE; reuseport sockets never need it).
   void set_accept_flags(unsigned flags) { accept_flags_ = flags; }
+  unsigned accept_flags() const { return accept_flags_; }
 
   // The handler run in the loop after Backend::notify() woke it.
   Event& notify_event() { return notify_event_; }

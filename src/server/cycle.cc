@@ -1,0 +1,27 @@
+#include "server/cycle.h"
+
+#include "core/core_module.h"
+
+namespace vigil {
+
+Result<std::unique_ptr<Cycle>> make_cycle(std::unique_ptr<Configuration> conf, Cycle* previous,
+                                          Log& log) {
+  auto cycle = std::make_unique<Cycle>();
+  const CoreConf& core = conf->core();
+  // A reload never changes the process model (nginx ignores master_process then too).
+  cycle->master = previous ? previous->master : core.master_process;
+  cycle->workers = cycle->master ? core.worker_processes : 1;
+  cycle->generation = previous ? previous->generation + 1 : 0;
+  cycle->conf = std::move(conf);
+
+  auto set = ListenerSet::create(*cycle->conf, cycle->workers, log);
+  if (!set) return set.status();
+  cycle->listeners = std::move(set).value();
+  if (Status s = cycle->listeners.open(previous ? &previous->listeners : nullptr, kBindTries, log);
+      !s) {
+    return s;
+  }
+  return cycle;
+}
+
+}  // namespace vigil

@@ -1,0 +1,466 @@
+// The master process: nginx's ngx_master_process_cycle, ngx_start_worker_processes,
+// ngx_reap_children and ngx_signal_worker_processes.
+#include "server/master.h"
+
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/core_module.h"
+#include "core/process/pidfile.h"
+#include "core/process/signals.h"
+#include "core/shm.h"
+#include "core/shmtx.h"
+#include "event/event_conf.h"
+#include "server/cycle.h"
+#include "server/worker.h"
+#include "vigil/core/clock.h"
+#include "vigil/core/counters.h"
+#include "vigil/core/log.h"
+
+namespace vigil {
+
+namespace {
+
+constexpr std::int64_t kKillAfterMs = 2000;   // fast stop: SIGKILL what TERM left alive
+constexpr std::int64_t kYoungDeathMs = 1000;  // dying younger than this counts toward back-off
+constexpr std::int64_t kRespawnFirstDelayMs = 100;
+constexpr std::int64_t kRespawnMaxDelayMs = 10000;
+
+// The shared zone (nginx's "nginx_shared_zone", seed 004): the accept mutex's
+// lock word and the counters, each on its own cache line.
+struct SharedZone {
+  ShmtxShared accept_mutex;
+  SharedCounters counters;
+};
+
+// The signals the master acts on; blocked except inside sigsuspend().
+constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1};
+
+// The master's own timer (respawn delays, the fast-stop deadline). Workers
+// inherit the handler but not the timer (setitimer is not kept across fork).
+volatile std::sig_atomic_t g_alarm = 0;
+void on_alarm(int) {
+  g_alarm = 1;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void clear_slot(WorkerSlot& s, pid_t pid) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  s.iterations.store(0, kRelaxed);
+  s.events.store(0, kRelaxed);
+  s.empty_waits.store(0, kRelaxed);
+  s.timers_expired.store(0, kRelaxed);
+  s.posted_run.store(0, kRelaxed);
+  s.accepted.store(0, kRelaxed);
+  s.accept_mutex_acquired.store(0, kRelaxed);
+  s.connections_used.store(0, kRelaxed);
+  s.connections_max.store(0, kRelaxed);
+  s.pid.store(pid, std::memory_order_release);
+}
+
+class Master {
+ public:
+  Master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log)
+      : cycle_(std::move(cycle)), options_(options), log_(log) {}
+  ~Master();
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  int run();
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    int index = 0;  // worker number in its cycle
+    int slot = -1;  // shared counters slot
+    unsigned generation = 0;
+    bool retiring = false;  // told to stop: not respawned
+    std::int64_t started = 0;
+  };
+  struct Respawn {
+    int index = 0;
+    unsigned generation = 0;
+    std::int64_t due = 0;
+  };
+
+  Status init();
+  void spawn(int index);
+  void reap();
+  void on_exit(const Child& child, int status);
+  void respawn_due(std::int64_t now);
+  void reload();
+  void stop(bool graceful);
+  void signal_children(int signo);
+  bool use_accept_mutex() const;
+  int take_slot();
+  void free_slot(int slot);
+  void arm_timer(std::int64_t now);
+  bool anything_pending() const;
+
+  std::unique_ptr<Cycle> cycle_;
+  ConfLoadOptions options_;
+  Log& log_;
+  SharedMemory shm_;
+  SharedZone* zone_ = nullptr;
+  Shmtx accept_mutex_;
+  bool mutex_created_ = false;
+  std::vector<Child> children_;
+  std::vector<Respawn> respawns_;
+  std::vector<int> streak_;  // per worker index: deaths in a row, each young
+  std::string pid_path_;
+  bool pid_written_ = false;
+  bool quitting_ = false;
+  bool terminating_ = false;
+  bool killed_ = false;
+  std::int64_t kill_at_ = 0;
+  bool slot_used_[kMaxWorkers] = {};
+};
+
+Master::~Master() {
+  set_shared_counters(nullptr);  // before the zone is unmapped
+  if (mutex_created_) accept_mutex_.destroy();
+  if (pid_written_) remove_pid_file(pid_path_, ::getpid());
+}
+
+Status Master::init() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signo : kMasterSignals) sigaddset(&set, signo);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) == -1) return Status::sys("sigprocmask()");
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigemptyset(&sa.sa_mask);
+  if (::sigaction(SIGALRM, &sa, nullptr) == -1) return Status::sys("sigaction(SIGALRM)");
+
+  auto shm = SharedMemory::map(sizeof(SharedZone));
+  if (!shm) return shm.status();
+  shm_ = std::move(shm).value();
+  zone_ = new (shm_.addr()) SharedZone();
+  if (Status s = accept_mutex_.create(&zone_->accept_mutex); !s) return s;
+  mutex_created_ = true;
+  // Before the first fork: every worker then counts into the shared zone.
+  set_shared_counters(&zone_->counters);
+
+  pid_path_ = cycle_->conf->core().pid_path;
+  if (Status s = write_pid_file(pid_path_, ::getpid()); !s) return s;
+  pid_written_ = true;
+  streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
+  return Status::ok();
+}
+
+int Master::run() {
+  clock::time_update();
+  if (Status s = init(); !s) {
+    VIGIL_LOG(log_, kEmerg, s.err(), "%s", s.message().c_str());
+    return 1;
+  }
+  VIGIL_LOG(log_, kNotice, 0, "vigil/%s started, pid %d, master process, %d worker processes",
+            VIGIL_VERSION, static_cast<int>(::getpid()), cycle_->workers);
+  for (int i = 0; i < cycle_->workers; ++i) spawn(i);
+
+  signals::Flags& flags = signals::flags();
+  sigset_t none;
+  sigemptyset(&none);
+  for (;;) {
+    arm_timer(now_ms());
+    // The signals are blocked: a flag checked here cannot be set before
+    // sigsuspend() starts waiting, so no signal is slept through.
+    if (!anything_pending()) ::sigsuspend(&none);
+    g_alarm = 0;
+    clock::time_update();  // the log's timestamps; the master has no loop to do it
+
+    if (flags.child) {
+      flags.child = 0;
+      reap();
+    }
+    if (flags.terminate) {
+      flags.terminate = 0;
+      stop(/*graceful=*/false);
+    }
+    if (flags.quit) {
+      flags.quit = 0;
+      stop(/*graceful=*/true);
+    }
+    if ((quitting_ || terminating_) && children_.empty()) break;
+
+    const std::int64_t now = now_ms();
+    if (terminating_ && !killed_ && now >= kill_at_) {
+      killed_ = true;
+      VIGIL_LOG(log_, kWarn, 0, "%zu worker processes still running after %lld ms, killing them",
+                children_.size(), static_cast<long long>(kKillAfterMs));
+      signal_children(SIGKILL);
+    }
+    if (flags.reconfigure) {
+      flags.reconfigure = 0;
+      if (!quitting_ && !terminating_) reload();
+    }
+    if (flags.reopen) {
+      flags.reopen = 0;
+      VIGIL_LOG(log_, kNotice, 0, "reopening logs");
+      if (Status s = log_.reopen(); !s) VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      signal_children(SIGUSR1);
+    }
+    respawn_due(now);
+  }
+  VIGIL_LOG(log_, kNotice, 0, "exit");
+  return 0;
+}
+
+bool Master::anything_pending() const {
+  const signals::Flags& f = signals::flags();
+  return f.child || f.terminate || f.quit || f.reconfigure || f.reopen || g_alarm;
+}
+
+void Master::arm_timer(std::int64_t now) {
+  std::int64_t due = -1;
+  for (const Respawn& r : respawns_) {
+    if (due == -1 || r.due < due) due = r.due;
+  }
+  if (terminating_ && !killed_ && (due == -1 || kill_at_ < due)) due = kill_at_;
+  itimerval it{};
+  if (due != -1) {
+    const std::int64_t ms = std::max<std::int64_t>(1, due - now);
+    it.it_value.tv_sec = static_cast<time_t>(ms / 1000);
+    it.it_value.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  }
+  if (::setitimer(ITIMER_REAL, &it, nullptr) == -1) {
+    VIGIL_LOG(log_, kAlert, errno, "setitimer() failed");
+  }
+}
+
+bool Master::use_accept_mutex() const {
+  if (!cycle_->conf->events().accept_mutex || cycle_->workers < 2) return false;
+  // Only shared sockets are taken in turns; reuseport ones belong to one worker.
+  for (const ListenerEntry& e : cycle_->listeners.entries()) {
+    if (e.worker == -1) return true;
+  }
+  return false;
+}
+
+int Master::take_slot() {
+  for (std::size_t i = 0; i < kMaxWorkers; ++i) {
+    if (!slot_used_[i]) {
+      slot_used_[i] = true;
+      return static_cast<int>(i);
+    }
+  }
+  return -1;  // more live workers than slots: this one is not shown in /metrics
+}
+
+void Master::free_slot(int slot) {
+  if (slot < 0) return;
+  slot_used_[slot] = false;
+  zone_->counters.workers[slot].pid.store(0, std::memory_order_release);
+}
+
+void Master::spawn(int index) {
+  const int slot = take_slot();
+  if (slot >= 0) clear_slot(zone_->counters.workers[slot], 0);
+  const pid_t pid = ::fork();
+  if (pid == -1) {
+    VIGIL_LOG(log_, kAlert, errno, "fork() failed while spawning worker process %d", index);
+    free_slot(slot);
+    respawns_.push_back({index, cycle_->generation, now_ms() + kRespawnFirstDelayMs});
+    return;
+  }
+  if (pid == 0) {
+    WorkerContext ctx;
+    ctx.cycle = cycle_.get();
+    ctx.index = index;
+    ctx.slot = slot;
+    ctx.accept_mutex = use_accept_mutex() ? &accept_mutex_ : nullptr;
+    ctx.forked = true;
+    // _exit: the master's objects (pid file, zone, listeners) are not the
+    // worker's to clean up.
+    ::_exit(run_worker(ctx, log_));
+  }
+  if (slot >= 0) zone_->counters.workers[slot].pid.store(pid, std::memory_order_release);
+  children_.push_back({pid, index, slot, cycle_->generation, false, now_ms()});
+  VIGIL_LOG(log_, kNotice, 0, "start worker process %d", static_cast<int>(pid));
+}
+
+void Master::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0) return;
+    if (pid == -1) {
+      if (errno == EINTR) continue;
+      if (errno != ECHILD) VIGIL_LOG(log_, kAlert, errno, "waitpid() failed");
+      return;
+    }
+    auto it = std::find_if(children_.begin(), children_.end(),
+                           [pid](const Child& c) { return c.pid == pid; });
+    if (it == children_.end()) continue;
+    const Child child = *it;
+    children_.erase(it);
+    on_exit(child, status);
+  }
+}
+
+void Master::on_exit(const Child& child, int status) {
+  const int pid = static_cast<int>(child.pid);
+  if (WIFSIGNALED(status)) {
+    VIGIL_LOG(log_, kAlert, 0, "worker process %d exited on signal %d%s", pid, WTERMSIG(status),
+              WCOREDUMP(status) ? " (core dumped)" : "");
+  } else if (WEXITSTATUS(status) == 0) {
+    VIGIL_LOG(log_, kNotice, 0, "worker process %d exited with code 0", pid);
+  } else {
+    VIGIL_LOG(log_, kAlert, 0, "worker process %d exited with code %d", pid, WEXITSTATUS(status));
+  }
+  // A worker killed between trylock and unlock leaves its pid in the lock
+  // word; nobody could accept again (nginx's ngx_shmtx_force_unlock).
+  if (accept_mutex_.force_unlock(child.pid)) {
+    VIGIL_LOG(log_, kAlert, 0, "the accept mutex was held by exited worker process %d: unlocked",
+              pid);
+  }
+  free_slot(child.slot);
+
+  if (child.retiring || quitting_ || terminating_ || child.generation != cycle_->generation) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerFatal) {
+    VIGIL_LOG(log_, kAlert, 0,
+              "worker process %d exited with fatal code %d and cannot be respawned", pid,
+              kWorkerFatal);
+    return;
+  }
+  // Respawn at once, unless it keeps dying young: then wait 100 ms, 200 ms, ...
+  // up to 10 s, so a crash at startup does not turn into a fork loop.
+  const std::int64_t now = now_ms();
+  int& streak = streak_[static_cast<std::size_t>(child.index)];
+  streak = now - child.started < kYoungDeathMs ? streak + 1 : 0;
+  if (streak <= 1) {
+    spawn(child.index);
+    return;
+  }
+  const int shift = std::min(streak - 2, 16);
+  const std::int64_t delay = std::min(kRespawnFirstDelayMs << shift, kRespawnMaxDelayMs);
+  VIGIL_LOG(log_, kWarn, 0,
+            "worker process %d died %d times in a row within %lld ms of starting, "
+            "respawning in %lld ms",
+            child.index, streak, static_cast<long long>(kYoungDeathMs),
+            static_cast<long long>(delay));
+  respawns_.push_back({child.index, child.generation, now + delay});
+}
+
+void Master::respawn_due(std::int64_t now) {
+  for (std::size_t i = 0; i < respawns_.size();) {
+    if (respawns_[i].due > now) {
+      ++i;
+      continue;
+    }
+    const Respawn r = respawns_[i];
+    respawns_.erase(respawns_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (r.generation == cycle_->generation && !quitting_ && !terminating_) spawn(r.index);
+  }
+}
+
+void Master::signal_children(int signo) {
+  for (const Child& c : children_) {
+    if (::kill(c.pid, signo) == -1 && errno != ESRCH) {
+      VIGIL_LOG(log_, kAlert, errno, "kill(%d, %d) failed", static_cast<int>(c.pid), signo);
+    }
+  }
+}
+
+void Master::stop(bool graceful) {
+  if (terminating_ || (graceful && quitting_)) return;
+  respawns_.clear();
+  if (graceful) {
+    quitting_ = true;
+    VIGIL_LOG(log_, kNotice, 0, "gracefully shutting down");
+    signal_children(SIGQUIT);
+  } else {
+    terminating_ = true;
+    kill_at_ = now_ms() + kKillAfterMs;
+    VIGIL_LOG(log_, kNotice, 0, "exiting");
+    signal_children(SIGTERM);
+  }
+  for (Child& c : children_) c.retiring = true;
+  // The workers hold their own copies; ours would only keep the sockets
+  // accepting into queues nobody will read.
+  cycle_->listeners.close_all();
+}
+
+void Master::reload() {
+  VIGIL_LOG(log_, kNotice, 0, "reconfiguring");
+  auto loaded = Configuration::load(options_);
+  if (!loaded) {
+    // The running configuration and workers stay as they are.
+    VIGIL_LOG(log_, kEmerg, 0, "%s", loaded.status().message().c_str());
+    return;
+  }
+  std::unique_ptr<Configuration> conf = std::move(loaded).value();
+  const CoreConf& now = conf->core();
+  const CoreConf& before = cycle_->conf->core();
+  if (!now.master_process) {
+    VIGIL_LOG(log_, kWarn, 0, "\"master_process\" cannot be changed by a reload, ignored");
+  }
+  if (now.error_log != before.error_log || now.error_log_level != before.error_log_level) {
+    if (Status s = log_.open(now.error_log, now.error_log_level); !s) {
+      VIGIL_LOG(log_, kEmerg, s.err(), "%s", s.message().c_str());
+      return;
+    }
+  }
+  auto made = make_cycle(std::move(conf), cycle_.get(), log_);
+  if (!made) {
+    VIGIL_LOG(log_, kEmerg, made.status().err(), "%s", made.status().to_string().c_str());
+    return;
+  }
+  std::unique_ptr<Cycle> old = std::exchange(cycle_, std::move(made).value());
+  // What the new cycle did not take over is closed before the fork, so the
+  // new workers do not inherit it; the old workers keep their copies until
+  // they stop.
+  old->listeners.close_all();
+
+  const std::string& pid_path = cycle_->conf->core().pid_path;
+  if (pid_path != pid_path_) {
+    if (Status s = write_pid_file(pid_path, ::getpid()); !s) {
+      VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+    } else {
+      remove_pid_file(pid_path_, ::getpid());
+      pid_path_ = pid_path;
+    }
+  }
+
+  std::vector<pid_t> old_workers;
+  for (Child& c : children_) {
+    if (!c.retiring) old_workers.push_back(c.pid);
+    c.retiring = true;
+  }
+  respawns_.clear();
+  streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
+  // New workers first, then the old ones are told to finish: the sockets
+  // never go unwatched.
+  for (int i = 0; i < cycle_->workers; ++i) spawn(i);
+  for (pid_t pid : old_workers) {
+    if (::kill(pid, SIGQUIT) == -1 && errno != ESRCH) {
+      VIGIL_LOG(log_, kAlert, errno, "kill(%d, SIGQUIT) failed", static_cast<int>(pid));
+    }
+  }
+  VIGIL_LOG(log_, kNotice, 0, "reconfigured: %d worker processes started, %zu told to stop",
+            cycle_->workers, old_workers.size());
+}
+
+}  // namespace
+
+int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log) {
+  Master master(std::move(cycle), options, log);
+  return master.run();
+}
+
+}  // namespace vigil
