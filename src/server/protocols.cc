@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "http/protocol.h"
+#include "stream/protocol.h"
 
 namespace vigil {
 
@@ -10,6 +11,7 @@ namespace {
 // Protocols register here (one line each).
 const ProtocolHooks kProtocols[] = {
     {"http", http::create_listeners, http::init_worker, http::exit_worker, http::reopen_logs},
+    {"stream", stream::create_listeners},
 };
 
 // The compiled-in list followed by those added at run time (add_protocol).

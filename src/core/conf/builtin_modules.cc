@@ -7,11 +7,13 @@
 #include "core/core_module.h"
 #include "event/event_conf.h"
 #include "http/conf.h"
+#include "stream/stream_conf.h"
 
 namespace vigil {
 
 const ModuleRegistry& ModuleRegistry::builtin() {
-  static const ModuleRegistry registry{&core_module(), &event_module(), &http::http_module()};
+  static const ModuleRegistry registry{&core_module(), &event_module(), &http::http_module(),
+                                         &stream::stream_module()};
   return registry;
 }
 

@@ -1,0 +1,30 @@
+#include "stream/protocol.h"
+
+#include <cstring>
+
+#include "stream/proxy.h"
+#include "stream/stream_conf.h"
+
+namespace vigil::stream {
+
+Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out) {
+  const StreamFinalConf* fin = stream_final(conf);
+  if (fin == nullptr) return Status::ok();
+  for (StreamSrvConf* srv : fin->servers) {
+    for (const StreamListen& l : srv->listens) {
+      auto ls = std::make_unique<Listening>();
+      std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
+      ls->addrlen = l.addrlen;
+      ls->addr_text = l.addr_text;
+      ls->backlog = l.backlog;
+      ls->reuseport = l.reuseport;
+      ls->tcp_nodelay = true;  // a proxy forwards small writes as they come
+      ls->handler = init_connection;
+      ls->servers = srv;
+      out.push_back(std::move(ls));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace vigil::stream

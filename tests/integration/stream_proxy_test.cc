@@ -1,0 +1,165 @@
+// The TCP stream proxy, end to end: a real vigil in front of a real echo
+// server (examples/echo_server), real sockets, every backend.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "integration/http_harness.h"
+#include "test_util.h"
+
+namespace vigil::test {
+namespace {
+
+// The echo example on a free port.
+class EchoBackend {
+ public:
+  EchoBackend() {
+    port_ = free_port();
+    proc_ = std::make_unique<Process>(std::vector<std::string>{
+        std::string(VIGIL_EXAMPLES_DIR) + "/echo_server", "127.0.0.1:" + std::to_string(port_)});
+    ready_ = proc_->wait_for_output("listening on");
+  }
+  bool ready() const { return ready_; }
+  int port() const { return port_; }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_ = -1;
+  bool ready_ = false;
+  std::unique_ptr<Process> proc_;
+};
+
+std::string stream_block(int listen_port, const std::string& body) {
+  return "stream {\n" + body + "\n server {\n  listen 127.0.0.1:" + std::to_string(listen_port) +
+         ";\n";
+}
+
+class StreamProxy : public ::testing::TestWithParam<std::string> {
+ protected:
+  bool start(const std::string& stream) {
+    return server_.start("", stream, "worker_connections 256;\nuse " + GetParam() + ";");
+  }
+  VigilServer server_;
+};
+
+TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  int port = free_port();
+  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() +
+                    ";\n  proxy_buffer_size 4k;\n }\n}\n"))
+      << server_.output();
+  Client c(port);
+  ASSERT_TRUE(c.ok());
+  const std::string hello = "hello through the proxy\n";
+  ASSERT_TRUE(c.send(hello));
+  EXPECT_EQ(read_n(c.fd(), hello.size()), hello);
+
+  // 4 MiB one way while reading the echo back: through 4 KiB buffers, so the
+  // proxy must stop reading whenever a side is slower, and lose nothing.
+  std::string big(4 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 7) % 26);
+  std::thread writer([&] { EXPECT_TRUE(send_all(c.fd(), big)); });
+  std::string back = read_n(c.fd(), big.size(), 20000);
+  writer.join();
+  EXPECT_EQ(back.size(), big.size());
+  EXPECT_TRUE(back == big) << "the relayed bytes differ";
+  c.close();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  int port = free_port();
+  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() + ";\n }\n}\n"));
+  Client c(port);
+  ASSERT_TRUE(c.send("abc"));
+  ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+  // The echo server sees EOF after "abc", echoes and closes; the proxy passes
+  // both on: the client reads "abc" and then EOF.
+  EXPECT_EQ(read_n(c.fd(), 100, 5000), "abc");
+  EXPECT_TRUE(server_.wait_output("both sides closed")) << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  int dead = free_port();  // nobody listens there
+  int port = free_port();
+  ASSERT_TRUE(start(stream_block(port, "upstream pair {\n server 127.0.0.1:" + std::to_string(dead) +
+                                           ";\n server " + echo.addr() + ";\n}\n") +
+                    "  proxy_pass pair;\n }\n}\n"))
+      << server_.output();
+  // Round robin starts on the dead server half of the time: every client
+  // must still reach the live one.
+  for (int i = 0; i < 4; ++i) {
+    Client c(port);
+    std::string msg = "try " + std::to_string(i) + "\n";
+    ASSERT_TRUE(c.send(msg));
+    EXPECT_EQ(read_n(c.fd(), msg.size()), msg);
+  }
+  EXPECT_TRUE(server_.wait_output("127.0.0.1:" + std::to_string(dead))) << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_P(StreamProxy, NoLiveUpstreamClosesTheClient) {
+  int dead = free_port();
+  int port = free_port();
+  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass 127.0.0.1:" + std::to_string(dead) +
+                    ";\n }\n}\n"));
+  Client c(port);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c.closed_within(3000));
+  EXPECT_TRUE(server_.wait_output("no live upstreams")) << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_P(StreamProxy, IdleSessionsEndAfterProxyTimeout) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  int port = free_port();
+  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() +
+                    ";\n  proxy_timeout 1s;\n }\n}\n"));
+  Client c(port);
+  ASSERT_TRUE(c.send("x"));
+  EXPECT_EQ(read_n(c.fd(), 1), "x");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closed_within(5000));
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(ms, 700);
+  EXPECT_TRUE(server_.wait_output("timed out")) << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StreamProxy, ::testing::ValuesIn(backend_params()),
+                         backend_param_name);
+
+TEST(StreamConf, ErrorsNameTheProblem) {
+  VigilServer s;
+  auto check = [&](const std::string& stream, const std::string& want) {
+    s.write("conf/t.conf", "events {}\n" + stream);
+    auto [rc, out] = run({kVigil, "-t", "-p", s.dir(), "-c", "conf/t.conf"});
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find(want), std::string::npos) << out;
+  };
+  check("stream { server { listen 127.0.0.1:9; } }",
+        "no handler for server: \"proxy_pass\" is missing");
+  check("stream { server { listen 127.0.0.1:9; proxy_pass nowhere; } }",
+        "no upstream \"nowhere\" and not an address");
+  check("stream { upstream u { } server { listen 127.0.0.1:9; proxy_pass u; } }",
+        "no servers are inside upstream");
+  check("stream { upstream u { server 127.0.0.1; } }", "no port in \"127.0.0.1\" in \"server\" directive");
+  check("stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; }\n"
+        " server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; } }",
+        "duplicate \"127.0.0.1:9\" address and port pair");
+  check("stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; proxy_timeout 5x; } }",
+        "invalid value \"5x\" in \"proxy_timeout\" directive");
+}
+
+}  // namespace
+}  // namespace vigil::test
