@@ -410,7 +410,9 @@ void Master::reload() {
   if (!now.master_process) {
     VIGIL_LOG(log_, kWarn, 0, "\"master_process\" cannot be changed by a reload, ignored");
   }
-  if (now.error_log != before.error_log || now.error_log_level != before.error_log_level) {
+  const bool new_log =
+      now.error_log != before.error_log || now.error_log_level != before.error_log_level;
+  if (new_log) {
     if (Status s = log_.open(now.error_log, now.error_log_level); !s) {
       VIGIL_LOG(log_, kEmerg, s.err(), "%s", s.message().c_str());
       return;
@@ -418,7 +420,13 @@ void Master::reload() {
   }
   auto made = make_cycle(std::move(conf), cycle_.get(), log_);
   if (!made) {
-    VIGIL_LOG(log_, kEmerg, made.status().err(), "%s", made.status().to_string().c_str());
+    if (new_log) {
+      // Back to the running configuration's log, which the workers still use.
+      if (Status s = log_.open(before.error_log, before.error_log_level); !s) {
+        VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      }
+    }
+    VIGIL_LOG(log_, kEmerg, made.status().err(), "%s", made.status().message().c_str());
     return;
   }
   std::unique_ptr<Cycle> old = std::exchange(cycle_, std::move(made).value());

@@ -63,7 +63,7 @@ int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& optio
   // and in the exit code, before the process detaches.
   auto made = make_cycle(std::move(conf), nullptr, log);
   if (!made) {
-    VIGIL_LOG(log, kEmerg, made.status().err(), "%s", made.status().to_string().c_str());
+    VIGIL_LOG(log, kEmerg, made.status().err(), "%s", made.status().message().c_str());
     return 1;
   }
   std::unique_ptr<Cycle> cycle = std::move(made).value();

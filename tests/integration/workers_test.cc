@@ -310,6 +310,7 @@ TEST(Workers, BadConfigurationOnReloadKeepsTheOldWorkersServing) {
   h.proc().signal(SIGHUP);
   ASSERT_TRUE(h.wait_log("bind() to 127.0.0.1:" + std::to_string(taken) + " failed (98", 8000))
       << h.log();
+  EXPECT_EQ(h.log().find("Address already in use) (98"), std::string::npos) << "said once";
   EXPECT_EQ(h.count("start worker process"), 2u) << h.log();
   EXPECT_EQ(test::body_pid(test::get(port)) > 0, true);
   ::close(blocker);
