@@ -11,6 +11,7 @@
 
 #include "conf_test_util.h"
 #include "http/conf.h"
+#include "stream/stream_conf.h"
 
 namespace vigil {
 namespace {
@@ -280,10 +281,11 @@ TEST(ModuleRegistry, IndexAndBuiltin) {
   EXPECT_EQ(reg.index_of(toy_main_module()), 1u);
   EXPECT_EQ(reg.index_of(core_module()), ModuleRegistry::npos);
   const auto& builtin = ModuleRegistry::builtin().modules();
-  ASSERT_EQ(builtin.size(), 3u);
+  ASSERT_EQ(builtin.size(), 4u);
   EXPECT_EQ(builtin[0], &core_module());
   EXPECT_EQ(builtin[1], &event_module());
   EXPECT_EQ(builtin[2], &http::http_module());
+  EXPECT_EQ(builtin[3], &stream::stream_module());
 }
 
 TEST(Arity, Accepts) {
