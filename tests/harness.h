@@ -116,10 +116,16 @@ class Harness {
                                << events << "\n}\n";
   }
 
+  // Writes conf/h.conf as given.
+  void write_raw_conf(const std::string& text) { std::ofstream(conf_path()) << text; }
+  // Runs `binary` (the real vigil, say) instead of worker_harness.
+  void set_binary(const std::string& binary) { binary_ = binary; }
+  const std::string& binary() const { return binary_; }
+
   // Starts the server and waits until `workers` worker processes run.
   bool start(int workers, int timeout_ms = 10000) {
-    proc_ = std::make_unique<Process>(
-        std::vector<std::string>{kHarness, "-p", dir_, "-c", conf_path()});
+    proc_ =
+        std::make_unique<Process>(std::vector<std::string>{binary_, "-p", dir_, "-c", conf_path()});
     return wait_log_count("running:", workers, timeout_ms);
   }
   Process& proc() { return *proc_; }
@@ -186,6 +192,7 @@ class Harness {
 
  private:
   std::string dir_;
+  std::string binary_ = kHarness;
   std::unique_ptr<Process> proc_;
   bool exited_ = false;
   int exit_code_ = -1;

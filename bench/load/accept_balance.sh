@@ -10,9 +10,10 @@
 #    SERVERS="vigil nginx" select a part of the matrix; REPEAT=3 runs of each,
 #    alternating servers, and the table shows medians)
 #
-# vigil runs as tests/support/worker_harness (the vigil runtime with a tiny
-# protocol that reads a request head and answers "<pid>"), nginx with
-# "return 200". The client is ab without -k: one connection per request.
+# Both servers answer GET / with the same 6-byte static file (vigil's HTTP
+# server, nginx's); SERVERS=harness adds tests/support/worker_harness (the
+# vigil runtime with a test protocol answering "<pid>"). The client is ab
+# without -k: one connection per request.
 # Per worker, perf counts (in the kernel, the same for both servers):
 #   accept4 calls and successes, epoll_wait calls and those that returned 0,
 # and /proc/<pid>/status gives voluntary context switches.
@@ -25,6 +26,7 @@ set -euo pipefail
 REQUESTS=${1:-20000}
 CONCURRENCY=${2:-32}
 BUILD=${3:-build/release}
+VIGIL=$BUILD/vigil
 HARNESS=$BUILD/worker_harness
 NGINX=${NGINX:-/usr/sbin/nginx}
 PORT=${PORT:-18300}
@@ -32,7 +34,9 @@ REPEAT=${REPEAT:-3}
 WORK=$(mktemp -d /tmp/accept_balance.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-for tool in ab perf python3 "$NGINX" "$HARNESS"; do
+mkdir -p "$WORK/html"
+echo hello > "$WORK/html/index.html"
+for tool in ab perf python3 "$NGINX" "$VIGIL" "$HARNESS"; do
   command -v "$tool" >/dev/null || { echo "accept_balance: $tool not found" >&2; exit 1; }
 done
 
@@ -65,7 +69,7 @@ vcsw() {  # "pid:voluntary_ctxt_switches ..." for the comma-separated pids
   echo "$out"
 }
 
-vigil_conf() {  # workers setting
+harness_conf() {  # workers setting
   local listen="harness_listen 127.0.0.1:$PORT"
   local mutex=off
   [ "$2" = reuseport ] && listen+=" reuseport"
@@ -80,7 +84,25 @@ events { worker_connections 4096; accept_mutex $mutex; }
 CONF
 }
 
-nginx_conf() {  # workers setting
+vigil_conf() {  # workers setting: the real server, a small static file
+  local listen="127.0.0.1:$PORT"
+  local mutex=off
+  [ "$2" = reuseport ] && listen+=" reuseport"
+  [ "$2" = accept_mutex ] && mutex=on
+  cat <<CONF
+daemon off;
+error_log $WORK/v/error.log notice;
+pid $WORK/v/vigil.pid;
+worker_processes $1;
+events { worker_connections 4096; accept_mutex $mutex; }
+http {
+  access_log off;
+  server { listen $listen; root $WORK/html; }
+}
+CONF
+}
+
+nginx_conf() {  # workers setting: the same file
   local listen="127.0.0.1:$PORT"
   local mutex=off
   [ "$2" = reuseport ] && listen+=" reuseport"
@@ -95,7 +117,7 @@ http {
   access_log off;
   client_body_temp_path $WORK/n/body; proxy_temp_path $WORK/n/proxy;
   fastcgi_temp_path $WORK/n/fcgi; uwsgi_temp_path $WORK/n/uwsgi; scgi_temp_path $WORK/n/scgi;
-  server { listen $listen; location / { return 200 "\$pid\n"; } }
+  server { listen $listen; root $WORK/html; }
 }
 CONF
 }
@@ -105,7 +127,11 @@ run_one() {  # server workers setting
   rm -rf "$WORK/v" "$WORK/n"
   mkdir -p "$WORK/v" "$WORK/n"
   if [ "$server" = vigil ]; then
-    vigil_conf "$workers" "$setting" > "$WORK/v/h.conf"
+    vigil_conf "$workers" "$setting" > "$WORK/v/v.conf"
+    "$VIGIL" -p "$WORK/v" -c "$WORK/v/v.conf" &
+    pidfile=$WORK/v/vigil.pid
+  elif [ "$server" = harness ]; then
+    harness_conf "$workers" "$setting" > "$WORK/v/h.conf"
     "$HARNESS" -p "$WORK/v" -c "$WORK/v/h.conf" &
     pidfile=$WORK/v/vigil.pid
   else

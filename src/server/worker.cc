@@ -33,6 +33,9 @@ namespace {
 // listening (the backlog bounds it anyway).
 constexpr int kMaxQueuedAccepts = 4096;
 constexpr int kMaxCpus = 64;  // worker_cpu_affinity masks are 64 bits
+// How long a connection that has not started a request may still start one
+// once graceful shutdown began (see close_idle).
+constexpr Msec kFreshIdleGrace = 500;
 
 EventLoop* g_loop = nullptr;
 void wake_loop() {
@@ -153,6 +156,35 @@ void on_shutdown_timeout(Event& ev) {
   }
 }
 
+// Graceful shutdown closes idle connections (nginx's ngx_close_idle_connections)
+// in two steps. Those that served a request (idle keep-alive) go at once. One
+// that has not started its first request may have been accepted a moment ago
+// with the request on its way: closing it would reset a client that did
+// nothing wrong, so it gets kFreshIdleGrace to start one (the protocol then
+// takes it off the reusable list), and only then `fresh_too` closes it.
+void close_idle(EventLoop& loop, bool fresh_too) {
+  ConnectionPool& pool = loop.pool();
+  if (pool.reusable_count() == 0) return;
+  if (fresh_too) {
+    pool.close_idle();
+    return;
+  }
+  Connection* conns = pool.connections();
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    Connection& c = conns[i];
+    if (c.fd == -1 || !c.reusable || c.requests == 0) continue;
+    // As ConnectionPool::drain: the owner closes it when its handler sees `close`.
+    pool.reusable(c, false);
+    c.close = 1;
+    if (c.read->handler != nullptr) c.read->handler(*c.read);
+    if (c.fd != -1 && c.close) pool.close_connection(c);
+  }
+}
+
+void on_fresh_grace_over(Event& ev) {
+  close_idle(*ev.owner<EventLoop>(), /*fresh_too=*/true);
+}
+
 // Before a worker stops listening it accepts what is already queued. With
 // EPOLLEXCLUSIVE the kernel may have woken this worker alone for those
 // connections, and no other worker would hear of them before the next one
@@ -266,6 +298,11 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   shutdown_timer.handler = on_shutdown_timeout;
   shutdown_timer.log = &log;
   shutdown_timer.cancelable = 1;  // it must not itself keep the worker alive
+  Event fresh_grace;
+  fresh_grace.data = loop.get();
+  fresh_grace.handler = on_fresh_grace_over;
+  fresh_grace.log = &log;
+  fresh_grace.cancelable = 1;
 
   for (;;) {
     loop->process_events_and_timers();
@@ -280,13 +317,16 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       VIGIL_LOG(log, kNotice, 0, "gracefully shutting down");
       accept_queued(*loop);
       loop->close_listening();
-      if (core.worker_shutdown_timeout > 0)
+      if (core.worker_shutdown_timeout > 0) {
         loop->add_timer(shutdown_timer, core.worker_shutdown_timeout);
+      }
+      loop->add_timer(fresh_grace, kFreshIdleGrace);
     }
     if (exiting) {
-      // Idle keep-alive connections do not hold the worker; requests in
-      // flight do, through their non-cancelable timers and open connections.
-      loop->pool().close_idle();
+      // Idle connections do not hold the worker (fresh ones after a grace);
+      // requests in flight do, through their non-cancelable timers and open
+      // connections.
+      close_idle(*loop, /*fresh_too=*/!fresh_grace.timer_set);
       if (loop->timers().no_timers_left() && busy_connections(*loop) == 0) {
         VIGIL_LOG(log, kNotice, 0, "exit");
         break;
@@ -309,6 +349,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   }
 
   loop->del_timer(shutdown_timer);
+  loop->del_timer(fresh_grace);
   for (const ProtocolHooks& p : protocols()) {
     if (p.exit_worker != nullptr) p.exit_worker(*loop);
   }

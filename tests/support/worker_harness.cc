@@ -11,9 +11,9 @@
 // Each connection reads one request head (up to a blank line, "\n\n" or
 // "\r\n\r\n"; its first line is "METHOD PATH ..."), answers with an HTTP/1.0
 // response and closes. Until its first byte a connection is idle (reusable,
-// so graceful shutdown closes it, after 200 ms without a byte: a connection
-// accepted just before may have its request on the way); once bytes arrived
-// it is a request in flight. Paths:
+// with no request started: graceful shutdown closes it after the worker's
+// grace for fresh connections); once bytes arrived it is a request in flight
+// (c.requests counts it). Paths:
 //   /                    body "<pid> <worker index>\n"
 //   /sleep/MS            the same, after MS milliseconds (a slow request)
 //   /hold-accept-mutex   takes the accept mutex, answers "held <pid>\n" and
@@ -53,7 +53,6 @@ using namespace vigil;
 namespace {
 
 constexpr Msec kReadTimeout = 30000;
-constexpr Msec kIdleGrace = 200;
 constexpr std::size_t kHeadMax = 2048;
 
 struct ListenSpec {
@@ -99,7 +98,6 @@ int g_worker_index = 0;
 struct Request {
   char head[kHeadMax];
   std::size_t len = 0;
-  bool grace = false;  // told to close while idle: waiting kIdleGrace for a request
 };
 
 void close_conn(Connection& c) {
@@ -182,16 +180,7 @@ bool head_complete(const Request& r) {
 void on_read(Event& rev) {
   auto& c = *rev.owner<Connection>();
   auto& r = *static_cast<Request*>(c.data);
-  if (rev.timedout) return close_conn(c);
-  if (c.close) {
-    // Closed as idle (graceful shutdown, or the pool running short). A
-    // connection that never sent anything may be one accepted a moment ago
-    // whose request is on its way: it gets kIdleGrace to show it, then goes.
-    if (r.len > 0 || r.grace) return close_conn(c);
-    c.close = 0;
-    r.grace = true;
-    c.loop->add_timer(rev, kIdleGrace);
-  }
+  if (rev.timedout || c.close) return close_conn(c);  // too slow, or closed as idle
   for (;;) {
     if (r.len == kHeadMax) return close_conn(c);
     long n = c.recv(c, r.head + r.len, kHeadMax - r.len);
@@ -199,7 +188,10 @@ void on_read(Event& rev) {
     if (n <= 0) return close_conn(c);
     r.len += static_cast<std::size_t>(n);
     // A byte arrived: a request is in flight and must not be closed as idle.
-    if (c.reusable) c.loop->pool().reusable(c, false);
+    if (c.reusable) {
+      c.loop->pool().reusable(c, false);
+      ++c.requests;
+    }
     if (head_complete(r)) return handle(c, r);
   }
   if (!c.loop->handle_read_event(rev)) close_conn(c);

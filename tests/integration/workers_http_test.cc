@@ -1,0 +1,136 @@
+// The process model through the real vigil binary and its HTTP server:
+// per-worker /metrics, reload under load with `vigil -s reload`, and a
+// graceful stop that finishes a request in flight and closes an idle
+// keep-alive connection.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <mutex>
+#include <string>
+
+#include "harness.h"
+
+namespace vigil {
+namespace {
+
+using test::Harness;
+
+std::string http_conf(int port, int workers, const std::string& extra = "") {
+  return "daemon off;\nerror_log stderr notice;\nworker_processes " + std::to_string(workers) +
+         ";\n" + extra +
+         "events { }\nhttp {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
+         std::to_string(port) + ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
+}
+
+void start_http(Harness& h, int port, int workers) {
+  ::mkdir((h.dir() + "/html").c_str(), 0755);
+  std::ofstream(h.dir() + "/html/index.html") << "hello\n";
+  h.set_binary(VIGIL_BINARY);
+  h.write_raw_conf(http_conf(port, workers));
+  ASSERT_TRUE(h.start(workers)) << h.log();
+}
+
+// One HTTP/1.0 request on a fresh connection: the whole response, "" on failure.
+std::string http_get(int port, const std::string& path) {
+  int fd = test::send_request(port, "GET " + path + " HTTP/1.0\r\nHost: t\r\n\r\n");
+  if (fd == -1) return "";
+  std::string all = test::read_n(fd, 1 << 20, 5000);
+  ::close(fd);
+  return all;
+}
+
+bool ok_hello(const std::string& response) {
+  return response.rfind("HTTP/1.1 200", 0) == 0 && response.size() >= 6 &&
+         response.compare(response.size() - 6, 6, "hello\n") == 0;
+}
+
+TEST(WorkersHttp, MetricsShowEveryWorkerAndWhatItAccepted) {
+  Harness h;
+  int port = test::free_port();
+  start_http(h, port, 2);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(ok_hello(http_get(port, "/"))) << i;
+  std::string metrics = http_get(port, "/metrics");
+  std::vector<pid_t> workers = h.started_workers();
+  ASSERT_EQ(workers.size(), 2u);
+  std::uint64_t accepted = 0;
+  for (pid_t pid : workers) {
+    std::smatch m;
+    std::regex re("vigil_worker_accepted_total\\{worker=\"\\d+\",pid=\"" + std::to_string(pid) +
+                  "\"\\} (\\d+)");
+    ASSERT_TRUE(std::regex_search(metrics, m, re)) << metrics;
+    accepted += std::stoull(m[1]);
+    std::regex max("vigil_worker_connections_max\\{worker=\"\\d+\",pid=\"" + std::to_string(pid) +
+                   "\"\\} 512");
+    EXPECT_TRUE(std::regex_search(metrics, max)) << metrics;
+  }
+  EXPECT_EQ(accepted, 101u) << metrics;
+}
+
+TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
+  Harness h;
+  int port = test::free_port();
+  start_http(h, port, 2);
+  std::atomic<bool> done{false};
+  std::atomic<std::size_t> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      while (!done) (ok_hello(http_get(port, "/")) ? ok : failed)++;
+    });
+  }
+  const int kReloads = 4;
+  for (int i = 0; i < kReloads; ++i) {
+    ::usleep(250000);
+    // Every other reload through the command line, as an operator does it.
+    if (i % 2 == 0) {
+      auto [rc, out] =
+          test::run({VIGIL_BINARY, "-p", h.dir(), "-c", "conf/h.conf", "-s", "reload"});
+      EXPECT_EQ(rc, 0) << out;
+    } else {
+      h.proc().signal(SIGHUP);
+    }
+    ASSERT_TRUE(h.wait_log_count("reconfigured:", static_cast<std::size_t>(i + 1))) << h.log();
+  }
+  ::usleep(300000);
+  done = true;
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failed.load(), 0u) << h.log();
+  EXPECT_GT(ok.load(), 100u);
+  EXPECT_TRUE(h.wait_log_count("exited with code 0", kReloads * 2u)) << h.log();
+  EXPECT_EQ(h.count("exited on signal"), 0u) << h.log();
+  EXPECT_NE(h.log().find("(kept across reload)"), std::string::npos) << h.log();
+}
+
+TEST(WorkersHttp, GracefulQuitFinishesARequestInFlightAndClosesIdleKeepAlive) {
+  Harness h;
+  int port = test::free_port();
+  start_http(h, port, 1);
+  pid_t worker = h.started_workers().at(0);
+
+  // An idle keep-alive connection: one request answered, then nothing.
+  int idle = test::send_request(port, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_GE(idle, 0);
+  std::string first = test::read_n(idle, 1 << 16, 300);
+  ASSERT_TRUE(ok_hello(first)) << first;
+  // A request whose head is half sent.
+  int half = test::send_request(port, "GET / HTTP/1.0\r\nHost: t\r\n");
+  ASSERT_GE(half, 0);
+  ::usleep(200000);
+
+  h.proc().signal(SIGQUIT);
+  auto t0 = test::now_ms();
+  EXPECT_EQ(test::read_n(idle, 1, 3000), "") << "the idle keep-alive connection is closed";
+  EXPECT_LT(test::now_ms() - t0, 1000);
+  ::usleep(700000);
+  EXPECT_TRUE(test::alive(worker)) << "the request in flight keeps its worker";
+  ASSERT_EQ(::write(half, "\r\n", 2), 2);
+  EXPECT_TRUE(ok_hello(test::read_n(half, 1 << 16, 3000)));
+  EXPECT_EQ(h.wait_exit(5000), 0) << h.log();
+  EXPECT_FALSE(test::alive(worker));
+  ::close(idle);
+  ::close(half);
+}
+
+}  // namespace
+}  // namespace vigil
