@@ -9,10 +9,11 @@
 # (default /usr/sbin/nginx), CASES (space-separated subset of: small50 small50x2
 # small1000 big close memory).
 #
-# With one worker the server is pinned to CPU 0 and wrk to CPU 1. Until the
-# master/worker model is in, "2 workers" for Vigil means two single-process
-# servers on the same port with SO_REUSEPORT (nginx gets reuseport too, so the
-# kernel spreads connections the same way for both). The memory case opens
+# With one worker the server is pinned to CPU 0 and wrk to CPU 1; with two,
+# both servers run a master and two workers sharing one listening socket
+# (nginx's and Vigil's defaults: no accept_mutex, EPOLLEXCLUSIVE), unpinned.
+# VIGIL_REUSEPORT_PROCESSES=1 instead runs two single-process Vigils with
+# SO_REUSEPORT (and nginx with "listen ... reuseport"). The memory case opens
 # 10,000 idle keep-alive connections (each after one request) and reports
 # (RSS with them - RSS before) / 10,000 for the server process.
 set -euo pipefail
@@ -74,12 +75,13 @@ http {
 EOF
 }
 
-vigil_conf() {  # reuseport
-  local reuse=$1
+vigil_conf() {  # reuseport [workers]
+  local reuse=$1 workers=${2:-1} master=off
+  [[ $workers -gt 1 ]] && master=on
   cat > "$TMP/vigil/conf/vigil.conf" <<EOF
 daemon off;
-master_process off;
-worker_processes 1;
+master_process $master;
+worker_processes $workers;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections $WORKER_CONNECTIONS; }
@@ -111,7 +113,7 @@ start_nginx() {  # workers
     pin=(taskset -c 0)
     "${pin[@]}" "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -g 'daemon off; master_process off;' &
   else
-    nginx_conf "$workers" reuseport
+    nginx_conf "$workers" "${VIGIL_REUSEPORT_PROCESSES:+reuseport}"
     "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -g 'daemon off;' &
   fi
   SERVER_PIDS=($!)
@@ -125,6 +127,11 @@ start_vigil() {  # workers
   if [[ $workers == 1 ]]; then
     vigil_conf ""
     taskset -c 0 "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
+    SERVER_PIDS=($!)
+    PIDS+=($!)
+  elif [[ -z ${VIGIL_REUSEPORT_PROCESSES:-} ]]; then
+    vigil_conf "" "$workers"
+    "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
     SERVER_PIDS=($!)
     PIDS+=($!)
   else
