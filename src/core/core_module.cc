@@ -137,6 +137,7 @@ Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
     conf.worker_processes = cpus > 0 && cpus <= INT_MAX ? static_cast<int>(cpus) : 1;
   }
   conf.pid_path = ctx.env().prefixed(conf.pid_path);
+  if (!conf.lock_file.empty()) conf.lock_file = ctx.env().prefixed(conf.lock_file);
   if (!ctx.is_set("error_log")) {
     conf.error_log = "logs/error.log";
     conf.error_log_level = LogLevel::kError;
@@ -158,6 +159,10 @@ Module* make_core_module() {
          core.number<long>(&CoreConf::worker_rlimit_nofile, -1, 1));
   m->add("timer_resolution", kMainConf, Arity::exactly(1),
          core.msec(&CoreConf::timer_resolution, 0));
+  // nginx uses its lock file only where atomics are missing; here setting it
+  // selects the fcntl() lock for the accept mutex (seed 004's fallback).
+  m->add("lock_file", kMainConf, Arity::exactly(1),
+         core.string(&CoreConf::lock_file, "", /*allow_empty=*/false));
   m->add("worker_shutdown_timeout", kMainConf, Arity::exactly(1),
          core.msec(&CoreConf::worker_shutdown_timeout, 0));
   m->add("worker_cpu_affinity", kMainConf, Arity::one_or_more(), core.custom(set_cpu_affinity));

@@ -17,6 +17,7 @@ struct CoreConf {
   int worker_processes = 1;  // "auto" resolved to the online CPUs
   bool daemon = true;
   bool master_process = true;
+  std::string lock_file;  // set: the accept mutex is an fcntl() lock on it (resolved)
   std::string pid_path;   // default <prefix>/logs/vigil.pid
   std::string error_log;  // "stderr" or a path; default <prefix>/logs/error.log
   LogLevel error_log_level = LogLevel::kError;

@@ -38,8 +38,9 @@ class Shmtx : public ProcessMutex {
   Shmtx& operator=(const Shmtx&) = delete;
 
   // kAtomic: uses `shared` (semaphore initialised here; call once, before fork).
-  // kFileLock: opens (creating) `lock_file`; each process must call reopen()
-  // after fork, because fcntl locks belong to the process, not the descriptor.
+  // kFileLock: opens (creating) `lock_file`. fcntl locks belong to the process,
+  // so a child that inherited the descriptor locks on its own; reopen() gives
+  // a process its own descriptor when it wants one.
   Status create(ShmtxShared* shared, Mode mode = Mode::kAtomic, const std::string& lock_file = "",
                 unsigned spin = kDefaultSpin);
   Status reopen();  // after fork, kFileLock only

@@ -151,7 +151,13 @@ Status Master::init() {
   if (!shm) return shm.status();
   shm_ = std::move(shm).value();
   zone_ = new (shm_.addr()) SharedZone();
-  if (Status s = accept_mutex_.create(&zone_->accept_mutex); !s) return s;
+  // The atomic lock in the shared zone, or with lock_file the fcntl() lock
+  // (the kernel drops a dead holder's lock itself: nothing to force).
+  const std::string& lock_file = cycle_->conf->core().lock_file;
+  Status created = lock_file.empty()
+                       ? accept_mutex_.create(&zone_->accept_mutex)
+                       : accept_mutex_.create(nullptr, Shmtx::Mode::kFileLock, lock_file);
+  if (!created) return created;
   mutex_created_ = true;
   // Before the first fork: every worker then counts into the shared zone.
   set_shared_counters(&zone_->counters);

@@ -391,6 +391,24 @@ TEST_P(WorkerModes, EveryWorkerAcceptsAndNoConnectionIsLost) {
   EXPECT_EQ(r.per_pid.size(), workers.size()) << shares;
 }
 
+// lock_file selects seed 004's fallback: the accept mutex as an fcntl() lock.
+TEST(Workers, AcceptMutexOnAFileLockSharesTheWork) {
+  Harness h;
+  int port = test::free_port();
+  h.write_conf("worker_processes 2;\nlock_file logs/accept.lock;\n" + listen_line(port, ""),
+               "worker_connections 64;\naccept_mutex on;\naccept_mutex_delay 20ms;\n");
+  ASSERT_TRUE(h.start(2)) << h.log();
+  EXPECT_NE(h.log().find("accept_mutex"), std::string::npos) << h.log();
+  auto r = test::run_load(port, 2000, kClients, "/sleep/2");
+  EXPECT_EQ(r.failed, 0u) << h.log();
+  EXPECT_EQ(r.ok, 2000u);
+  std::vector<pid_t> workers = h.started_workers();
+  ASSERT_EQ(workers.size(), 2u);
+  for (pid_t pid : workers) EXPECT_GT(r.per_pid[pid], 0u);
+  // The lock lives in the file while the server runs.
+  EXPECT_EQ(::access((h.dir() + "/logs/accept.lock").c_str(), F_OK), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Accept, WorkerModes,
                          ::testing::Values(Mode{"accept_mutex", 2, "", "accept_mutex on;", 64},
                                            Mode{"accept_mutex", 4, "", "accept_mutex on;", 64},
