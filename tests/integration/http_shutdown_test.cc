@@ -81,8 +81,14 @@ TEST_F(HttpWorkers, TwoWorkersServeAndPublishTheirFigures) {
     ++pos;
   }
   EXPECT_EQ(pids.size(), 2u) << m.body;
-  // stub_status sums over the workers: every request counted once.
-  Response s = test::get(port_, test::simple_get("/status"));
+  // stub_status sums over the workers. The clients above closed their
+  // connections; the workers notice at their own pace, so wait for it.
+  Response s;
+  for (int i = 0; i < 100; ++i) {
+    s = test::get(port_, test::simple_get("/status"));
+    if (s.body.find("Active connections: 1 ") != std::string::npos) break;
+    ::usleep(20000);
+  }
   EXPECT_NE(s.body.find("Active connections: 1 "), std::string::npos) << s.body;
   proc_->signal(SIGTERM);
   EXPECT_EQ(proc_->wait(), 0) << proc_->output();
