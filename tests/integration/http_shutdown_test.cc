@@ -81,14 +81,13 @@ TEST_F(HttpWorkers, TwoWorkersServeAndPublishTheirFigures) {
     ++pos;
   }
   EXPECT_EQ(pids.size(), 2u) << m.body;
-  // stub_status sums over the workers: every request counted once. The
-  // worker that served /metrics may not have seen that client's close yet
-  // (it is another process), so the count is allowed a moment to settle.
+  // stub_status sums over the workers. The clients above closed their
+  // connections; the workers notice at their own pace, so wait for it.
   Response s;
   for (int i = 0; i < 100; ++i) {
     s = test::get(port_, test::simple_get("/status"));
     if (s.body.find("Active connections: 1 ") != std::string::npos) break;
-    ::usleep(10000);
+    ::usleep(20000);
   }
   EXPECT_NE(s.body.find("Active connections: 1 "), std::string::npos) << s.body;
   proc_->signal(SIGTERM);
