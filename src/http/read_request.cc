@@ -115,21 +115,28 @@ void store_field(Request& r, const HeaderField& f) {
   }
 }
 
+// The shared first step of both parsing loops: a full buffer moves what is
+// pending to a large header buffer (as often as needed), then more is read.
+// False when the request is finished (too long: 414/431, or nothing to read
+// yet, or an error): the caller returns.
+bool fill_header_buffer(Request& r, bool request_line) {
+  HttpConnection& hc = *r.hc;
+  for (Buf* b = &hc.buffer; b->pos == b->last && b->last == b->end; b = &hc.buffer) {
+    if (!alloc_large_header_buffer(r, request_line)) {
+      VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent too long %s",
+                static_cast<unsigned long long>(r.c->number),
+                request_line ? "URI" : "header line");
+      finalize_error(r, request_line ? 414 : 431);
+      return false;
+    }
+  }
+  return read_request_header(r) == kRead;
+}
+
 void process_request_headers(Request& r) {
   HttpConnection& hc = *r.hc;
   for (;;) {
-    Buf& b = hc.buffer;
-    if (b.pos == b.last && b.last == b.end) {
-      if (!alloc_large_header_buffer(r, false)) {
-        VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent too long header line",
-                  static_cast<unsigned long long>(r.c->number));
-        finalize_error(r, 431);
-        return;
-      }
-      continue;
-    }
-    const int rc = read_request_header(r);
-    if (rc != kRead) return;
+    if (!fill_header_buffer(r, false)) return;
 
     Buf& cur = hc.buffer;
     std::size_t used = 0;
@@ -161,18 +168,7 @@ void process_request_headers(Request& r) {
 void process_request_line(Request& r) {
   HttpConnection& hc = *r.hc;
   for (;;) {
-    Buf& b = hc.buffer;
-    if (b.pos == b.last && b.last == b.end) {
-      if (!alloc_large_header_buffer(r, true)) {
-        VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent too long URI",
-                  static_cast<unsigned long long>(r.c->number));
-        finalize_error(r, 414);
-        return;
-      }
-      continue;
-    }
-    const int rc = read_request_header(r);
-    if (rc != kRead) return;
+    if (!fill_header_buffer(r, true)) return;
 
     Buf& cur = hc.buffer;
     std::size_t used = 0;
