@@ -17,24 +17,12 @@ namespace vigil::backends {
 
 Status PollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   done();
-  loop_ = &loop;
-  // Every pool connection may hold one slot, plus the notify eventfd.
-  const std::size_t capacity = cfg.connections + 1;
-  Status st = table_.init(capacity);
-  if (st) st = notify_.open();
-  if (st) st = add(notify_.event(), 0);
-  if (!st) {
-    done();
-    return st;
-  }
-  return Status::ok();
+  Status st = open_table(loop, cfg.connections);
+  if (!st) done();
+  return st;
 }
 
-void PollBackend::done() {
-  notify_.close();
-  table_.clear();
-  loop_ = nullptr;
-}
+void PollBackend::done() { close_table(); }
 
 Status PollBackend::add(Event& ev, unsigned /*flags: always level-triggered*/) {
   if (ev.owner<Connection>()->fd < 0) return Status::error("poll: cannot watch fd -1");
@@ -50,20 +38,6 @@ Status PollBackend::del(Event& ev, unsigned /*flags*/) {
   table_.del(ev);
   ev.active = 0;
   return Status::ok();
-}
-
-Status PollBackend::add_conn(Connection& c) {
-  return add(*c.read, 0);
-}
-
-Status PollBackend::del_conn(Connection& c, unsigned flags) {
-  Status st = del(*c.read, flags);
-  if (st) st = del(*c.write, flags);
-  return st;
-}
-
-Status PollBackend::notify() {
-  return notify_.signal();
 }
 
 Status PollBackend::process_events(Msec timer, unsigned flags) {

@@ -7,13 +7,11 @@
 #include <memory>
 #include <string_view>
 
-#include "event/backends/fd_table.h"
-#include "event/backends/notify.h"
-#include "vigil/event/backend.h"
+#include "event/backends/level_backend.h"
 
 namespace vigil::backends {
 
-class PollBackend final : public Backend {
+class PollBackend final : public LevelBackend {
  public:
   PollBackend() = default;
   ~PollBackend() override { done(); }
@@ -21,26 +19,13 @@ class PollBackend final : public Backend {
   PollBackend& operator=(const PollBackend&) = delete;
 
   std::string_view name() const override { return "poll"; }
-  unsigned capabilities() const override { return kCapLevel | kCapFd; }
 
   Status init(EventLoop& loop, const BackendConfig& cfg) override;
   void done() override;
 
   Status add(Event& ev, unsigned flags) override;
   Status del(Event& ev, unsigned flags) override;
-  // Level-triggered backends have no persistent both-direction registration
-  // (nginx leaves ngx_add_conn NULL for poll): add_conn registers the read
-  // event only, the write event is added when a send would block.
-  Status add_conn(Connection& c) override;
-  // Deletes whichever directions are registered.
-  Status del_conn(Connection& c, unsigned flags) override;
-  Status notify() override;
   Status process_events(Msec timer, unsigned flags) override;
-
- private:
-  EventLoop* loop_ = nullptr;
-  FdTable table_;
-  NotifyFd notify_;
 };
 
 }  // namespace vigil::backends

@@ -25,28 +25,18 @@ Status SelectBackend::init(EventLoop& loop, const BackendConfig& cfg) {
     return Status::error("the maximum number of files supported by select() is " +
                          std::to_string(FD_SETSIZE));
   }
-  loop_ = &loop;
   FD_ZERO(&master_read_);
   FD_ZERO(&master_write_);
   max_fd_ = -1;
   max_fd_stale_ = false;
-
-  const std::size_t capacity = cfg.connections + 1;  // + the notify eventfd
-  Status st = table_.init(capacity);
-  if (st) st = notify_.open();
-  if (st) st = add(notify_.event(), 0);
-  if (!st) {
-    done();
-    return st;
-  }
-  return Status::ok();
+  Status st = open_table(loop, cfg.connections);
+  if (!st) done();
+  return st;
 }
 
 void SelectBackend::done() {
-  notify_.close();
-  table_.clear();
+  close_table();
   max_fd_ = -1;
-  loop_ = nullptr;
 }
 
 Status SelectBackend::add(Event& ev, unsigned /*flags: always level-triggered*/) {
@@ -75,20 +65,6 @@ Status SelectBackend::del(Event& ev, unsigned /*flags*/) {
   }
   ev.active = 0;
   return Status::ok();
-}
-
-Status SelectBackend::add_conn(Connection& c) {
-  return add(*c.read, 0);
-}
-
-Status SelectBackend::del_conn(Connection& c, unsigned flags) {
-  Status st = del(*c.read, flags);
-  if (st) st = del(*c.write, flags);
-  return st;
-}
-
-Status SelectBackend::notify() {
-  return notify_.signal();
 }
 
 void SelectBackend::recompute_max_fd() {

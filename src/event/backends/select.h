@@ -9,13 +9,11 @@
 #include <memory>
 #include <string_view>
 
-#include "event/backends/fd_table.h"
-#include "event/backends/notify.h"
-#include "vigil/event/backend.h"
+#include "event/backends/level_backend.h"
 
 namespace vigil::backends {
 
-class SelectBackend final : public Backend {
+class SelectBackend final : public LevelBackend {
  public:
   SelectBackend() = default;
   ~SelectBackend() override { done(); }
@@ -23,17 +21,12 @@ class SelectBackend final : public Backend {
   SelectBackend& operator=(const SelectBackend&) = delete;
 
   std::string_view name() const override { return "select"; }
-  unsigned capabilities() const override { return kCapLevel | kCapFd; }
 
   Status init(EventLoop& loop, const BackendConfig& cfg) override;
   void done() override;
 
   Status add(Event& ev, unsigned flags) override;
   Status del(Event& ev, unsigned flags) override;
-  // As poll: the read event only (no persistent registration when level-triggered).
-  Status add_conn(Connection& c) override;
-  Status del_conn(Connection& c, unsigned flags) override;
-  Status notify() override;
   Status process_events(Msec timer, unsigned flags) override;
 
  private:
@@ -42,15 +35,12 @@ class SelectBackend final : public Backend {
   std::size_t repair();
   void recompute_max_fd();
 
-  EventLoop* loop_ = nullptr;
-  FdTable table_;
   fd_set master_read_;
   fd_set master_write_;
   fd_set work_read_;
   fd_set work_write_;
   int max_fd_ = -1;
   bool max_fd_stale_ = false;  // a del removed max_fd_: recompute before the next wait
-  NotifyFd notify_;
 };
 
 }  // namespace vigil::backends
