@@ -15,6 +15,7 @@
 
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
+#include "event/listen_conf.h"
 #include "http/types.h"
 #include "vigil/core/clock.h"
 
@@ -23,20 +24,7 @@ namespace vigil::http {
 class HttpServers;
 
 // One "listen" directive.
-struct ListenConf {
-  std::string text;  // as written, for messages
-  sockaddr_storage addr{};
-  socklen_t addrlen = 0;
-  std::string addr_text;  // normalised "127.0.0.1:8080"
-  bool default_server = false;
-  // Socket options: only one listen per address may set them (nginx's
-  // "duplicate listen options").
-  bool has_options = false;
-  bool reuseport = false;
-  bool deferred = false;
-  int backlog = 511;  // nginx's NGX_LISTEN_BACKLOG on Linux
-  std::string where;
-};
+using ListenConf = ListenArgs;  // event/listen_conf.h
 
 enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics };
 

@@ -18,6 +18,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       ls->addr_text = l.addr_text;
       ls->backlog = l.backlog;
       ls->reuseport = l.reuseport;
+      ls->deferred_accept = l.deferred;
       ls->tcp_nodelay = true;  // a proxy forwards small writes as they come
       ls->handler = init_connection;
       ls->servers = srv;

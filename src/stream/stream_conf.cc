@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "core/conf/values.h"
 #include "vigil/event/listening.h"
 
 namespace vigil::stream {
@@ -26,26 +25,8 @@ Status parse_address(const DirectiveCall& call, std::size_t arg, PeerAddress& ou
 }
 
 Status set_listen(const DirectiveCall& call, StreamSrvConf& srv) {
-  Listening probe;
-  if (Status s = probe.set_address(call.arg(0)); !s) {
-    return call.error(s.message() + " in \"listen\" directive");
-  }
   StreamListen l;
-  l.addr = probe.addr;
-  l.addrlen = probe.addrlen;
-  l.addr_text = probe.addr_text;
-  for (std::size_t i = 1; i < call.arg_count(); ++i) {
-    const std::string& a = call.arg(i);
-    if (a == "reuseport") {
-      l.reuseport = true;
-    } else if (a.starts_with("backlog=")) {
-      auto v = parse_number(std::string_view(a).substr(8));
-      if (!v || *v < 1 || *v > 65535) return call.error("invalid backlog \"" + a.substr(8) + "\"");
-      l.backlog = static_cast<int>(*v);
-    } else {
-      return call.error("invalid parameter \"" + a + "\"");
-    }
-  }
+  if (Status st = parse_listen(call, l, /*allow_default_server=*/false); !st) return st;
   if (srv.where.empty()) srv.where = call.where();
   srv.listens.push_back(std::move(l));
   return Status::ok();

@@ -5,7 +5,7 @@
 //   stream {
 //       upstream backend { server 127.0.0.1:9001; server 127.0.0.1:9002; }
 //       server {
-//           listen 127.0.0.1:9000 [reuseport] [backlog=N];
+//           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
 //           proxy_pass backend;               # or an address
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
@@ -21,6 +21,7 @@
 
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
+#include "event/listen_conf.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::stream {
@@ -38,13 +39,7 @@ struct Upstream {
   std::size_t next = 0;  // round-robin position, per worker process
 };
 
-struct StreamListen {
-  sockaddr_storage addr{};
-  socklen_t addrlen = 0;
-  std::string addr_text;
-  bool reuseport = false;
-  int backlog = 511;
-};
+using StreamListen = ListenArgs;  // event/listen_conf.h: the same listen syntax as http
 
 struct StreamSrvConf {
   std::vector<StreamListen> listens;

@@ -1,0 +1,33 @@
+#pragma once
+// The "listen" directive's arguments, shared by every protocol module
+// (http, stream): an address and the socket options nginx accepts after it.
+//   listen address:port [reuseport] [deferred] [backlog=N] [default_server];
+
+#include <sys/socket.h>
+
+#include <string>
+
+#include "core/conf/module.h"
+
+namespace vigil {
+
+struct ListenArgs {
+  std::string text;  // as written, for messages
+  sockaddr_storage addr{};
+  socklen_t addrlen = 0;
+  std::string addr_text;  // normalised "127.0.0.1:8080"
+  bool default_server = false;
+  // Socket options: protocols allow only one listen per address to set them
+  // (nginx's "duplicate listen options").
+  bool has_options = false;
+  bool reuseport = false;
+  bool deferred = false;
+  int backlog = 511;  // nginx's NGX_LISTEN_BACKLOG on Linux
+  std::string where;
+};
+
+// Parses the directive's arguments; `default_server` (and its old spelling
+// `default`) is accepted only where the protocol chooses servers by name.
+Status parse_listen(const DirectiveCall& call, ListenArgs& out, bool allow_default_server);
+
+}  // namespace vigil
