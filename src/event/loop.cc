@@ -215,4 +215,21 @@ void EventLoop::run() {
   while (!stopping_) process_events_and_timers();
 }
 
+bool EventLoop::set_context(const void* key, void* value) {
+  ContextSlot* free_slot = nullptr;
+  for (auto& c : contexts_) {
+    if (c.key == key) {
+      if (value == nullptr) c.key = nullptr;
+      c.value = value;
+      return true;
+    }
+    if (c.key == nullptr && free_slot == nullptr) free_slot = &c;
+  }
+  if (value == nullptr) return true;
+  if (free_slot == nullptr) return false;
+  free_slot->key = key;
+  free_slot->value = value;
+  return true;
+}
+
 }  // namespace vigil

@@ -110,6 +110,25 @@ class EventLoop {
   // The handler run in the loop after Backend::notify() woke it.
   Event& notify_event() { return notify_event_; }
 
+  // The embedder's pointer for this loop (libuv's uv_loop_t.data). The loop
+  // never reads it; whoever sets it owns what it points to.
+  void* data() const { return data_; }
+  void set_data(void* data) { data_ = data; }
+
+  // Per-loop state of a module built on the loop (HTTP's worker, an upstream
+  // keepalive cache, TLS), found by a key the module owns: the address of a
+  // static object of its own. At most kMaxContexts keys per loop; set_context
+  // fails with false when they are taken. A null value removes the key. The
+  // loop does not own the values: the module frees them in its exit hook.
+  static constexpr std::size_t kMaxContexts = 16;
+  bool set_context(const void* key, void* value);
+  void* context(const void* key) const {
+    for (const auto& c : contexts_) {
+      if (c.key == key) return c.value;
+    }
+    return nullptr;
+  }
+
  private:
   EventLoop() = default;
   Status trylock_accept_mutex();
@@ -131,6 +150,12 @@ class EventLoop {
   bool stopping_ = false;
   LoopStats stats_;
   Event notify_event_;
+  void* data_ = nullptr;
+  struct ContextSlot {
+    const void* key = nullptr;
+    void* value = nullptr;
+  };
+  ContextSlot contexts_[kMaxContexts];
 };
 
 // The read handler of listening connections (seed 001, 4.1 ngx_event_accept).

@@ -177,3 +177,46 @@ INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn(test::backend_
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(LoopContext, DataAndModuleContexts) {
+  EventLoopConfig cfg;
+  cfg.connections = 8;
+  auto loop_r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(loop_r) << loop_r.status().to_string();
+  EventLoop& loop = *loop_r.value();
+  EXPECT_EQ(loop.data(), nullptr);
+  int user = 1;
+  loop.set_data(&user);
+  EXPECT_EQ(loop.data(), &user);
+
+  static const char key_a = 0, key_b = 0;
+  int a = 0, b = 0;
+  EXPECT_EQ(loop.context(&key_a), nullptr);
+  ASSERT_TRUE(loop.set_context(&key_a, &a));
+  ASSERT_TRUE(loop.set_context(&key_b, &b));
+  EXPECT_EQ(loop.context(&key_a), &a);
+  EXPECT_EQ(loop.context(&key_b), &b);
+  ASSERT_TRUE(loop.set_context(&key_a, nullptr));
+  EXPECT_EQ(loop.context(&key_a), nullptr);
+  EXPECT_EQ(loop.context(&key_b), &b);
+
+  // Every slot taken: the next key is refused, an existing one still updates.
+  static char keys[EventLoop::kMaxContexts];
+  std::size_t taken = 1;  // key_b
+  for (auto& k : keys) {
+    if (taken == EventLoop::kMaxContexts) {
+      EXPECT_FALSE(loop.set_context(&k, &a));
+      break;
+    }
+    ASSERT_TRUE(loop.set_context(&k, &a));
+    ++taken;
+  }
+  EXPECT_TRUE(loop.set_context(&key_b, &a));
+  EXPECT_EQ(loop.context(&key_b), &a);
+}
+
+}  // namespace
+}  // namespace vigil
