@@ -46,7 +46,7 @@ class RbTree {
  public:
   // Makes an empty tree whose leaves are `sentinel` (colored black here).
   // The sentinel must outlive the tree and stay at the same address.
-  void init(RbNode* sentinel, RbInsertFn insert = &insert_value);
+  void init(RbNode* sentinel, RbInsertFn fn = &insert_value);
 
   void insert(RbNode* node);
   // `node` must be in this tree. Its fields are garbage afterwards.
