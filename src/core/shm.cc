@@ -22,8 +22,7 @@ SharedMemory& SharedMemory::operator=(SharedMemory&& o) noexcept {
 
 Result<SharedMemory> SharedMemory::map(std::size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_SHARED, -1, 0);
-  if (p == MAP_FAILED)
-    return Status::sys("mmap(MAP_ANONYMOUS|MAP_SHARED, " + std::to_string(size) + ")");
+  if (p == MAP_FAILED) return Status::sys("mmap(MAP_ANONYMOUS|MAP_SHARED, " + std::to_string(size) + ")");
   SharedMemory m;
   m.addr_ = p;
   m.size_ = size;
