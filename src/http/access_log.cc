@@ -152,6 +152,30 @@ bool AccessLog::write(const AccessLogLine& l, Log& log) {
   return was_empty;
 }
 
+char* AccessLog::begin(std::size_t need, Log& log) {
+  direct_ = size_ == 0 || need > size_;
+  if (!direct_) {
+    if (size_ - used_ < need) flush(log);
+    line_ = buf_.get() + used_;
+    return line_;
+  }
+  big_ = std::make_unique<char[]>(need > 0 ? need : 1);  // rare: a huge line or no buffer
+  line_ = big_.get();
+  return line_;
+}
+
+bool AccessLog::end(char* line_end, Log& log) {
+  const auto n = static_cast<std::size_t>(line_end - line_);
+  if (direct_) {
+    write_out(line_, n, log);
+    big_.reset();
+    return false;
+  }
+  const bool was_empty = used_ == 0;
+  used_ += n;
+  return was_empty;
+}
+
 void AccessLog::flush(Log& log) {
   if (used_ == 0) return;
   write_out(buf_.get(), used_, log);

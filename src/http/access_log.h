@@ -44,6 +44,10 @@ class AccessLog {
   // Appends one line; returns true when the buffer went from empty to not
   // empty (the caller arms the flush timer).
   bool write(const AccessLogLine& line, Log& log);
+  // A line of a log_format: `need` is an upper bound of its length; fill
+  // the memory begin() gives, then end() with its real end. Returns as write().
+  char* begin(std::size_t need, Log& log);
+  bool end(char* line_end, Log& log);
   void flush(Log& log);
 
   bool empty() const { return used_ == 0; }
@@ -60,6 +64,9 @@ class AccessLog {
   std::size_t used_ = 0;
   Msec flush_;
   std::time_t last_error_ = 0;
+  std::unique_ptr<char[]> big_;  // begin(): a line larger than the buffer
+  char* line_ = nullptr;
+  bool direct_ = false;
 };
 
 // Appends `s` escaped as nginx escapes variables in a log line ('"', '\\' and

@@ -185,10 +185,11 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
     return Status::ok();
   }
   log->path = call.env().prefixed(call.arg(0));
+  log->where = call.where();
   for (std::size_t i = 1; i < call.arg_count(); ++i) {
     const std::string& a = call.arg(i);
     if (i == 1 && a.find('=') == std::string::npos) {
-      if (a != "combined") return call.error("unknown log format \"" + a + "\"");
+      log->format_name = a;
       continue;
     }
     if (a.starts_with("buffer=")) {
@@ -204,6 +205,38 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
     }
   }
   loc.access_log = std::move(log);
+  return Status::ok();
+}
+
+// log_format name [escape=default|json|none] string ...;
+Status set_log_format(const DirectiveCall& call, HttpFinalConf& fin) {
+  auto f = std::make_shared<LogFormat>();
+  f->name = call.arg(0);
+  if (f->name == "combined") return call.error("duplicate log_format name \"combined\"");
+  for (const auto& other : fin.log_formats) {
+    if (other->name == f->name) return call.error("duplicate log_format name \"" + f->name + "\"");
+  }
+  std::size_t i = 1;
+  if (call.arg(i).starts_with("escape=")) {
+    std::string_view e = std::string_view(call.arg(i)).substr(7);
+    if (e == "default") {
+      f->escape = VarEscape::kDefault;
+    } else if (e == "json") {
+      f->escape = VarEscape::kJson;
+    } else if (e == "none") {
+      f->escape = VarEscape::kNone;
+    } else {
+      return call.error("unknown log format escaping \"" + std::string(e) + "\"");
+    }
+    ++i;
+    if (i >= call.arg_count()) return call.error("invalid number of arguments in \"log_format\" directive");
+  }
+  std::string text;
+  for (; i < call.arg_count(); ++i) text += call.arg(i);
+  auto t = VarTemplate::compile(text);
+  if (!t) return call.error(t.status().message());
+  f->format = std::move(t.value());
+  fin.log_formats.push_back(std::move(f));
   return Status::ok();
 }
 
@@ -354,6 +387,16 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
+  for (HttpLocConf* loc : locations) {
+    const AccessLogConf* log = loc->access_log.get();
+    if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
+    for (const auto& f : final_conf.log_formats) {
+      if (f->name == log->format_name) log->format = f;
+    }
+    if (!log->format) {
+      return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
+    }
+  }
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
@@ -374,7 +417,8 @@ Module* make_http_module() {
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
-  (void)fin;
+  m->add("log_format", kHttpMainConf, Arity::at_least(2), fin.custom(set_log_format)).multiple =
+      true;
 
   m->add_block("http", kMainConf, Arity::none(), kHttpMainConf);
   m->add_block("server", kHttpMainConf, Arity::none(), kHttpSrvConf).multiple = true;

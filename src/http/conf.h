@@ -17,6 +17,7 @@
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "http/types.h"
+#include "http/variables.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
@@ -42,8 +43,21 @@ enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
 // if_modified_since off | exact | before
 enum class IfModifiedSince : std::uint8_t { kOff, kExact, kBefore };
 
+// log_format name [escape=default|json|none] string ...;
+struct LogFormat {
+  std::string name;
+  VarEscape escape = VarEscape::kDefault;
+  VarTemplate format;
+};
+
 struct AccessLogConf {
   bool off = false;
+  // The format's name; "combined" is written by the fixed fast writer
+  // (access_log.cc), others through `format`, resolved when the http block
+  // is finished (so, unlike nginx, a log_format may follow its access_log).
+  std::string format_name = "combined";
+  mutable std::shared_ptr<const LogFormat> format;
+  std::string where;  // " in F:L" of the access_log directive
   std::string path;            // resolved against the prefix
   std::size_t buffer = 65536;  // bytes gathered before a write(2)
   Msec flush = 1000;           // longest a line waits in the buffer
@@ -116,6 +130,7 @@ struct HttpSrvConf {
 // ngx_http_optimize_servers would run. It owns the built server tables.
 struct HttpFinalConf {
   std::shared_ptr<HttpServers> servers;
+  std::vector<std::shared_ptr<const LogFormat>> log_formats;  // log_format, in order
 };
 
 const Module& http_module();

@@ -56,6 +56,10 @@ void free_request(Request& r) {
   r.nretired = 0;
   if (r.big_header != nullptr) cache.put(r.big_header, r.big_header_size);
   if (r.obuf != nullptr) cache.put(r.obuf, r.obuf_size);
+  if (r.fields_big) cache.put(reinterpret_cast<char*>(r.fields), kMaxFields * sizeof(HeaderField));
+  if (r.uri_mem != nullptr) cache.put(r.uri_mem, r.uri_mem_size);
+  r.fields_big = false;
+  r.uri_mem = nullptr;
   r.big_header = r.obuf = nullptr;
   SharedCounters* counters = shared_counters();
   if (r.stat_reading) counters->reading.add(-1);
@@ -85,6 +89,8 @@ void start_request(HttpConnection& hc) {
   r->parser = RequestParser(limits);
   r->nlarge = hc.large ? 1 : 0;
   r->sent_start = c.sent;
+  r->fields = r->field_inline;
+  r->start_msec = clock::current_msec();
   hc.request = r;
   ++c.requests;
 

@@ -115,6 +115,21 @@ void store_field(Request& r, const HeaderField& f) {
   }
 }
 
+// Keeps `f` in the request's field list; false when there are too many.
+bool keep_field(Request& r, const HeaderField& f) {
+  if (r.nfields == kInlineFields && !r.fields_big) {
+    auto* mem = reinterpret_cast<HeaderField*>(
+        r.hc->worker->buffers().get(kMaxFields * sizeof(HeaderField)));
+    if (mem == nullptr) return false;
+    for (std::uint32_t i = 0; i < r.nfields; ++i) mem[i] = r.fields[i];
+    r.fields = mem;
+    r.fields_big = true;
+  }
+  if (r.nfields == kMaxFields) return false;
+  r.fields[r.nfields++] = f;
+  return true;
+}
+
 // The shared first step of both parsing loops: a full buffer moves what is
 // pending to a large header buffer (as often as needed), then more is read.
 // False when the request is finished (too long: 414/431, or nothing to read
@@ -146,6 +161,12 @@ void process_request_headers(Request& r) {
     cur.pos += used;
     switch (st) {
       case ParseStatus::kOk:
+        if (!keep_field(r, f)) {
+          VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent too many header fields",
+                    static_cast<unsigned long long>(r.c->number));
+          finalize_error(r, 431);
+          return;
+        }
         r.checker->add(f);
         store_field(r, f);
         continue;

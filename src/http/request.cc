@@ -178,6 +178,24 @@ bool discard_body(Request& r) {
   return false;
 }
 
+// Keeps the normalised path as $uri: a view of the raw path when they are
+// the same (the common case), else a copy (the scratch is reused).
+bool keep_uri(Request& r, std::string_view path) {
+  if (path == r.line.path) {
+    r.uri = r.line.path;
+    return true;
+  }
+  const std::size_t size = r.hc->srv->large_buffers_size;
+  if (path.size() > size) return false;
+  char* mem = r.hc->worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  std::memcpy(mem, path.data(), path.size());
+  r.uri_mem = mem;
+  r.uri_mem_size = static_cast<std::uint32_t>(size);
+  r.uri = std::string_view(mem, path.size());
+  return true;
+}
+
 }  // namespace
 
 int dispatch(Request& r, std::string_view path, std::string_view extension) {
@@ -237,6 +255,10 @@ void process_request(Request& r) {
     np.path = "*";
   }
   r.loc = &find_location(*r.srv, np.path);
+  if (!keep_uri(r, np.path)) {
+    finalize_error(r, 500);
+    return;
+  }
 
   const HttpLocConf& loc = *r.loc;
   if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
@@ -287,7 +309,15 @@ void finalize_request(Request& r) {
   r.phase = Phase::kDone;
 
   const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
-  if (AccessLog* log = hc.worker->access_log(loc.access_log_index); log != nullptr) {
+  AccessLog* log = hc.worker->access_log(loc.access_log_index);
+  if (log != nullptr && loc.access_log->format) {
+    const LogFormat& f = *loc.access_log->format;
+    const std::size_t need = f.format.length(r, f.escape, true) + 1;
+    char* line = log->begin(need, c.loop->log());
+    char* end = f.format.write(r, line, f.escape, true);
+    *end++ = '\n';
+    if (log->end(end, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+  } else if (log != nullptr) {
     AccessLogLine line;
     line.remote_addr = c.addr_text;
     line.request = r.line.line;

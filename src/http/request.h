@@ -57,6 +57,26 @@ enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone
 // connection does not pay for this.
 inline constexpr std::size_t kHeaderInline = 2048;
 
+// Header fields kept inside the Request (for $http_NAME and the proxy, which
+// forwards them); a request with more takes a buffer for kMaxFields from the
+// worker's cache, and one with more than that is refused with 431.
+inline constexpr std::uint32_t kInlineFields = 32;
+inline constexpr std::uint32_t kMaxFields = 512;
+
+// One upstream attempt, for $upstream_addr, $upstream_status and
+// $upstream_response_time (nginx lists every attempt, ", "-separated).
+struct UpstreamTry {
+  char addr[64];
+  std::uint8_t addr_len = 0;
+  int status = 0;     // 0: no response (written as "-"), else the backend's status or 502/504
+  Msec time = 0;      // from the connect to the end of the response header / failure
+};
+inline constexpr std::uint32_t kMaxUpstreamTries = 8;
+
+namespace proxy {
+struct ProxyState;
+}
+
 struct Request {
   HttpConnection* hc = nullptr;
   Connection* c = nullptr;
@@ -120,6 +140,22 @@ struct Request {
   char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 
+  // Every header field, in order (views into the header buffers).
+  HeaderField* fields = nullptr;  // field_inline, or a cache buffer of kMaxFields
+  std::uint32_t nfields = 0;
+  bool fields_big = false;
+  // The normalised path ($uri), when it differs from the raw one: kept in a
+  // cache buffer of uri_mem_size until the request ends.
+  std::string_view uri;
+  char* uri_mem = nullptr;
+  std::uint32_t uri_mem_size = 0;
+  Msec start_msec = 0;  // when the first byte of the request was read ($request_time)
+
+  UpstreamTry upstream_tries[kMaxUpstreamTries];
+  std::uint32_t nupstream = 0;
+  proxy::ProxyState* proxy = nullptr;  // the proxy's state while it runs (proxy.cc)
+
+  HeaderField field_inline[kInlineFields];
   char header_mem[kHeaderInline];
 };
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -247,6 +248,20 @@ inline Response get(int port, const std::string& request, bool head_only = false
 inline std::string simple_get(const std::string& target, const std::string& host = "localhost",
                               const std::string& extra = "") {
   return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + extra + "\r\n";
+}
+
+}  // namespace vigil::test
+
+namespace vigil::test {
+
+// Polls `done` every few milliseconds until it holds or `timeout_ms` passed.
+inline bool wait_until(const std::function<bool()>& done, int timeout_ms = 3000) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    ::usleep(5000);
+  }
 }
 
 }  // namespace vigil::test
