@@ -19,8 +19,10 @@
 #include "http/types.h"
 #include "http/variables.h"
 #include "vigil/core/clock.h"
+#include "vigil/core/log.h"
 
 namespace vigil {
+class ShmZone;
 // The http block's contexts (core knows only the main context).
 inline constexpr ConfContextMask kHttpMainConf = 1u << 2;
 inline constexpr ConfContextMask kHttpSrvConf = 1u << 3;
@@ -39,6 +41,23 @@ enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics };
 
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
+
+// One "limit_req zone=name [burst=N] [nodelay | delay=N];" (limit_req.cc).
+struct LimitReqRef {
+  ShmZone* zone = nullptr;
+  std::uint64_t burst = 0;  // in 1/1000 requests, as the zone's excess
+  std::uint64_t delay = 0;  // excess served without delay (1/1000 requests)
+  std::string where;
+};
+
+// One "limit_conn zone number;" (limit_conn.cc).
+struct LimitConnRef {
+  ShmZone* zone = nullptr;
+  std::uint32_t number = 0;
+};
+
+// disable_symlinks off | on | if_not_owner (static_file.cc).
+enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
 
 // if_modified_since off | exact | before
 enum class IfModifiedSince : std::uint8_t { kOff, kExact, kBefore };
@@ -100,6 +119,20 @@ struct HttpLocConf {
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
 
+  // Request limits (limit_req.cc, limit_conn.cc, limit_rate in response.cc).
+  std::vector<LimitReqRef> limit_req;
+  std::vector<LimitConnRef> limit_conn;
+  int limit_req_status = 503;
+  int limit_conn_status = 503;
+  LogLevel limit_req_log_level = LogLevel::kError;
+  LogLevel limit_conn_log_level = LogLevel::kError;
+  bool limit_req_dry_run = false;
+  bool limit_conn_dry_run = false;
+  std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
+  std::size_t limit_rate_after = 0;
+  DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
+  std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
+
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;
   std::vector<HttpLocConf*> prefix_locations;  // longest name first
@@ -131,9 +164,17 @@ struct HttpSrvConf {
 struct HttpFinalConf {
   std::shared_ptr<HttpServers> servers;
   std::vector<std::shared_ptr<const LogFormat>> log_formats;  // log_format, in order
+  // limit_req_zone / limit_conn_zone contexts (ShmZone::data() points at them).
+  std::vector<std::shared_ptr<void>> limit_zones;
 };
 
 const Module& http_module();
+
+// Directives of the request limits, added to the http module (limit_req.cc,
+// limit_conn.cc, limit_rate.cc).
+void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
+void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
+void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "http/limit_conn.h"
 #include "http/request.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
@@ -48,6 +49,8 @@ void release_buffer(HttpConnection& hc) {
 void free_request(Request& r) {
   HttpConnection& hc = *r.hc;
   BufferCache& cache = hc.worker->buffers();
+  if (r.nlimit_conn != 0) limit_conn_release_all(r);
+  r.c->write->delayed = 0;
   if (r.fd != -1) {
     close_file(*r.c, r.fd);
     r.fd = -1;

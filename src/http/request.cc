@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "http/limit_conn.h"
+#include "http/limit_req.h"
 #include "http/request.h"
 #include "http/uri.h"
 #include "http/worker.h"
@@ -196,6 +198,20 @@ bool keep_uri(Request& r, std::string_view path) {
   return true;
 }
 
+// The preaccess phase: limit_req, then limit_conn (nginx runs them in this
+// order). A delayed request comes back through run_handler.
+bool limits_pass(Request& r) {
+  if (r.limits_stage == 0) {
+    r.limits_stage = 1;
+    if (!r.loc->limit_req.empty() && !limit_req_pass(r)) return false;
+  }
+  if (r.limits_stage == 1) {
+    r.limits_stage = 2;
+    if (!r.loc->limit_conn.empty() && !limit_conn_pass(r)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int dispatch(Request& r, std::string_view path, std::string_view extension) {
@@ -285,6 +301,7 @@ void process_request(Request& r) {
     // all of it was in the buffer and nothing ran in between.
   }
   r.phase = Phase::kWriting;
+  if (!limits_pass(r)) return;
   if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
 }
 
@@ -299,6 +316,7 @@ void run_handler(Request& r) {
     np.path = "*";
   }
   r.phase = Phase::kWriting;
+  if (!limits_pass(r)) return;
   if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
 }
 

@@ -73,6 +73,9 @@ struct UpstreamTry {
 };
 inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 
+// limit_conn directives one location may have (limit_conn.cc).
+inline constexpr std::uint32_t kMaxLimitConn = 8;
+
 namespace proxy {
 struct ProxyState;
 }
@@ -150,6 +153,13 @@ struct Request {
   char* uri_mem = nullptr;
   std::uint32_t uri_mem_size = 0;
   Msec start_msec = 0;  // when the first byte of the request was read ($request_time)
+
+  // Request limits (limit_req.cc, limit_conn.cc): checked once, before the
+  // handler; the limit_conn entries this request holds, released with it.
+  std::uint8_t limits_stage = 0;  // 0: none yet, 1: limit_req passed, 2: all passed
+  std::uint8_t nlimit_conn = 0;
+  ShmZone* limit_conn_zone[kMaxLimitConn] = {};
+  void* limit_conn_node[kMaxLimitConn] = {};
 
   UpstreamTry upstream_tries[kMaxUpstreamTries];
   std::uint32_t nupstream = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "http/limit_rate.h"
 #include "http/request.h"
 #include "http/worker.h"
 #include "vigil/core/log.h"
@@ -326,6 +327,15 @@ void write_handler(Event& wev) {
   auto& hc = *static_cast<HttpConnection*>(c.data);
   if (hc.request == nullptr) return;
   Request& r = *hc.request;
+  if (wev.delayed) {
+    // limit_rate: only the timer resumes a delayed response.
+    if (!wev.timedout) {
+      if (!c.loop->handle_write_event(wev)) terminate_request(r, 0);
+      return;
+    }
+    wev.timedout = 0;
+    wev.delayed = 0;
+  }
   if (wev.timedout) {
     VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out sending the response",
               static_cast<unsigned long long>(c.number));
@@ -384,11 +394,22 @@ void writer(Request& r) {
         break;  // all sent
       }
     }
-    const off_t budget = kWriteChunk - (c.sent - start);
+    off_t budget = kWriteChunk - (c.sent - start);
     if (budget <= 0) {
       // Let the others run; continue in the next loop pass.
       loop.posted_next().post(wev);
       return;
+    }
+    if (const std::uint64_t rate = r.loc->limit_rate; rate != 0) {
+      const off_t allowed =
+          limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
+                               msec_diff(clock::current_msec(), r.start_msec));
+      if (allowed <= 0) {
+        wev.delayed = 1;
+        loop.add_timer(wev, limit_rate_delay(rate, allowed));
+        return;
+      }
+      if (allowed < budget) budget = allowed;
     }
     Chain* rest = c.send_chain(c, r.pending, budget);
     if (rest == kChainError) {
