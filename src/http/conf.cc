@@ -480,6 +480,7 @@ Module* make_http_module() {
   add_limit_req_directives(*m, loc, fin);
   add_limit_conn_directives(*m, loc, fin);
   add_limit_rate_directives(*m, loc);
+  add_disable_symlinks_directive(*m, loc);
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),

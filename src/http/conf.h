@@ -175,6 +175,7 @@ const Module& http_module();
 void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

@@ -17,6 +17,7 @@
 
 #include "http/http_date.h"
 #include "http/range.h"
+#include "http/disable_symlinks.h"
 #include "http/request.h"
 #include "http/tokens.h"
 #include "http/worker.h"
@@ -33,8 +34,9 @@ int status_for_open_error(int err) {
     case ENOENT:
     case ENOTDIR:
     case ENAMETOOLONG:
-    case ELOOP:
       return 404;
+    case ELOOP:  // a link disable_symlinks refused (nginx with openat: 403)
+    case EMLINK:
     case EACCES:
     case EPERM:
       return 403;
@@ -45,7 +47,7 @@ int status_for_open_error(int err) {
 
 void log_open_error(Request& r, const char* name, int err) {
   // nginx logs a missing file at "error" (log_not_found on) and the rest at "crit".
-  if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG) {
+  if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) {
     VIGIL_LOG(*r.c->log, kError, err, "*%llu open() \"%s\" failed",
               static_cast<unsigned long long>(r.c->number), name);
   } else {
@@ -282,7 +284,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';
-      int fd = ::open(name, kOpenFlags);
+      int fd = open_file_checked(loc, name, kOpenFlags);
       if (fd == -1) {
         const int err = errno;
         if (err == ENOENT || err == ENOTDIR) continue;
@@ -320,7 +322,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     return 403;
   }
 
-  int fd = ::open(name, kOpenFlags);
+  int fd = open_file_checked(loc, name, kOpenFlags);
   if (fd == -1) {
     const int err = errno;
     log_open_error(r, name, err);
