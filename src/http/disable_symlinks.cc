@@ -117,39 +117,40 @@ int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
 }
 
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc) {
-  m.add("disable_symlinks", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(1, 2),
-        loc.custom([](const DirectiveCall& call, HttpLocConf& l) -> Status {
-          const std::string& mode = call.arg(0);
-          if (mode == "off") {
-            l.disable_symlinks = DisableSymlinks::kOff;
-          } else if (mode == "on") {
-            l.disable_symlinks = DisableSymlinks::kOn;
-          } else if (mode == "if_not_owner") {
-            l.disable_symlinks = DisableSymlinks::kIfNotOwner;
-          } else {
-            return call.error("invalid value \"" + mode + "\" in \"disable_symlinks\" directive");
+  m.add(
+      "disable_symlinks", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(1, 2),
+      loc.custom([](const DirectiveCall& call, HttpLocConf& l) -> Status {
+        const std::string& mode = call.arg(0);
+        if (mode == "off") {
+          l.disable_symlinks = DisableSymlinks::kOff;
+        } else if (mode == "on") {
+          l.disable_symlinks = DisableSymlinks::kOn;
+        } else if (mode == "if_not_owner") {
+          l.disable_symlinks = DisableSymlinks::kIfNotOwner;
+        } else {
+          return call.error("invalid value \"" + mode + "\" in \"disable_symlinks\" directive");
+        }
+        l.disable_symlinks_from.clear();
+        if (call.arg_count() == 2) {
+          const std::string& a = call.arg(1);
+          if (!a.starts_with("from=")) {
+            return call.error("invalid parameter \"" + a + "\"");
           }
-          l.disable_symlinks_from.clear();
-          if (call.arg_count() == 2) {
-            const std::string& a = call.arg(1);
-            if (!a.starts_with("from=")) {
-              return call.error("invalid parameter \"" + a + "\"");
-            }
-            if (l.disable_symlinks == DisableSymlinks::kOff) {
-              return call.error("\"from=\" cannot be used with \"off\" parameter");
-            }
-            std::string from = a.substr(5);
-            if (from.empty()) return call.error("invalid parameter \"" + a + "\"");
-            if (from != "$document_root") {
-              if (from.find('$') != std::string::npos) {
-                return call.error("only \"$document_root\" is supported as a variable in \"from=\"");
-              }
-              from = call.env().prefixed(from);
-            }
-            l.disable_symlinks_from = std::move(from);
+          if (l.disable_symlinks == DisableSymlinks::kOff) {
+            return call.error("\"from=\" cannot be used with \"off\" parameter");
           }
-          return Status::ok();
-        }));
+          std::string from = a.substr(5);
+          if (from.empty()) return call.error("invalid parameter \"" + a + "\"");
+          if (from != "$document_root") {
+            if (from.find('$') != std::string::npos) {
+              return call.error("only \"$document_root\" is supported as a variable in \"from=\"");
+            }
+            from = call.env().prefixed(from);
+          }
+          l.disable_symlinks_from = std::move(from);
+        }
+        return Status::ok();
+      }));
 }
 
 }  // namespace vigil::http

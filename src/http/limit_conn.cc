@@ -27,8 +27,8 @@ struct LimitConnZone {
 
 }  // namespace
 
-bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key,
-                        std::uint32_t max, LimitNode** node) {
+bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key, std::uint32_t max,
+                        LimitNode** node) {
   LimitNode* n = t.find(hash, key);
   if (n == nullptr) {
     n = t.insert(hash, key);
@@ -64,8 +64,7 @@ bool limit_conn_pass(Request& r) {
     char buf[kMaxLimitKey];
     if (ctx->key.length(r) > sizeof buf) {
       VIGIL_LOG(*c.log, kError, 0, "*%llu the value of the \"%s\" key is more than %zu bytes",
-                static_cast<unsigned long long>(c.number), ctx->key.source().c_str(),
-                kMaxLimitKey);
+                static_cast<unsigned long long>(c.number), ctx->key.source().c_str(), kMaxLimitKey);
       continue;
     }
     const std::string_view key(buf, static_cast<std::size_t>(ctx->key.write(r, buf) - buf));
@@ -86,8 +85,7 @@ bool limit_conn_pass(Request& r) {
                   static_cast<unsigned long long>(c.number), ctx->zone->name().c_str());
       } else if (c.log->enabled(loc.limit_conn_log_level)) {
         c.log->write(loc.limit_conn_log_level, 0, "*%llu limiting connections%s by zone \"%s\"",
-                     static_cast<unsigned long long>(c.number), dry,
-                     ctx->zone->name().c_str());
+                     static_cast<unsigned long long>(c.number), dry, ctx->zone->name().c_str());
       }
       if (loc.limit_conn_dry_run) continue;
       limit_conn_release_all(r);
@@ -166,8 +164,7 @@ Status set_limit_conn(const DirectiveCall& call, HttpLocConf& loc) {
 
 }  // namespace
 
-void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc,
-                               ConfSlot<HttpFinalConf> fin) {
+void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin) {
   constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
   m.add("limit_conn_zone", kHttpMainConf, Arity::exactly(2), fin.custom(set_limit_conn_zone))
       .multiple = true;

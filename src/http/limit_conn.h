@@ -14,8 +14,8 @@ struct Request;
 
 // Counts one more request for `key` unless `max` are in progress; false when
 // refused or when the zone has no room for a new entry. Caller holds the lock.
-bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key,
-                        std::uint32_t max, LimitNode** node);
+bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key, std::uint32_t max,
+                        LimitNode** node);
 // One request fewer; the entry goes at 0. Caller holds the lock.
 void limit_conn_release(LimitTable& t, LimitNode* n);
 

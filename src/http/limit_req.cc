@@ -114,8 +114,7 @@ bool limit_req_pass(Request& r) {
     char buf[kMaxLimitKey];
     if (ctx->key.length(r) > sizeof buf) {
       VIGIL_LOG(*c.log, kError, 0, "*%llu the value of the \"%s\" key is more than %zu bytes",
-                static_cast<unsigned long long>(c.number), ctx->key.source().c_str(),
-                kMaxLimitKey);
+                static_cast<unsigned long long>(c.number), ctx->key.source().c_str(), kMaxLimitKey);
       continue;
     }
     const std::string_view key(buf, static_cast<std::size_t>(ctx->key.write(r, buf) - buf));
@@ -146,16 +145,16 @@ bool limit_req_pass(Request& r) {
       return false;
     }
     if (static_cast<std::uint64_t>(excess) > ref.delay) {
-      const Msec d = static_cast<Msec>((static_cast<std::uint64_t>(excess) - ref.delay) * 1000 /
-                                       ctx->rate);
+      const Msec d =
+          static_cast<Msec>((static_cast<std::uint64_t>(excess) - ref.delay) * 1000 / ctx->rate);
       if (d > delay) {
         delay = d;
         const LogLevel level = lower_level(loc.limit_req_log_level);
         if (c.log->enabled(level)) {
           c.log->write(level, 0, "*%llu delaying request%s, excess: %lld.%03lld, by zone \"%s\"",
                        static_cast<unsigned long long>(c.number), dry,
-                       static_cast<long long>(excess / 1000),
-                       static_cast<long long>(excess % 1000), ctx->zone->name().c_str());
+                       static_cast<long long>(excess / 1000), static_cast<long long>(excess % 1000),
+                       ctx->zone->name().c_str());
         }
       }
     }
@@ -233,9 +232,9 @@ Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
     if (old_data != nullptr) {
       const auto* old = static_cast<const LimitReqZone*>(old_data);
       if (old->key.source() != raw->key.source()) {
-        return Status::error("limit_req \"" + zone.name() + "\" uses the \"" +
-                             raw->key.source() + "\" key while previously it used the \"" +
-                             old->key.source() + "\" key");
+        return Status::error("limit_req \"" + zone.name() + "\" uses the \"" + raw->key.source() +
+                             "\" key while previously it used the \"" + old->key.source() +
+                             "\" key");
       }
     }
     if (Status s = LimitTable::init_zone(zone); !s) return s;

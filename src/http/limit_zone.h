@@ -33,12 +33,12 @@ namespace vigil::http {
 inline constexpr std::size_t kMaxLimitKey = 1024;
 
 struct LimitNode {
-  RbNode rb;  // key: limit_key_hash() of the bytes
+  RbNode rb;                  // key: limit_key_hash() of the bytes
   LimitNode* prev = nullptr;  // LRU queue: towards the most recent
   LimitNode* next = nullptr;  // towards the least recent
-  std::int64_t excess = 0;  // limit_req: requests above the rate, in 1/1000
-  Msec last = 0;            // limit_req: time of the last accounted request
-  std::uint32_t count = 0;  // limit_conn: requests in progress
+  std::int64_t excess = 0;    // limit_req: requests above the rate, in 1/1000
+  Msec last = 0;              // limit_req: time of the last accounted request
+  std::uint32_t count = 0;    // limit_conn: requests in progress
   std::uint16_t len = 0;
   char key[1];  // `len` bytes (allocated past the struct)
 
@@ -49,7 +49,7 @@ struct LimitNode {
 struct LimitShared {
   RbTree tree;
   RbNode sentinel;
-  LimitNode queue;  // the LRU queue's head: queue.next is the most recent
+  LimitNode queue;            // the LRU queue's head: queue.next is the most recent
   std::uint64_t evicted = 0;  // entries dropped to make room
 };
 

@@ -25,7 +25,9 @@ std::string conf_with(int port, const std::string& http, const std::string& loca
          ";\n  root html;\n" + locations + "\n}\n";
 }
 
-int status_of(int port, const std::string& path) { return get(port, simple_get(path)).status; }
+int status_of(int port, const std::string& path) {
+  return get(port, simple_get(path)).status;
+}
 
 TEST(HttpLimits, LimitReqRejectsBeyondBurstWithTheConfiguredStatus) {
   VigilServer s;
@@ -86,9 +88,9 @@ TEST(HttpLimits, ExcessRequestsAreDelayedUnlessNodelayOrWithinDelay) {
   // each behind the first, so four take at least ~300 ms. A lower bound only.
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 4; ++i) EXPECT_EQ(status_of(port, "/d/x"), 200) << i;
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_GE(ms, 250) << "requests beyond the rate were not delayed";
   EXPECT_TRUE(s.wait_output("delaying request, excess: ")) << s.output();
   EXPECT_TRUE(s.wait_output("by zone \"d\"")) << s.output();
@@ -133,9 +135,9 @@ TEST(HttpLimits, LimitRateThrottlesTheResponse) {
   Client c(port);
   ASSERT_TRUE(c.send(simple_get("/r")));
   test::Response r = c.read_response(false, 5000);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, body);

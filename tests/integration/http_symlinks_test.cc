@@ -31,7 +31,9 @@ void make_links(VigilServer& s) {
   }
 }
 
-int status_of(int port, const std::string& path) { return get(port, simple_get(path)).status; }
+int status_of(int port, const std::string& path) {
+  return get(port, simple_get(path)).status;
+}
 
 TEST(HttpSymlinks, OffFollowsOnRefuses) {
   VigilServer s;

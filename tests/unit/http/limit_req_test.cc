@@ -33,14 +33,14 @@ struct TestZone {
 };
 
 TEST(LimitReqBucket, ExcessGrowsByOneRequestAndLeaksAtTheRate) {
-  EXPECT_EQ(limit_req_excess(0, 0, 1000), 1000);          // 1r/s, same ms
+  EXPECT_EQ(limit_req_excess(0, 0, 1000), 1000);  // 1r/s, same ms
   EXPECT_EQ(limit_req_excess(1000, 0, 1000), 2000);
-  EXPECT_EQ(limit_req_excess(2000, 500, 1000), 2500);     // half a request leaked
-  EXPECT_EQ(limit_req_excess(3000, 500, 2000), 3000);     // 2r/s leaks one in 500 ms
+  EXPECT_EQ(limit_req_excess(2000, 500, 1000), 2500);  // half a request leaked
+  EXPECT_EQ(limit_req_excess(3000, 500, 2000), 3000);  // 2r/s leaks one in 500 ms
   // Drained: floors at 0 after the +1, as nginx (a request after a long idle
   // time counts as a first one).
   EXPECT_EQ(limit_req_excess(1000, 10000, 1000), 0);
-  EXPECT_EQ(limit_req_excess(0, 1, 10000), 990);          // 10r/s: 10/1000 per ms
+  EXPECT_EQ(limit_req_excess(0, 1, 10000), 990);  // 10r/s: 10/1000 per ms
   EXPECT_EQ(limit_req_excess(5000, 1000, 1000 * 60 / 60), 5000);
   // 1r/m is 1000/60 = 16 per 1000 s: a second leaks 16/1000 of a request.
   EXPECT_EQ(limit_req_excess(1000, 1000, 16), 1984);
@@ -127,8 +127,8 @@ TEST(LimitZone, AFullZoneEvictsTheLeastRecentlyUsed) {
         << i;
     if (i == 10) {
       // Keep key 0 recent: it must survive the evictions that follow for a while.
-      ASSERT_EQ(limit_req_lookup(z.table, limit_key_hash("client-0"), "client-0", 1000, 5000,
-                                 1000, &excess),
+      ASSERT_EQ(limit_req_lookup(z.table, limit_key_hash("client-0"), "client-0", 1000, 5000, 1000,
+                                 &excess),
                 LimitReqOutcome::kOk);
     }
   }
