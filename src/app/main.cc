@@ -11,6 +11,7 @@
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
+#include "server/conf_check.h"
 #include "server/runtime.h"
 #include "vigil/core/log.h"
 #include "vigil/event/backend.h"
@@ -135,6 +136,16 @@ int main(int argc, char** argv) {
   if (o.test) {
     if (!o.quiet) {
       std::fprintf(stderr, "vigil: the configuration file %s syntax is ok\n", c.main_path().c_str());
+    }
+    // What a worker would refuse at start, found now rather than in its log.
+    const ConfCheck check = check_configuration(c);
+    for (const std::string& w : check.warnings) std::fprintf(stderr, "vigil: [warn] %s\n", w.c_str());
+    for (const std::string& e : check.errors) std::fprintf(stderr, "vigil: [emerg] %s\n", e.c_str());
+    if (!check.errors.empty()) {
+      std::fprintf(stderr, "vigil: configuration file %s test failed\n", c.main_path().c_str());
+      return 1;
+    }
+    if (!o.quiet) {
       std::fprintf(stderr, "vigil: configuration file %s test is successful\n", c.main_path().c_str());
     }
     if (o.dump) std::fputs(c.dump().c_str(), stdout);

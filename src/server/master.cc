@@ -23,6 +23,7 @@
 #include "event/event_conf.h"
 #include "server/cycle.h"
 #include "server/worker.h"
+#include "server/worker_files.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -111,6 +112,7 @@ class Master {
   void free_slot(int slot);
   void arm_timer(std::int64_t now);
   bool anything_pending() const;
+  void give_up_if_none_left();
 
   std::unique_ptr<Cycle> cycle_;
   ConfLoadOptions options_;
@@ -127,6 +129,7 @@ class Master {
   bool quitting_ = false;
   bool terminating_ = false;
   bool killed_ = false;
+  bool failed_ = false;  // every worker could not start: exit non-zero
   std::int64_t kill_at_ = 0;
   bool slot_used_[kMaxWorkers] = {};
 };
@@ -162,6 +165,7 @@ Status Master::init() {
   // Before the first fork: every worker then counts into the shared zone.
   set_shared_counters(&zone_->counters);
 
+  prepare_worker_files(*cycle_, log_);
   pid_path_ = cycle_->conf->core().pid_path;
   if (Status s = write_pid_file(pid_path_, ::getpid()); !s) return s;
   pid_written_ = true;
@@ -219,12 +223,30 @@ int Master::run() {
       flags.reopen = 0;
       VIGIL_LOG(log_, kNotice, 0, "reopening logs");
       if (Status s = log_.reopen(); !s) VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      prepare_worker_files(*cycle_, log_);
       signal_children(SIGUSR1);
     }
     respawn_due(now);
   }
   VIGIL_LOG(log_, kNotice, 0, "exit");
-  return 0;
+  return failed_ ? 1 : 0;
+}
+
+// A master with no worker serves nothing; when the last one of the current
+// configuration could not start (its reason is in the log just above) and
+// none is due to be respawned, idling would hide the failure: stop instead.
+void Master::give_up_if_none_left() {
+  for (const Child& c : children_) {
+    if (!c.retiring && c.generation == cycle_->generation) return;
+  }
+  for (const Respawn& r : respawns_) {
+    if (r.generation == cycle_->generation) return;
+  }
+  VIGIL_LOG(log_, kEmerg, 0,
+            "no worker process is running: they exited with fatal code %d (see above), exiting",
+            kWorkerFatal);
+  failed_ = true;
+  stop(/*graceful=*/false);
 }
 
 bool Master::anything_pending() const {
@@ -342,6 +364,7 @@ void Master::on_exit(const Child& child, int status) {
     VIGIL_LOG(log_, kAlert, 0,
               "worker process %d exited with fatal code %d and cannot be respawned", pid,
               kWorkerFatal);
+    give_up_if_none_left();
     return;
   }
   // Respawn at once, unless it keeps dying young: then wait 100 ms, 200 ms, ...
@@ -458,6 +481,7 @@ void Master::reload() {
   }
   respawns_.clear();
   streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
+  prepare_worker_files(*cycle_, log_);
   // New workers first, then the old ones are told to finish: the sockets
   // never go unwatched.
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);

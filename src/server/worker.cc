@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/core_module.h"
+#include "core/process/privileges.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
@@ -68,7 +69,7 @@ Status set_rlimits(const CoreConf& core, const EventConf& ev, Log& log) {
     VIGIL_LOG(log, kWarn, 0, "%zu worker_connections exceed open file resource limit: %lu",
               ev.connections, static_cast<unsigned long>(rl.rlim_cur));
   }
-  return Status::ok();
+  return apply_rlimit_core(core);
 }
 
 // worker_cpu_affinity: "auto" gives worker i the i-th allowed CPU (wrapping);
@@ -258,6 +259,15 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     if (p.init_worker == nullptr) continue;
     if (Status s = p.init_worker(conf, *loop, ctx.index); !s) {
       VIGIL_LOG(log, kEmerg, s.err(), "%s: %s", p.name, s.message().c_str());
+      return kWorkerFatal;
+    }
+  }
+  // Everything that needs root is open now (sockets came from the master,
+  // access logs were opened by init_worker): give it up. A single process
+  // (master_process off) keeps its credentials, as nginx's does.
+  if (ctx.forked) {
+    if (Status s = drop_privileges(core); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
       return kWorkerFatal;
     }
   }
