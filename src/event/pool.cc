@@ -82,12 +82,16 @@ Connection* ConnectionPool::get(int fd, Log& log) {
   Event* rev = c->read;
   Event* wev = c->write;
   Arena* arena = c->arena;
-  unsigned instance = rev->instance;
+  // A kernel report still queued for the slot's previous fd carries the old
+  // generation and is dropped by the backend (seed 001, 1.3 Instance 机制,
+  // with a counter instead of one bit).
+  const std::uint32_t generation = c->generation + 1;
 
   *c = Connection{};
   c->read = rev;
   c->write = wev;
   c->arena = arena;
+  c->generation = generation;
   c->fd = fd;
   c->log = &log;
   c->loop = loop_;
@@ -95,10 +99,6 @@ Connection* ConnectionPool::get(int fd, Log& log) {
 
   *rev = Event{};
   *wev = Event{};
-  // A kernel event still queued for the slot's previous fd carries the old
-  // instance bit and is dropped by the backend (seed 001, 1.3 Instance 机制).
-  rev->instance = !instance;
-  wev->instance = !instance;
   rev->data = c;
   wev->data = c;
   wev->write = 1;

@@ -50,7 +50,7 @@ class Backend {
   // time when kProcUpdateTime is set or the timer_resolution alarm fired, and
   // dispatches ready events: handlers are called, or with kProcPostEvents the
   // events are posted (accept events to the loop's posted_accept queue, others
-  // to posted). Stale events (fd == -1 or instance mismatch) are dropped.
+  // to posted). Stale events (fd == -1 or an older generation) are dropped.
   // EINTR is not an error.
   virtual Status process_events(Msec timer, unsigned flags) = 0;
 };

@@ -61,6 +61,9 @@ class Connection {
   Buf* buffer = nullptr;  // the protocol's read buffer
   QueueNode queue;        // the pool's reusable (idle) list
 
+  // Bumped by ConnectionPool::get on every reuse of the slot; backends tag
+  // what they register with it and drop reports of an older generation.
+  std::uint32_t generation = 0;
   std::uint64_t number = 0;    // the process-wide connection serial number
   std::uint64_t requests = 0;  // requests handled on it
 
