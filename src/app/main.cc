@@ -13,6 +13,7 @@
 #include "core/process/signals.h"
 #include "server/conf_check.h"
 #include "server/runtime.h"
+#include "server/upgrade.h"
 #include "vigil/core/log.h"
 #include "vigil/event/backend.h"
 
@@ -34,7 +35,8 @@ void usage() {
       "  -t            : test configuration and exit\n"
       "  -T            : test configuration, dump it and exit\n"
       "  -q            : suppress non-error messages during configuration testing\n"
-      "  -s signal     : send signal to a master process: stop, quit, reopen, reload\n"
+      "  -s signal     : send signal to a master process: stop, quit, reopen, reload,\n"
+      "                  upgrade\n"
       "  -p prefix     : set prefix path (default: the current directory)\n"
       "  -c filename   : set configuration file (default: conf/vigil.conf, else the\n"
       "                  configuration compiled into the binary)\n"
@@ -110,6 +112,7 @@ void show_version(bool full) {
 
 int main(int argc, char** argv) {
   using namespace vigil;
+  set_command_line(argc, argv);  // for a binary upgrade (USR2)
   Options o;
   if (!parse(argc, argv, o)) return 1;
   if (o.version) show_version(o.version_full);

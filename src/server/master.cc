@@ -22,6 +22,7 @@
 #include "core/shmtx.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
+#include "server/upgrade.h"
 #include "server/worker.h"
 #include "server/worker_files.h"
 #include "vigil/core/clock.h"
@@ -45,7 +46,8 @@ struct SharedZone {
 };
 
 // The signals the master acts on; blocked except inside sigsuspend().
-constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1};
+constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT,  SIGQUIT,
+                                  SIGHUP,  SIGUSR1, SIGUSR2, SIGWINCH};
 
 // The master's own timer (respawn delays, the fast-stop deadline). Workers
 // inherit the handler but not the timer (setitimer is not kept across fork).
@@ -113,6 +115,10 @@ class Master {
   void arm_timer(std::int64_t now);
   bool anything_pending() const;
   void give_up_if_none_left();
+  void change_binary();
+  void stop_accepting();
+  void restart_workers();
+  void on_new_binary_exit(int status);
 
   std::unique_ptr<Cycle> cycle_;
   ConfLoadOptions options_;
@@ -130,6 +136,8 @@ class Master {
   bool terminating_ = false;
   bool killed_ = false;
   bool failed_ = false;  // every worker could not start: exit non-zero
+  pid_t new_binary_ = 0;  // the master started by USR2, while it runs
+  bool noaccepting_ = false;  // WINCH stopped the workers; HUP starts them again
   std::int64_t kill_at_ = 0;
   bool slot_used_[kMaxWorkers] = {};
 };
@@ -137,7 +145,10 @@ class Master {
 Master::~Master() {
   set_shared_counters(nullptr);  // before the zone is unmapped
   if (mutex_created_) accept_mutex_.destroy();
-  if (pid_written_) remove_pid_file(pid_path_, ::getpid());
+  if (pid_written_) {
+    remove_pid_file(pid_path_, ::getpid());
+    remove_pid_file(old_pid_path(pid_path_), ::getpid());  // an old master after an upgrade
+  }
 }
 
 Status Master::init() {
@@ -217,7 +228,17 @@ int Master::run() {
     }
     if (flags.reconfigure) {
       flags.reconfigure = 0;
-      if (!quitting_ && !terminating_) reload();
+      // After WINCH, HUP brings the workers back as they were (the rollback
+      // of an upgrade), as nginx does; otherwise it reloads.
+      if (!quitting_ && !terminating_) noaccepting_ ? restart_workers() : reload();
+    }
+    if (flags.change_binary) {
+      flags.change_binary = 0;
+      if (!quitting_ && !terminating_) change_binary();
+    }
+    if (flags.noaccept) {
+      flags.noaccept = 0;
+      if (!quitting_ && !terminating_) stop_accepting();
     }
     if (flags.reopen) {
       flags.reopen = 0;
@@ -251,7 +272,8 @@ void Master::give_up_if_none_left() {
 
 bool Master::anything_pending() const {
   const signals::Flags& f = signals::flags();
-  return f.child || f.terminate || f.quit || f.reconfigure || f.reopen || g_alarm;
+  return f.child || f.terminate || f.quit || f.reconfigure || f.reopen || f.change_binary ||
+         f.noaccept || g_alarm;
 }
 
 void Master::arm_timer(std::int64_t now) {
@@ -331,6 +353,10 @@ void Master::reap() {
       if (errno == EINTR) continue;
       if (errno != ECHILD) VIGIL_LOG(log_, kAlert, errno, "waitpid() failed");
       return;
+    }
+    if (pid == new_binary_) {
+      on_new_binary_exit(status);
+      continue;
     }
     auto it = std::find_if(children_.begin(), children_.end(),
                            [pid](const Child& c) { return c.pid == pid; });
@@ -492,6 +518,74 @@ void Master::reload() {
   }
   VIGIL_LOG(log_, kNotice, 0, "reconfigured: %d worker processes started, %zu told to stop",
             cycle_->workers, old_workers.size());
+}
+
+// USR2 (nginx's ngx_exec_new_binary): the pid file moves aside to .oldbin and
+// the binary is executed again with our listening sockets; both masters and
+// their workers then serve side by side until one of them is told to go.
+void Master::change_binary() {
+  if (new_binary_ > 0) {
+    VIGIL_LOG(log_, kNotice, 0, "new binary process %d is already running, USR2 ignored",
+              static_cast<int>(new_binary_));
+    return;
+  }
+  const std::string old_path = old_pid_path(pid_path_);
+  if (::rename(pid_path_.c_str(), old_path.c_str()) == -1) {
+    VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" to \"%s\" failed, not upgrading",
+              pid_path_.c_str(), old_path.c_str());
+    return;
+  }
+  VIGIL_LOG(log_, kNotice, 0, "changing binary");
+  const pid_t pid = exec_new_binary(cycle_->listeners, log_);
+  if (pid == -1) {
+    if (::rename(old_path.c_str(), pid_path_.c_str()) == -1) {
+      VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" back to \"%s\" failed", old_path.c_str(),
+                pid_path_.c_str());
+    }
+    return;
+  }
+  new_binary_ = pid;
+}
+
+// The new master exited (QUIT to it: the upgrade is rolled back, or it failed
+// to start): the pid file is ours again, and workers stopped by WINCH start
+// again, as in nginx's ngx_reap_children.
+void Master::on_new_binary_exit(int status) {
+  VIGIL_LOG(log_, kNotice, 0, "new binary process %d exited with %s %d",
+            static_cast<int>(new_binary_), WIFSIGNALED(status) ? "signal" : "code",
+            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  new_binary_ = 0;
+  const std::string old_path = old_pid_path(pid_path_);
+  if (::rename(old_path.c_str(), pid_path_.c_str()) == -1) {
+    VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" back to \"%s\" failed", old_path.c_str(),
+              pid_path_.c_str());
+  }
+  if (noaccepting_ && !quitting_ && !terminating_) restart_workers();
+}
+
+// WINCH: the workers finish what they serve and exit; the master stays, with
+// its sockets, to be told QUIT (the upgrade is done) or HUP (roll back).
+// nginx accepts it only when daemonized (a terminal sends WINCH on every
+// resize); here also while a new binary runs, which is when it is meant.
+void Master::stop_accepting() {
+  if (!cycle_->conf->core().daemon && new_binary_ == 0) {
+    VIGIL_LOG(log_, kNotice, 0, "WINCH ignored: not a daemon and no new binary is running");
+    return;
+  }
+  if (noaccepting_) return;
+  noaccepting_ = true;
+  VIGIL_LOG(log_, kNotice, 0, "gracefully shutting down worker processes");
+  respawns_.clear();
+  for (Child& c : children_) c.retiring = true;
+  signal_children(SIGQUIT);
+}
+
+// HUP after WINCH: the same configuration's workers again, no reload.
+void Master::restart_workers() {
+  noaccepting_ = false;
+  VIGIL_LOG(log_, kNotice, 0, "starting worker processes again");
+  streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
+  for (int i = 0; i < cycle_->workers; ++i) spawn(i);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "server/cycle.h"
+#include "server/inherit.h"
 #include "server/master.h"
 #include "server/worker.h"
 
@@ -61,14 +62,23 @@ int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& optio
 
   // Sockets first, as nginx does: a port in use is reported on the terminal
   // and in the exit code, before the process detaches.
-  auto made = make_cycle(std::move(conf), nullptr, log);
+  // Sockets handed over by an old master (USR2) or by systemd are used
+  // instead of opening new ones; those not configured any more are closed
+  // when `inherited` goes.
+  std::string inherited_from;
+  ListenerSet inherited = inherited_listeners(log, &inherited_from);
+  const bool upgraded = inherited_from.rfind(kInheritEnv, 0) == 0;
+  auto made = make_cycle(std::move(conf), nullptr, log, &inherited);
+  inherited.close_all();
   if (!made) {
     VIGIL_LOG(log, kEmerg, made.status().err(), "%s", made.status().message().c_str());
     return 1;
   }
   std::unique_ptr<Cycle> cycle = std::move(made).value();
 
-  if (daemon) {
+  // A new binary started by an old master stays its child, as nginx's does
+  // (the old master reaps it and takes the pid file back if it exits).
+  if (daemon && !upgraded) {
     if (Status s = daemonize(); !s) return fail(log, s);
   }
   if (cycle->master) return run_master(std::move(cycle), options, log);

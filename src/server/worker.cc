@@ -228,6 +228,8 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     flags.reconfigure = 0;
     flags.reopen = 0;
     flags.child = 0;
+    flags.change_binary = 0;  // USR2 and WINCH are the master's alone
+    flags.noaccept = 0;
     cycle.listeners.close_others(ctx.index);
   }
   if (Status s = set_rlimits(core, ev, log); !s) {
@@ -282,6 +284,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
 
   g_loop = loop.get();
   signals::set_wake_hook(wake_loop);
+  signals::set_wake_fd(loop->backend().wake_fd());  // preferred by the handlers
   if (ctx.forked) {
     // The master blocks its signals outside sigsuspend(); the mask was
     // inherited. From here a signal wakes the loop through the hook.
@@ -364,6 +367,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     if (p.exit_worker != nullptr) p.exit_worker(*loop);
   }
   if (slot != nullptr) publish(*slot, *loop);
+  signals::set_wake_fd(-1);
   signals::set_wake_hook(nullptr);
   g_loop = nullptr;
   return 0;

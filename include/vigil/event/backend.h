@@ -45,6 +45,9 @@ class Backend {
   // Wakes a process_events that is waiting; safe from any thread and from a
   // signal handler. The loop then runs its notify event's handler.
   virtual Status notify() = 0;
+  // The eventfd notify() writes to, for a signal handler to write to itself
+  // (async-signal-safe, no Status to build); -1 when the backend has none.
+  virtual int wake_fd() const { return -1; }
 
   // Waits at most `timer` ms (kTimerInfinite: no limit), refreshes the cached
   // time when kProcUpdateTime is set or the timer_resolution alarm fired, and

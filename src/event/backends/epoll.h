@@ -34,6 +34,7 @@ class EpollBackend final : public Backend {
   Status add_conn(Connection& c) override;
   Status del_conn(Connection& c, unsigned flags) override;
   Status notify() override;
+  int wake_fd() const override { return notify_.fd(); }
   Status process_events(Msec timer, unsigned flags) override;
 
  private:
