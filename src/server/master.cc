@@ -22,6 +22,7 @@
 #include "core/shmtx.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
+#include "server/systemd.h"
 #include "server/upgrade.h"
 #include "server/worker.h"
 #include "server/worker_files.h"
@@ -119,6 +120,7 @@ class Master {
   void stop_accepting();
   void restart_workers();
   void on_new_binary_exit(int status);
+  void tell_systemd(const std::string& state);
 
   std::unique_ptr<Cycle> cycle_;
   ConfLoadOptions options_;
@@ -193,6 +195,8 @@ int Master::run() {
   VIGIL_LOG(log_, kNotice, 0, "vigil/%s started, pid %d, master process, %d worker processes",
             VIGIL_VERSION, static_cast<int>(::getpid()), cycle_->workers);
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);
+  // MAINPID too: after a binary upgrade the new master is the main process.
+  tell_systemd("READY=1\nMAINPID=" + std::to_string(::getpid()));
 
   signals::Flags& flags = signals::flags();
   sigset_t none;
@@ -230,7 +234,15 @@ int Master::run() {
       flags.reconfigure = 0;
       // After WINCH, HUP brings the workers back as they were (the rollback
       // of an upgrade), as nginx does; otherwise it reloads.
-      if (!quitting_ && !terminating_) noaccepting_ ? restart_workers() : reload();
+      if (!quitting_ && !terminating_) {
+        if (noaccepting_) {
+          restart_workers();
+        } else {
+          tell_systemd(systemd_reloading_state());
+          reload();
+          tell_systemd("READY=1");  // done, whether the new configuration was taken or not
+        }
+      }
     }
     if (flags.change_binary) {
       flags.change_binary = 0;
@@ -434,6 +446,8 @@ void Master::signal_children(int signo) {
 
 void Master::stop(bool graceful) {
   if (terminating_ || (graceful && quitting_)) return;
+  // An old master leaving after an upgrade is not the service stopping.
+  if (new_binary_ == 0) tell_systemd("STOPPING=1");
   respawns_.clear();
   if (graceful) {
     quitting_ = true;
@@ -518,6 +532,12 @@ void Master::reload() {
   }
   VIGIL_LOG(log_, kNotice, 0, "reconfigured: %d worker processes started, %zu told to stop",
             cycle_->workers, old_workers.size());
+}
+
+void Master::tell_systemd(const std::string& state) {
+  if (Status s = notify_systemd(state); !s) {
+    VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+  }
 }
 
 // USR2 (nginx's ngx_exec_new_binary): the pid file moves aside to .oldbin and

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <string>
 #include <utility>
 
 #include "core/core_module.h"
@@ -11,6 +12,7 @@
 #include "core/process/signals.h"
 #include "server/cycle.h"
 #include "server/inherit.h"
+#include "server/systemd.h"
 #include "server/master.h"
 #include "server/worker.h"
 
@@ -49,6 +51,10 @@ int run_single(Cycle& cycle, Log& log) {
   ctx.index = 0;
   ctx.slot = 0;  // the process-local counters
   ctx.forked = false;
+  // The sockets listen already: connections queue until the loop runs.
+  if (Status s = notify_systemd("READY=1\nMAINPID=" + std::to_string(pid)); !s) {
+    VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+  }
   const int rc = run_worker(ctx, log);
   remove_pid_file(pid_path, pid);
   return rc == 0 ? 0 : 1;
