@@ -12,6 +12,7 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "server/conf_check.h"
+#include "server/modules.h"
 #include "server/runtime.h"
 #include "server/upgrade.h"
 #include "vigil/core/log.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   if (o.help) usage();
   if (o.version || o.help) return 0;
 
-  ConfLoadOptions lo;
+  ConfLoadOptions lo = server_load_options();
   lo.prefix = o.prefix;
   lo.conf_path = o.conf;
   lo.extra_directives = o.directives;

@@ -26,7 +26,7 @@ namespace {
 // The loop a worker would create, created and thrown away: the backend's own
 // checks (an unavailable method, FD_SETSIZE) run exactly as in the worker.
 void check_event_loop(const Configuration& conf, ConfCheck& out) {
-  const EventConf& ev = conf.events();
+  const EventConf& ev = event_conf(conf);
   EventLoopConfig cfg;
   cfg.use = ev.use;
   cfg.connections = ev.connections;
@@ -43,7 +43,7 @@ void check_event_loop(const Configuration& conf, ConfCheck& out) {
 
 void check_open_files(const Configuration& conf, ConfCheck& out) {
   const CoreConf& core = conf.core();
-  const std::size_t connections = conf.events().connections;
+  const std::size_t connections = event_conf(conf).connections;
   rlim_t limit = RLIM_INFINITY;
   if (core.worker_rlimit_nofile > 0) {
     limit = static_cast<rlim_t>(core.worker_rlimit_nofile);
