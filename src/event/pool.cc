@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/fault.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -55,6 +56,7 @@ Status ConnectionPool::init(EventLoop& loop, std::size_t n) {
 }
 
 Connection* ConnectionPool::get(int fd, Log& log) {
+  if (fault::hit(fault::kPool)) return nullptr;  // as if exhausted (tests only)
   // Running short: close some idle keep-alive connections first, as nginx's
   // ngx_drain_connections does, so a burst of new clients is not refused while
   // idle ones hold slots.

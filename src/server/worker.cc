@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/core_module.h"
+#include "core/fault.h"
 #include "core/process/privileges.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
@@ -305,6 +306,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     }
   }
 
+  fault::arm(log);  // tests only (VIGIL_FAULT_INJECTION): start-up never fails
   bool exiting = false;
   Event shutdown_timer;
   shutdown_timer.data = loop.get();

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "core/fault.h"
 #include "event/backends/dispatch.h"
 #include "vigil/core/clock.h"
 #include "vigil/event/connection.h"
@@ -83,11 +84,12 @@ void EpollBackend::done() {
   loop_ = nullptr;
 }
 
-Status EpollBackend::ctl(int op, int fd, std::uint32_t events, std::uint64_t tag) {
+Status EpollBackend::ctl(int op, int fd, std::uint32_t events, std::uint64_t tag, bool may_fail) {
   epoll_event ee{};
   ee.events = events;
   ee.data.u64 = tag;
-  if (::epoll_ctl(ep_, op, fd, &ee) == -1) {
+  if ((may_fail ? VIGIL_FAULT(fault::kEpollCtl, ENOMEM, ::epoll_ctl(ep_, op, fd, &ee))
+                : ::epoll_ctl(ep_, op, fd, &ee)) == -1) {
     const int err = errno;  // saved before the message allocates
     return Status::sys(std::string("epoll_ctl(") + op_name(op) + ", " + std::to_string(fd) + ")",
                        err);
@@ -121,7 +123,7 @@ Status EpollBackend::add(Event& ev, unsigned flags) {
 #endif
 
   if (!taggable(c)) return Status::error("epoll: connection address does not fit the event tag");
-  Status st = ctl(op, c->fd, events, tag_connection(c, c->generation));
+  Status st = ctl(op, c->fd, events, tag_connection(c, c->generation), /*may_fail=*/!ev.accept);
   if (!st) return st;
   ev.active = 1;
   return Status::ok();
@@ -149,7 +151,7 @@ Status EpollBackend::del(Event& ev, unsigned flags) {
 Status EpollBackend::add_conn(Connection& c) {
   if (!taggable(&c)) return Status::error("epoll: connection address does not fit the event tag");
   Status st = ctl(EPOLL_CTL_ADD, c.fd, EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP,
-                  tag_connection(&c, c.generation));
+                  tag_connection(&c, c.generation), /*may_fail=*/true);
   if (!st) return st;
   c.read->active = 1;
   c.write->active = 1;

@@ -38,7 +38,8 @@ class EpollBackend final : public Backend {
   Status process_events(Msec timer, unsigned flags) override;
 
  private:
-  Status ctl(int op, int fd, std::uint32_t events, std::uint64_t tag);
+  // may_fail: a point of fault injection (core/fault.h), for connections only.
+  Status ctl(int op, int fd, std::uint32_t events, std::uint64_t tag, bool may_fail = false);
 
   EventLoop* loop_ = nullptr;
   int ep_ = -1;
