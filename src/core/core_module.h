@@ -35,14 +35,14 @@ struct CoreConf {
   // runs as root; then the default is "nobody" and that user's group.
   // user_uid == kNoUid: workers keep the master's credentials (not root, or
   // master_process off).
-  std::string user;   // as written, or "nobody" by default
-  std::string group;  // as written, or the group resolved for `user`
+  std::string user;       // as written, or "nobody" by default
+  std::string group;      // as written, or the group resolved for `user`
   bool user_set = false;  // the directive was given
   unsigned user_uid = kNoUid;
   unsigned user_gid = kNoUid;
   static constexpr unsigned kNoUid = ~0u;
 
-  std::string working_directory;  // "" : unchanged; else absolute after load
+  std::string working_directory;      // "" : unchanged; else absolute after load
   long long worker_rlimit_core = -1;  // bytes; -1: leave RLIMIT_CORE alone
 };
 

@@ -14,7 +14,7 @@ namespace vigil::fault {
 
 namespace {
 
-constexpr const char* kNames[kPoints] = {"accept", "recv",  "send", "sendfile",
+constexpr const char* kNames[kPoints] = {"accept",    "recv", "send", "sendfile",
                                          "epoll_ctl", "open", "pool"};
 
 struct PointState {
@@ -74,7 +74,8 @@ void arm(Log& log) {
     for (unsigned i = 0; i < kPoints; ++i) {
       if (name != kNames[i]) continue;
       if (!value.empty() && value[0] == '%') {
-        g_points[i].percent = static_cast<std::uint32_t>(std::strtoul(value.c_str() + 1, nullptr, 10));
+        g_points[i].percent =
+            static_cast<std::uint32_t>(std::strtoul(value.c_str() + 1, nullptr, 10));
       } else {
         g_points[i].every = std::strtoull(value.c_str(), nullptr, 10);
       }

@@ -40,7 +40,9 @@ bool hit(Point p);
 void arm(Log& log);
 inline constexpr bool kEnabled = true;
 #else
-constexpr bool hit(Point) { return false; }
+constexpr bool hit(Point) {
+  return false;
+}
 inline void arm(Log&) {}
 inline constexpr bool kEnabled = false;
 #endif
@@ -48,5 +50,4 @@ inline constexpr bool kEnabled = false;
 }  // namespace vigil::fault
 
 // `call`, unless point `p` is to fail now: then -1 with errno = `err`.
-#define VIGIL_FAULT(p, err, call) \
-  (::vigil::fault::hit(p) ? (errno = (err), -1) : (call))
+#define VIGIL_FAULT(p, err, call) (::vigil::fault::hit(p) ? (errno = (err), -1) : (call))

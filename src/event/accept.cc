@@ -122,8 +122,8 @@ std::size_t accept_connections(Event& ev) {
     SharedCounters* counters = shared_counters();
     counters->accepted.add();
     // Seed 002, 9.8.3: positive once fewer than 1/8 of the slots are free.
-    loop.accept_disabled = static_cast<std::int64_t>(pool.size() / 8) -
-                           static_cast<std::int64_t>(pool.free_count());
+    loop.accept_disabled =
+        static_cast<std::int64_t>(pool.size() / 8) - static_cast<std::int64_t>(pool.free_count());
 
     Connection* c = pool.get(s, log);
     if (c == nullptr) {

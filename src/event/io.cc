@@ -164,9 +164,9 @@ long send_file(Connection& c, Chain* cl, off_t budget, std::size_t* asked) {
 
   for (;;) {
     off_t offset = first->file_pos;  // sendfile advances its copy, not the buffer
-    const ssize_t n = VIGIL_FAULT(fault::kSendfile, EIO,
-                                    ::sendfile(c.fd, first->file_fd, &offset,
-                                               static_cast<std::size_t>(total)));
+    const ssize_t n =
+        VIGIL_FAULT(fault::kSendfile, EIO,
+                    ::sendfile(c.fd, first->file_fd, &offset, static_cast<std::size_t>(total)));
     if (n >= 0) return static_cast<long>(n);
     if (errno != EINTR) return -1;
   }

@@ -18,8 +18,7 @@ Result<std::unique_ptr<Cycle>> make_cycle(std::unique_ptr<Configuration> conf, C
   if (!set) return set.status();
   cycle->listeners = std::move(set).value();
   ListenerSet* from = previous != nullptr ? &previous->listeners : inherited;
-  if (Status s = cycle->listeners.open(from, kBindTries, log);
-      !s) {
+  if (Status s = cycle->listeners.open(from, kBindTries, log); !s) {
     return s;
   }
   return cycle;

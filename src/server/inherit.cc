@@ -100,8 +100,10 @@ ListenerSet inherited_listeners(Log& log, std::string* from) {
       if (parse_fd(p, end, &fd)) {
         fds.push_back(fd);
       } else {
-        VIGIL_LOG(log, kAlert, 0, "invalid socket number \"%.*s\" in %s environment variable, "
-                  "ignoring the rest", static_cast<int>(end - p), p, kInheritEnv);
+        VIGIL_LOG(log, kAlert, 0,
+                  "invalid socket number \"%.*s\" in %s environment variable, "
+                  "ignoring the rest",
+                  static_cast<int>(end - p), p, kInheritEnv);
         break;
       }
       p = *end == ';' ? end + 1 : end;

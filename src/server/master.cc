@@ -22,6 +22,7 @@
 #include "core/shmtx.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
+#include "server/master_process.h"
 #include "server/systemd.h"
 #include "server/upgrade.h"
 #include "server/worker.h"
@@ -32,23 +33,9 @@
 
 namespace vigil {
 
+namespace master_detail {
+
 namespace {
-
-constexpr std::int64_t kKillAfterMs = 2000;   // fast stop: SIGKILL what TERM left alive
-constexpr std::int64_t kYoungDeathMs = 1000;  // dying younger than this counts toward back-off
-constexpr std::int64_t kRespawnFirstDelayMs = 100;
-constexpr std::int64_t kRespawnMaxDelayMs = 10000;
-
-// The shared zone (nginx's "nginx_shared_zone", seed 004): the accept mutex's
-// lock word and the counters, each on its own cache line.
-struct SharedZone {
-  ShmtxShared accept_mutex;
-  SharedCounters counters;
-};
-
-// The signals the master acts on; blocked except inside sigsuspend().
-constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT,  SIGQUIT,
-                                  SIGHUP,  SIGUSR1, SIGUSR2, SIGWINCH};
 
 // The master's own timer (respawn delays, the fast-stop deadline). Workers
 // inherit the handler but not the timer (setitimer is not kept across fork).
@@ -57,11 +44,15 @@ void on_alarm(int) {
   g_alarm = 1;
 }
 
+}  // namespace
+
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 void clear_slot(WorkerSlot& s, pid_t pid) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -77,72 +68,7 @@ void clear_slot(WorkerSlot& s, pid_t pid) {
   s.pid.store(pid, std::memory_order_release);
 }
 
-class Master {
- public:
-  Master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log)
-      : cycle_(std::move(cycle)), options_(options), log_(log) {}
-  ~Master();
-  Master(const Master&) = delete;
-  Master& operator=(const Master&) = delete;
-
-  int run();
-
- private:
-  struct Child {
-    pid_t pid = -1;
-    int index = 0;  // worker number in its cycle
-    int slot = -1;  // shared counters slot
-    unsigned generation = 0;
-    bool retiring = false;  // told to stop: not respawned
-    std::int64_t started = 0;
-  };
-  struct Respawn {
-    int index = 0;
-    unsigned generation = 0;
-    std::int64_t due = 0;
-  };
-
-  Status init();
-  void spawn(int index);
-  void reap();
-  void on_exit(const Child& child, int status);
-  void respawn_due(std::int64_t now);
-  void reload();
-  void stop(bool graceful);
-  void signal_children(int signo);
-  bool use_accept_mutex() const;
-  int take_slot();
-  void free_slot(int slot);
-  void arm_timer(std::int64_t now);
-  bool anything_pending() const;
-  void give_up_if_none_left();
-  void change_binary();
-  void stop_accepting();
-  void restart_workers();
-  void on_new_binary_exit(int status);
-  void tell_systemd(const std::string& state);
-
-  std::unique_ptr<Cycle> cycle_;
-  ConfLoadOptions options_;
-  Log& log_;
-  SharedMemory shm_;
-  SharedZone* zone_ = nullptr;
-  Shmtx accept_mutex_;
-  bool mutex_created_ = false;
-  std::vector<Child> children_;
-  std::vector<Respawn> respawns_;
-  std::vector<int> streak_;  // per worker index: deaths in a row, each young
-  std::string pid_path_;
-  bool pid_written_ = false;
-  bool quitting_ = false;
-  bool terminating_ = false;
-  bool killed_ = false;
-  bool failed_ = false;  // every worker could not start: exit non-zero
-  pid_t new_binary_ = 0;  // the master started by USR2, while it runs
-  bool noaccepting_ = false;  // WINCH stopped the workers; HUP starts them again
-  std::int64_t kill_at_ = 0;
-  bool slot_used_[kMaxWorkers] = {};
-};
+}  // namespace
 
 Master::~Master() {
   set_shared_counters(nullptr);  // before the zone is unmapped
@@ -534,84 +460,10 @@ void Master::reload() {
             cycle_->workers, old_workers.size());
 }
 
-void Master::tell_systemd(const std::string& state) {
-  if (Status s = notify_systemd(state); !s) {
-    VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
-  }
-}
-
-// USR2 (nginx's ngx_exec_new_binary): the pid file moves aside to .oldbin and
-// the binary is executed again with our listening sockets; both masters and
-// their workers then serve side by side until one of them is told to go.
-void Master::change_binary() {
-  if (new_binary_ > 0) {
-    VIGIL_LOG(log_, kNotice, 0, "new binary process %d is already running, USR2 ignored",
-              static_cast<int>(new_binary_));
-    return;
-  }
-  const std::string old_path = old_pid_path(pid_path_);
-  if (::rename(pid_path_.c_str(), old_path.c_str()) == -1) {
-    VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" to \"%s\" failed, not upgrading",
-              pid_path_.c_str(), old_path.c_str());
-    return;
-  }
-  VIGIL_LOG(log_, kNotice, 0, "changing binary");
-  const pid_t pid = exec_new_binary(cycle_->listeners, log_);
-  if (pid == -1) {
-    if (::rename(old_path.c_str(), pid_path_.c_str()) == -1) {
-      VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" back to \"%s\" failed", old_path.c_str(),
-                pid_path_.c_str());
-    }
-    return;
-  }
-  new_binary_ = pid;
-}
-
-// The new master exited (QUIT to it: the upgrade is rolled back, or it failed
-// to start): the pid file is ours again, and workers stopped by WINCH start
-// again, as in nginx's ngx_reap_children.
-void Master::on_new_binary_exit(int status) {
-  VIGIL_LOG(log_, kNotice, 0, "new binary process %d exited with %s %d",
-            static_cast<int>(new_binary_), WIFSIGNALED(status) ? "signal" : "code",
-            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-  new_binary_ = 0;
-  const std::string old_path = old_pid_path(pid_path_);
-  if (::rename(old_path.c_str(), pid_path_.c_str()) == -1) {
-    VIGIL_LOG(log_, kAlert, errno, "rename() \"%s\" back to \"%s\" failed", old_path.c_str(),
-              pid_path_.c_str());
-  }
-  if (noaccepting_ && !quitting_ && !terminating_) restart_workers();
-}
-
-// WINCH: the workers finish what they serve and exit; the master stays, with
-// its sockets, to be told QUIT (the upgrade is done) or HUP (roll back).
-// nginx accepts it only when daemonized (a terminal sends WINCH on every
-// resize); here also while a new binary runs, which is when it is meant.
-void Master::stop_accepting() {
-  if (!cycle_->conf->core().daemon && new_binary_ == 0) {
-    VIGIL_LOG(log_, kNotice, 0, "WINCH ignored: not a daemon and no new binary is running");
-    return;
-  }
-  if (noaccepting_) return;
-  noaccepting_ = true;
-  VIGIL_LOG(log_, kNotice, 0, "gracefully shutting down worker processes");
-  respawns_.clear();
-  for (Child& c : children_) c.retiring = true;
-  signal_children(SIGQUIT);
-}
-
-// HUP after WINCH: the same configuration's workers again, no reload.
-void Master::restart_workers() {
-  noaccepting_ = false;
-  VIGIL_LOG(log_, kNotice, 0, "starting worker processes again");
-  streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
-  for (int i = 0; i < cycle_->workers; ++i) spawn(i);
-}
-
-}  // namespace
+}  // namespace master_detail
 
 int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log) {
-  Master master(std::move(cycle), options, log);
+  master_detail::Master master(std::move(cycle), options, log);
   return master.run();
 }
 

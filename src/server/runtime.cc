@@ -12,8 +12,8 @@
 #include "core/process/signals.h"
 #include "server/cycle.h"
 #include "server/inherit.h"
-#include "server/systemd.h"
 #include "server/master.h"
+#include "server/systemd.h"
 #include "server/worker.h"
 
 namespace vigil {

@@ -3,8 +3,8 @@
 // then (VIGIL_FAULTS, src/core/fault.h). Requests may fail; the workers may
 // not: they must stay up, give every connection slot back (Active
 // connections back to the status request alone) and leak no descriptor.
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -65,8 +65,8 @@ TEST(FaultInjection, WorkersSurviveAndGiveEverythingBack) {
       "http {\n  access_log off;\n  sendfile on;\n  server {\n    listen 127.0.0.1:" +
       std::to_string(port) +
       ";\n    root html;\n    location = /status { stub_status; }\n  }\n}\n");
-  ::setenv("VIGIL_FAULTS",
-           "accept=7,recv=13,send=11,sendfile=5,epoll_ctl=17,open=6,pool=9,seed=7", 1);
+  ::setenv("VIGIL_FAULTS", "accept=7,recv=13,send=11,sendfile=5,epoll_ctl=17,open=6,pool=9,seed=7",
+           1);
   ASSERT_TRUE(h.start(2)) << h.log();
   ::unsetenv("VIGIL_FAULTS");
   ASSERT_EQ(h.count("fault injection active"), 2u) << "not a fault-injection build?\n" << h.log();
@@ -87,8 +87,9 @@ TEST(FaultInjection, WorkersSurviveAndGiveEverythingBack) {
             want = "hello\n";
             break;
           case 1:  // keep-alive and pipelined, the file sent with sendfile
-            req = "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: "
-                  "t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+            req =
+                "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: "
+                "t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
             want = "hello\n";
             break;
           default:

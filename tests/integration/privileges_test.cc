@@ -22,8 +22,9 @@ using test::Harness;
 std::string conf_text(int port, const std::string& main, const std::string& events = "",
                       const std::string& http = "access_log off;") {
   return "daemon off;\nerror_log stderr notice;\nworker_processes 2;\n" + main + "\nevents { " +
-         events + " }\nhttp {\n  " + http + "\n  server {\n    listen 127.0.0.1:" +
-         std::to_string(port) + ";\n    root html;\n  }\n}\n";
+         events + " }\nhttp {\n  " + http +
+         "\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
+         ";\n    root html;\n  }\n}\n";
 }
 
 void make_docroot(Harness& h) {

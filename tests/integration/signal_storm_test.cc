@@ -24,10 +24,11 @@ TEST(SignalStorm, WorkersServeEveryRequestWhileSignalled) {
   std::ofstream(h.dir() + "/html/index.html") << "hello\n";
   const int port = test::free_port();
   h.set_binary(VIGIL_BINARY);
-  h.write_raw_conf("daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
-                   "http {\n  access_log logs/access.log buffer=4k;\n  server {\n    listen "
-                   "127.0.0.1:" +
-                   std::to_string(port) + ";\n    root html;\n  }\n}\n");
+  h.write_raw_conf(
+      "daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
+      "http {\n  access_log logs/access.log buffer=4k;\n  server {\n    listen "
+      "127.0.0.1:" +
+      std::to_string(port) + ";\n    root html;\n  }\n}\n");
   ASSERT_TRUE(h.start(2)) << h.log();
   const auto workers = h.started_workers();
   ASSERT_EQ(workers.size(), 2u);

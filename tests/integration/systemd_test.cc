@@ -1,8 +1,8 @@
 // systemd integration without systemd: the test plays its side. The readiness
 // protocol is datagrams on the unix socket named by $NOTIFY_SOCKET; socket
 // activation passes listening sockets as fds 3.. with LISTEN_FDS/LISTEN_PID.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>

@@ -86,9 +86,10 @@ class UpgradeTest : public ::testing::Test {
     std::ofstream(h_.dir() + "/html/index.html") << "hello\n";
     port_ = test::free_port();
     h_.set_binary(VIGIL_BINARY);
-    h_.write_raw_conf("daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
-                      "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
-                      std::to_string(port_) + ";\n    root html;\n  }\n}\n");
+    h_.write_raw_conf(
+        "daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
+        "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
+        std::to_string(port_) + ";\n    root html;\n  }\n}\n");
     ASSERT_TRUE(h_.start(2)) << h_.log();
     old_ = h_.master();
   }

@@ -54,7 +54,7 @@ class Connection {
 
   ::sockaddr* peer_addr = nullptr;  // the peer, copied into the arena
   socklen_t peer_addrlen = 0;
-  std::string_view addr_text;  // the peer's address as text, in the arena
+  std::string_view addr_text;              // the peer's address as text, in the arena
   const ::sockaddr* local_addr = nullptr;  // the listener's address
   socklen_t local_addrlen = 0;
 
@@ -80,8 +80,7 @@ class Connection {
   unsigned tcp_nopush : 2 = 0;
 
   static Connection* from_queue(QueueNode* n) {
-    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) -
-                                         offsetof(Connection, queue));
+    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) - offsetof(Connection, queue));
   }
 };
 

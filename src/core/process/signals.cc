@@ -63,7 +63,9 @@ void on_signal(int signo) {
 
 }  // namespace
 
-Flags& flags() { return g_flags; }
+Flags& flags() {
+  return g_flags;
+}
 
 Status install() {
   struct sigaction sa;
@@ -80,9 +82,13 @@ Status install() {
   return Status::ok();
 }
 
-void set_wake_hook(void (*hook)()) { g_wake = hook; }
+void set_wake_hook(void (*hook)()) {
+  g_wake = hook;
+}
 
-void set_wake_fd(int fd) { g_wake_fd = fd; }
+void set_wake_fd(int fd) {
+  g_wake_fd = fd;
+}
 
 int from_command(const char* name) {
   if (std::strcmp(name, "stop") == 0) return SIGTERM;

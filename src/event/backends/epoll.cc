@@ -206,8 +206,7 @@ Status EpollBackend::process_events(Msec timer, unsigned flags) {
     if (revents & (EPOLLERR | EPOLLHUP)) revents |= EPOLLIN | EPOLLOUT;
 
     deliver_conn(*loop_, *c, tag_generation(tag), (revents & EPOLLIN) != 0,
-                 (revents & EPOLLOUT) != 0, (revents & EPOLLRDHUP) != 0, flags,
-                 kTagGenerationMask);
+                 (revents & EPOLLOUT) != 0, (revents & EPOLLRDHUP) != 0, flags, kTagGenerationMask);
   }
   return Status::ok();
 }

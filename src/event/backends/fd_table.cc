@@ -22,7 +22,8 @@ Status FdTable::init(std::size_t capacity) {
   conns_.reset(new (std::nothrow) Connection*[capacity]);
   gens_.reset(new (std::nothrow) std::uint32_t[capacity]);
   ready_.reset(new (std::nothrow) ReadyFd[capacity]);
-  if (!fds_ || !conns_ || !gens_ || !ready_) return Status::error("cannot allocate the event table", ENOMEM);
+  if (!fds_ || !conns_ || !gens_ || !ready_)
+    return Status::error("cannot allocate the event table", ENOMEM);
   cap_ = capacity;
   n_ = 0;
   return Status::ok();

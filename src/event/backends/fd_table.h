@@ -26,7 +26,7 @@ namespace vigil::backends {
 struct ReadyFd {
   Connection* conn;
   std::uint32_t generation;  // the connection's generation when it was registered
-  short revents;  // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
+  short revents;             // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
 };
 
 class FdTable {

@@ -1,8 +1,8 @@
 // The connection pool: free list, generation counter, exhaustion, reusable drain.
 #include "vigil/event/pool.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -129,7 +129,8 @@ TEST_F(PoolTest, ReusableConnectionsAreDrainedOldestFirstWhenRunningShort) {
   EXPECT_GE(g_drained, 1);
   // The oldest idle connection went first.
   EXPECT_EQ(idle[0]->fd, -1);
-  EXPECT_EQ(count(slurp(log_path_), "32 worker_connections are not enough, reusing connections"), 1u);
+  EXPECT_EQ(count(slurp(log_path_), "32 worker_connections are not enough, reusing connections"),
+            1u);
   // Marking a connection busy takes it off the reusable list.
   std::size_t before = pool.reusable_count();
   pool.reusable(*idle[29], false);
