@@ -22,12 +22,6 @@ Status apply_rlimit_core(const CoreConf& core) {
   return Status::ok();
 }
 
-bool worker_would_be_root(const CoreConf& core) {
-  if (::geteuid() != 0) return false;
-  if (core.user_uid == CoreConf::kNoUid) return true;
-  return core.user_uid == 0 && !core.user_set;
-}
-
 Status drop_privileges(const CoreConf& core) {
   if (::geteuid() == 0) {
     if (core.user_uid == CoreConf::kNoUid) {

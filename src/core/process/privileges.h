@@ -21,7 +21,4 @@ Status apply_rlimit_core(const CoreConf& core);
 // files), and changes to working_directory. Not root: only the chdir.
 Status drop_privileges(const CoreConf& core);
 
-// True when the worker would keep running as uid 0 without being told to.
-bool worker_would_be_root(const CoreConf& core);
-
 }  // namespace vigil
