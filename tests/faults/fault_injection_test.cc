@@ -36,7 +36,7 @@ std::size_t open_fds(pid_t pid) {
 
 // Sends `request` on a fresh connection and reads until the server closes
 // (or 3 s pass): everything received.
-std::string exchange(int port, const std::string& request) {
+std::string talk(int port, const std::string& request) {
   int fd = test::send_request(port, request);
   if (fd == -1) return "";
   std::string all = test::read_n(fd, 4 << 20, 3000);
@@ -46,7 +46,7 @@ std::string exchange(int port, const std::string& request) {
 
 // "Active connections: N" of /status, or -1 when the request failed.
 long active_connections(int port) {
-  const std::string r = exchange(port, "GET /status HTTP/1.0\r\nHost: t\r\n\r\n");
+  const std::string r = talk(port, "GET /status HTTP/1.0\r\nHost: t\r\n\r\n");
   std::smatch m;
   if (!std::regex_search(r, m, std::regex("Active connections: (\\d+)"))) return -1;
   return std::stol(m[1]);
@@ -97,7 +97,7 @@ TEST(FaultInjection, WorkersSurviveAndGiveEverythingBack) {
             want = "404";
             break;
         }
-        const std::string r = exchange(port, req);
+        const std::string r = talk(port, req);
         const bool good = r.size() >= want.size() && r.find(want) != std::string::npos;
         (good ? ok : failed).fetch_add(1);
       }
