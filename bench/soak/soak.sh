@@ -11,6 +11,7 @@
 #     +4 MiB, fds +8).
 #
 #   bench/soak/soak.sh [seconds=600] [vigil binary=build/release/vigil]
+#   RELOAD_EVERY=30 KILL_EVERY=120 (seconds) change the two periods.
 #
 # Prints a Markdown table (docs/reliability.md has one) and exits 0 or 1.
 set -euo pipefail
@@ -78,21 +79,22 @@ SAMPLES="$DIR/samples.txt"
 KILLS="$DIR/kills.txt"
 : > "$SAMPLES"; : > "$KILLS"
 start=$(date +%s)
-next_sample=$((start + 10)); next_reload=$((start + 30)); next_kill=$((start + 120))
+RELOAD_EVERY=${RELOAD_EVERY:-30}; KILL_EVERY=${KILL_EVERY:-120}
+next_sample=$((start + 10)); next_reload=$((start + RELOAD_EVERY)); next_kill=$((start + KILL_EVERY))
 reloads=0; kills=0
 while :; do
   now=$(date +%s)
   elapsed=$((now - start))
   [ "$elapsed" -ge "$DURATION" ] && break
   if [ "$now" -ge "$next_reload" ]; then
-    kill -HUP "$MASTER"; reloads=$((reloads + 1)); next_reload=$((next_reload + 30))
+    kill -HUP "$MASTER"; reloads=$((reloads + 1)); next_reload=$((next_reload + RELOAD_EVERY))
   fi
   if [ "$now" -ge "$next_kill" ]; then
     victim=$(workers | head -1)
     if [ -n "$victim" ]; then
       kill -KILL "$victim" 2>/dev/null && { date +%s.%N >> "$KILLS"; kills=$((kills + 1)); }
     fi
-    next_kill=$((next_kill + 120))
+    next_kill=$((next_kill + KILL_EVERY))
   fi
   if [ "$now" -ge "$next_sample" ]; then
     wrss=0; wfds=0; n=0
@@ -135,13 +137,14 @@ if final["ok"] == 0:
 if unexcused:
     bad.append(f"{len(unexcused)} failed requests not explained by a SIGKILL: {kinds}")
 steady = samples[2:] if len(samples) > 5 else samples
-if len(steady) >= 6:
+k = 3 if len(steady) >= 6 else 2 if len(steady) >= 4 else 0  # a 60 s run has 5 samples
+if k:
     # Workers are compared per worker: just after a reload the old ones are
     # still finishing beside the new ones.
     def avg(rows, col):
         vals = [r[col] / (r[3] or 1) if col in (4, 5) else r[col] for r in rows]
         return sum(vals) / len(vals)
-    first, last = steady[:3], steady[-3:]
+    first, last = steady[:k], steady[-k:]
     for col, name in ((1, "master RSS"), (4, "RSS per worker")):
         a, b = avg(first, col), avg(last, col)
         if b > a * 1.2 and b - a > 4096:
