@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/fault.h"
 #include "http/http_date.h"
 #include "http/range.h"
 #include "http/disable_symlinks.h"
@@ -284,7 +285,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';
-      int fd = open_file_checked(loc, name, kOpenFlags);
+      int fd = VIGIL_FAULT(fault::kOpen, EMFILE, open_file_checked(loc, name, kOpenFlags));
       if (fd == -1) {
         const int err = errno;
         if (err == ENOENT || err == ENOTDIR) continue;
@@ -322,7 +323,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     return 403;
   }
 
-  int fd = open_file_checked(loc, name, kOpenFlags);
+  int fd = VIGIL_FAULT(fault::kOpen, EMFILE, open_file_checked(loc, name, kOpenFlags));
   if (fd == -1) {
     const int err = errno;
     log_open_error(r, name, err);
