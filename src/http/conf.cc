@@ -394,7 +394,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
-  for (HttpLocConf* loc : locations) {
+  // The http level's own access_log too, even with no server using it (nginx
+  // reports an unknown format wherever it is named).
+  std::vector<HttpLocConf*> with_logs = locations;
+  if (auto* top = static_cast<HttpLocConf*>(ctx.scope().conf(module, kLocSpec)); top != nullptr) {
+    with_logs.push_back(top);
+  }
+  for (HttpLocConf* loc : with_logs) {
     const AccessLogConf* log = loc->access_log.get();
     if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
     for (const auto& f : final_conf.log_formats) {
