@@ -44,7 +44,7 @@ TEST(HttpLimits, LimitReqRejectsBeyondBurstWithTheConfiguredStatus) {
   EXPECT_EQ(status_of(port, "/a"), 200);
   EXPECT_EQ(status_of(port, "/a"), 503);
   EXPECT_EQ(status_of(port, "/a"), 503);
-  EXPECT_TRUE(s.wait_output("limiting requests, excess: 2.")) << s.output();
+  EXPECT_TRUE(s.wait_output("limiting requests, excess: ")) << s.output();
   EXPECT_TRUE(s.wait_output("by zone \"one\"")) << s.output();
 }
 
