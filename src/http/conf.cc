@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "core/conf/values.h"
-#include "http/servers.h"
 #include "event/listen_conf.h"
+#include "http/servers.h"
 #include "vigil/event/listening.h"
 
 namespace vigil::http {
@@ -229,7 +229,8 @@ Status set_log_format(const DirectiveCall& call, HttpFinalConf& fin) {
       return call.error("unknown log format escaping \"" + std::string(e) + "\"");
     }
     ++i;
-    if (i >= call.arg_count()) return call.error("invalid number of arguments in \"log_format\" directive");
+    if (i >= call.arg_count())
+      return call.error("invalid number of arguments in \"log_format\" directive");
   }
   std::string text;
   for (; i < call.arg_count(); ++i) text += call.arg(i);
