@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "event/tls/tls.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -119,6 +120,8 @@ void ConnectionPool::close_connection(Connection& c) {
     if (c.log) VIGIL_LOG(*c.log, kAlert, 0, "connection already closed");
     return;
   }
+  // close_notify goes out (if the socket takes it) before the fd closes.
+  if (c.ssl != nullptr) tls_close(c);
   EventLoop& loop = *loop_;
   Event& rev = *c.read;
   Event& wev = *c.write;

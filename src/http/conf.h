@@ -16,12 +16,18 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/tls/tls_conf.h"
 #include "http/types.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
 
 class HttpServers;
+}  // namespace vigil::http
+namespace vigil {
+class TlsContext;
+}  // namespace vigil
+namespace vigil::http {
 
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
@@ -98,6 +104,8 @@ struct HttpSrvConf {
   std::uint32_t large_buffers_num = 4;
   std::size_t large_buffers_size = 8192;
   std::string where;
+  TlsServerConf ssl;                // ssl_* directives
+  std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
 };
