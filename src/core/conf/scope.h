@@ -19,6 +19,8 @@
 
 namespace vigil {
 
+class SharedZones;  // core/shm_zone.h
+
 // Bitmask of contexts, nginx's NGX_*_CONF. Bits 0-15 are named here; a module
 // that needs a context of its own may claim a bit from 16 up.
 using ConfContextMask = std::uint32_t;
@@ -45,6 +47,9 @@ struct ConfEnv {
   // Set while the embedded configuration is in use: compiled-in copies of
   // the files it includes (ConfLoadOptions::embedded_includes).
   std::vector<std::pair<std::string, std::string_view>> embedded_includes;
+  // The load's shared zone registry (owned by the Configuration): directive
+  // handlers register the zones they need here. Never null during a load.
+  SharedZones* zones = nullptr;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.
