@@ -101,7 +101,11 @@ class TlsClient {
     SSL_set_connect_state(ssl_);
   }
   ~TlsClient() {
-    if (ssl_ != nullptr) SSL_free(ssl_);
+    if (ssl_ != nullptr) {
+      // Without a shutdown OpenSSL marks the session not resumable.
+      if (SSL_is_init_finished(ssl_)) SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN);
+      SSL_free(ssl_);
+    }
     if (ctx_ != nullptr) SSL_CTX_free(ctx_);
     if (fd_ != -1) ::close(fd_);
   }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "event/tls/session_cache.h"
 #include "event/tls/tls.h"
 
 namespace vigil {
@@ -268,8 +269,12 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
                             SSL_MODE_RELEASE_BUFFERS);
   // Renegotiation is refused (a client-initiated one is a known DoS vector);
   // TLS 1.3 has none.
+  // A peer that closes without close_notify reads as an EOF (ZERO_RETURN):
+  // HTTP frames its messages itself, and OpenSSL 3 would otherwise call it
+  // an error and drop the session from the cache (nginx sets this too).
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               SSL_OP_SINGLE_DH_USE | SSL_OP_SINGLE_ECDH_USE);
+                               SSL_OP_SINGLE_DH_USE | SSL_OP_SINGLE_ECDH_USE |
+                               SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (conf.prefer_server_ciphers) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
 
@@ -357,8 +362,10 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
       } else {
         mode |= SSL_SESS_CACHE_NO_INTERNAL;
       }
-      if (!conf.shared_name.empty()) {
-        return Status::error("shared session caches are not built yet" + where);
+      if (conf.shared_zone != nullptr) {
+        tls_session_cache_install(ctx);
+        // Expired sessions leave the shared zone by its own expiry and LRU.
+        mode |= SSL_SESS_CACHE_NO_AUTO_CLEAR;
       }
       SSL_CTX_set_session_cache_mode(ctx, mode);
       break;
@@ -390,7 +397,8 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
   const std::string& where = conf.where;
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                               SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
   ERR_clear_error();
   if (SSL_CTX_set_cipher_list(ctx, conf.ciphers.c_str()) != 1) {

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "core/conf/values.h"
+#include "event/tls/session_cache.h"
 
 namespace vigil {
 namespace {
@@ -50,6 +51,7 @@ Status parse_depth(const DirectiveCall& call, int& out) {
 Status set_session_cache(const DirectiveCall& call, TlsServerConf& t) {
   t.builtin_cache = false;
   t.shared_name.clear();
+  t.shared_zone = nullptr;
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     const std::string& a = call.arg(i);
     if (a == "off" || a == "none") {
@@ -71,10 +73,9 @@ Status set_session_cache(const DirectiveCall& call, TlsServerConf& t) {
       std::string name = a.substr(7, colon - 7);
       auto size = parse_size(std::string_view(a).substr(colon + 1));
       if (name.empty() || !size) return call.invalid_value(i);
-      // A zone smaller than a few pages cannot hold its own bookkeeping.
-      if (*size < 8 * 4096) {
-        return call.error("session cache \"" + a + "\" is too small");
-      }
+      auto zone = tls_session_zone(call, name, static_cast<std::size_t>(*size));
+      if (!zone) return zone.status();
+      t.shared_zone = zone.value();
       t.shared_name = std::move(name);
       t.shared_size = static_cast<std::size_t>(*size);
     } else {
@@ -326,6 +327,7 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
     c.builtin_size = p.builtin_size;
     c.shared_name = p.shared_name;
     c.shared_size = p.shared_size;
+    c.shared_zone = p.shared_zone;
   }
   if (!ctx.is_set("ssl_session_timeout")) c.session_timeout = p.session_timeout;
   if (!ctx.is_set("ssl_session_tickets")) c.session_tickets = p.session_tickets;

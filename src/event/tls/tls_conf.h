@@ -18,6 +18,8 @@
 
 namespace vigil {
 
+class ShmZone;
+
 // ssl_protocols bits.
 inline constexpr unsigned kTlsV1 = 1u << 0;
 inline constexpr unsigned kTlsV1_1 = 1u << 1;
@@ -52,6 +54,7 @@ struct TlsServerConf {
   std::size_t builtin_size = 20480;  // sessions (OpenSSL's default)
   std::string shared_name;           // "" = no shared cache
   std::size_t shared_size = 0;       // bytes
+  ShmZone* shared_zone = nullptr;    // registered when the directive is read
   Msec session_timeout = 300000;
   bool session_tickets = true;
   std::vector<std::string> ticket_key_files;
