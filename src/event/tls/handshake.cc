@@ -195,22 +195,26 @@ Status tls_start_server(Connection& c, TlsContext& ctx, bool detect_plain, Msec 
   return Status::ok();
 }
 
-Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view server_name,
-                        SSL_SESSION* session, Msec timeout, TlsHandshakeDone done) {
+Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view sni,
+                        std::string_view verify_host, SSL_SESSION* session, Msec timeout,
+                        TlsHandshakeDone done) {
   auto t = create(c, ctx);
   if (!t) return t.status();
   SSL* ssl = t.value()->ssl;
   SSL_set_connect_state(ssl);
   t.value()->client = 1;
   t.value()->done = done;
-  if (!server_name.empty()) {
-    const std::string name(server_name);
+  if (!sni.empty()) {
+    const std::string name(sni);
     if (SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) {
       return Status::error("SSL_set_tlsext_host_name(\"" + name + "\") failed" + tls_error_text());
     }
-    const TlsClientConf* conf = ctx.client_conf();
-    if (conf != nullptr && conf->verify && SSL_set1_host(ssl, name.c_str()) != 1) {
-      return Status::error("SSL_set1_host(\"" + name + "\") failed" + tls_error_text());
+  }
+  const TlsClientConf* conf = ctx.client_conf();
+  if (conf != nullptr && conf->verify && !verify_host.empty()) {
+    const std::string host(verify_host);
+    if (SSL_set1_host(ssl, host.c_str()) != 1) {
+      return Status::error("SSL_set1_host(\"" + host + "\") failed" + tls_error_text());
     }
   }
   if (session != nullptr && SSL_set_session(ssl, session) != 1) ERR_clear_error();

@@ -70,10 +70,12 @@ inline constexpr std::size_t kTlsStageSize = 16384;  // one TLS record
 // at the first byte and report kPlain when it is not a TLS handshake record.
 Status tls_start_server(Connection& c, TlsContext& ctx, bool detect_plain, Msec timeout,
                         TlsHandshakeDone done, TlsSelectServer select = nullptr);
-// Starts a client handshake on a connected socket; `server_name` for SNI
-// (empty: none), `session` to resume (may be null; not consumed).
-Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view server_name,
-                        SSL_SESSION* session, Msec timeout, TlsHandshakeDone done);
+// Starts a client handshake on a connected socket; `sni` to send (empty:
+// none), `verify_host` the name the certificate must carry when the context
+// verifies, `session` to resume (may be null; not consumed).
+Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view sni,
+                        std::string_view verify_host, SSL_SESSION* session, Msec timeout,
+                        TlsHandshakeDone done);
 
 // Sends close_notify (once, without waiting): before a half-close of the
 // socket, so the peer sees a clean end of the TLS stream.
