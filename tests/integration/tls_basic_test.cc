@@ -246,6 +246,37 @@ TEST(Tls, ResetsMidHandshakeAndMidResponseLeaveTheServerServing) {
   EXPECT_EQ(out.find("[crit]"), std::string::npos) << out;
 }
 
+class TlsBackends : public ::testing::TestWithParam<std::string> {};
+
+// Handshakes, keep-alive and a file through each level-triggered backend
+// too (they register and delete events where epoll keeps them).
+TEST_P(TlsBackends, HandshakeKeepAliveAndAFile) {
+  TlsServer s;
+  ASSERT_TRUE(s.pki_ok());
+  int port = test::free_port();
+  std::string big(2 << 20, 'q');
+  s.write("html/index.html", "hello tls\n");
+  s.write("html/big.bin", big);
+  ASSERT_TRUE(s.start("access_log off;\n" + test::tls_server_block(port, "sendfile on;"), "",
+                      "use " + GetParam() + ";"))
+      << s.output();
+  for (int v : {TLS1_2_VERSION, TLS1_3_VERSION}) {
+    TlsClient c(port, {.max_version = v});
+    ASSERT_TRUE(c.handshake()) << c.error();
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(c.send(test::simple_get("/")));
+      EXPECT_EQ(c.read_response().body, "hello tls\n");
+    }
+    ASSERT_TRUE(c.send(test::simple_get("/big.bin")));
+    Response r = c.read_response(false, 20000);
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.body.size(), big.size());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Level, TlsBackends, ::testing::Values("poll", "select"),
+                         [](const auto& p) { return p.param; });
+
 class TlsLargeFile : public ::testing::TestWithParam<bool> {};
 
 TEST_P(TlsLargeFile, SixteenMebibytesToASlowReaderArriveIntact) {

@@ -70,6 +70,16 @@ bool do_handshake(Connection& c) {
   const int err = SSL_get_error(t.ssl, n);
   if (err == SSL_ERROR_WANT_READ) {
     c.read->ready = 0;
+    // A level-triggered backend would report a registered write event on
+    // every pass while we wait to read: take it out (the last write went
+    // through, so the socket is writable as far as we know).
+    if (!(loop.capabilities() & kCapClear) && c.write->active) {
+      c.write->ready = 1;
+      if (!loop.handle_write_event(*c.write)) {
+        finish(c, TlsHandshake::kFailed);
+        return false;
+      }
+    }
     if (!loop.handle_read_event(*c.read)) {
       finish(c, TlsHandshake::kFailed);
       return false;
