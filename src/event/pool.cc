@@ -19,7 +19,17 @@ namespace {
 std::atomic<std::uint64_t> g_connection_serial{0};
 }  // namespace
 
-ConnectionPool::~ConnectionPool() = default;
+ConnectionPool::~ConnectionPool() {
+  // Connections a protocol left open at exit still own their TLS state:
+  // free it (quietly: the peer gets no close_notify from a dying worker).
+  for (std::size_t i = 0; connections_ && i < n_; ++i) {
+    Connection& c = connections_[i];
+    if (c.ssl != nullptr) {
+      c.error = 1;
+      tls_close(c);
+    }
+  }
+}
 
 Status ConnectionPool::init(EventLoop& loop, std::size_t n) {
   if (n == 0) return Status::error("worker_connections must be at least 1");

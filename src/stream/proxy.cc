@@ -168,8 +168,8 @@ void upstream_handshake_done(Connection& u, TlsHandshake result) {
   if (conf->proxy_ssl.session_reuse && u.ssl != nullptr) {
     // Keep the newest session of this worker for the next connection.
     if (SSL_SESSION* sess = SSL_get1_session(u.ssl->ssl); sess != nullptr) {
-      if (conf->upstream_session != nullptr) SSL_SESSION_free(conf->upstream_session);
-      conf->upstream_session = sess;
+      if (conf->upstream_session.session != nullptr) SSL_SESSION_free(conf->upstream_session.session);
+      conf->upstream_session.session = sess;
     }
   }
   start_relay(s);
@@ -189,7 +189,7 @@ void connected(Session& s) {
   }
   Status st = tls_start_client(
       *s.upstream, *conf.upstream_tls, conf.proxy_ssl.server_name ? name : std::string(), name,
-      conf.proxy_ssl.session_reuse ? conf.upstream_session : nullptr, conf.proxy_connect_timeout,
+      conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr, conf.proxy_connect_timeout,
       upstream_handshake_done);
   if (!st) {
     VIGIL_LOG(*s.client->log, kAlert, 0, "%s", st.message().c_str());

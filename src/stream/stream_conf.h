@@ -68,8 +68,17 @@ struct StreamSrvConf {
   std::shared_ptr<TlsContext> upstream_tls;  // built when proxy_ssl is on
   bool ssl_listen = false;
   // The last upstream session of this worker, for proxy_ssl_session_reuse
-  // (per process, like Upstream::next).
-  SSL_SESSION* upstream_session = nullptr;
+  // (per process, like Upstream::next); freed with the configuration.
+  struct SessionSlot {
+    SSL_SESSION* session = nullptr;
+    SessionSlot() = default;
+    SessionSlot(const SessionSlot&) = delete;
+    SessionSlot& operator=(const SessionSlot&) = delete;
+    ~SessionSlot() {
+      if (session != nullptr) SSL_SESSION_free(session);
+    }
+  };
+  SessionSlot upstream_session;
 };
 
 struct StreamUpsConf {
