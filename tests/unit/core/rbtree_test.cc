@@ -75,7 +75,7 @@ TEST(RbTree, AscendingDescendingAndSingle) {
 TEST(RbTree, RandomAgainstMultimap) {
   for (unsigned seed = 1; seed <= 4; ++seed) {
     std::mt19937_64 rng(seed);
-    constexpr int kEntries = 600;
+    constexpr int kEntries = 300;
     std::vector<Entry> es(kEntries);
     for (int i = 0; i < kEntries; ++i) es[i].id = i;
     RbTree t;
@@ -85,7 +85,7 @@ TEST(RbTree, RandomAgainstMultimap) {
     std::vector<int> live;
     const std::uint64_t key_range = seed % 2 == 0 ? 50 : 1u << 20;
 
-    for (int step = 0; step < 6000; ++step) {
+    for (int step = 0; step < 4000; ++step) {
       const bool grow = live.size() < kEntries && (live.empty() || rng() % 100 < 55);
       if (grow) {
         int id;
