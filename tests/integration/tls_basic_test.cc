@@ -307,6 +307,24 @@ TEST_P(TlsLargeFile, SixteenMebibytesToASlowReaderArriveIntact) {
   EXPECT_TRUE(buf.compare(head_end + 4, big.size(), big) == 0) << "the body differs";
 }
 
+// "ssl_conf_command Options KTLS" asks OpenSSL for kernel TLS; on a kernel
+// without the "tls" ULP (as here) OpenSSL stays in user space, the
+// connection reports no kTLS and files go through the bounded buffer.
+TEST(Tls, KtlsRequestedFallsBackWithoutTheKernelModule) {
+  TlsServer s;
+  int port = test::free_port();
+  std::string big(1 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i % 251);
+  s.write("html/big.bin", big);
+  start(s, port, "sendfile on;\n  ssl_conf_command Options KTLS;");
+  TlsClient c(port);
+  ASSERT_TRUE(c.handshake()) << c.error();
+  ASSERT_TRUE(c.send(test::simple_get("/big.bin")));
+  Response r = c.read_response(false, 20000);
+  ASSERT_TRUE(r.complete);
+  EXPECT_TRUE(r.body == big);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sendfile, TlsLargeFile, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "sendfile_on" : "sendfile_off"; });
 
