@@ -246,6 +246,44 @@ TEST(Tls, ResetsMidHandshakeAndMidResponseLeaveTheServerServing) {
   EXPECT_EQ(out.find("[crit]"), std::string::npos) << out;
 }
 
+std::uint64_t metric_value(const std::string& text, const std::string& name) {
+  const std::size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? ~0ull : std::stoull(text.substr(at + name.size() + 2));
+}
+
+TEST(Tls, MetricsCountHandshakesFailuresAndResumptions) {
+  TlsServer s;
+  int port = test::free_port();
+  start(s, port, "location = /metrics { metrics; }");
+  {
+    test::Client g(port);
+    ASSERT_TRUE(g.send(std::string("\x16\x03\x01\x00\x05hello", 10)));
+    ASSERT_TRUE(g.closed_within(2000));
+  }
+  SSL_SESSION* sess = nullptr;
+  {
+    TlsClient a(port);
+    ASSERT_TRUE(a.handshake());
+    ASSERT_TRUE(a.send(test::simple_get("/")));
+    ASSERT_TRUE(a.read_response().complete);
+    sess = a.session();
+  }
+  {
+    TlsClient b(port, {.session = sess});
+    ASSERT_TRUE(b.handshake());
+    EXPECT_TRUE(b.reused());
+  }
+  SSL_SESSION_free(sess);
+  TlsClient m(port);
+  ASSERT_TRUE(m.handshake());
+  ASSERT_TRUE(m.send(test::simple_get("/metrics")));
+  Response r = m.read_response();
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(metric_value(r.body, "vigil_tls_handshakes_total"), 3u) << r.body;
+  EXPECT_EQ(metric_value(r.body, "vigil_tls_handshakes_failed_total"), 1u) << r.body;
+  EXPECT_EQ(metric_value(r.body, "vigil_tls_sessions_reused_total"), 1u) << r.body;
+}
+
 class TlsBackends : public ::testing::TestWithParam<std::string> {};
 
 // Handshakes, keep-alive and a file through each level-triggered backend

@@ -10,6 +10,7 @@
 
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
+#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -37,7 +38,10 @@ void finish(Connection& c, TlsHandshake result) {
   loop.del_timer(*c.read);
   loop.del_timer(*c.write);
   TlsHandshakeDone done = t.done;
+  SharedCounters* counters = shared_counters();
   if (result == TlsHandshake::kOk) {
+    counters->tls_handshakes.add();
+    if (SSL_session_reused(t.ssl) == 1) counters->tls_sessions_reused.add();
     t.handshaked = 1;
     c.recv = tls_recv;
     c.send = tls_send;
@@ -49,6 +53,8 @@ void finish(Connection& c, TlsHandshake result) {
     // Application data may have arrived with the last handshake flight:
     // the protocol's first read finds out (EAGAIN costs one call).
     c.read->ready = 1;
+  } else if (result == TlsHandshake::kFailed) {
+    counters->tls_handshakes_failed.add();
   } else if (result == TlsHandshake::kPlain) {
     SSL_free(t.ssl);
     t.ssl = nullptr;
