@@ -164,15 +164,15 @@ void next_upstream(Session& s, const char* why, int err) {
 void upstream_handshake_done(Connection& u, TlsHandshake result) {
   Session& s = *static_cast<Session*>(u.data);
   if (result != TlsHandshake::kOk) return next_upstream(s, "SSL handshake failed", 0);
-  auto* conf = const_cast<StreamSrvConf*>(s.conf);
-  if (conf->proxy_ssl.session_reuse && u.ssl != nullptr) {
-    // Keep the newest session of this worker for the next connection.
-    if (SSL_SESSION* sess = SSL_get1_session(u.ssl->ssl); sess != nullptr) {
-      if (conf->upstream_session.session != nullptr) SSL_SESSION_free(conf->upstream_session.session);
-      conf->upstream_session.session = sess;
-    }
-  }
   start_relay(s);
+}
+
+// Keeps the newest upstream session of this worker for the next connection.
+void upstream_session_saved(Connection& u, SSL_SESSION* sess) {
+  Session& s = *static_cast<Session*>(u.data);
+  auto* conf = const_cast<StreamSrvConf*>(s.conf);
+  if (conf->upstream_session.session != nullptr) SSL_SESSION_free(conf->upstream_session.session);
+  conf->upstream_session.session = sess;
 }
 
 // The TCP connection to the upstream is up: relay, or first a TLS handshake.
@@ -189,8 +189,9 @@ void connected(Session& s) {
   }
   Status st = tls_start_client(
       *s.upstream, *conf.upstream_tls, conf.proxy_ssl.server_name ? name : std::string(), name,
-      conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr, conf.proxy_connect_timeout,
-      upstream_handshake_done);
+      conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr,
+      conf.proxy_connect_timeout, upstream_handshake_done,
+      conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
   if (!st) {
     VIGIL_LOG(*s.client->log, kAlert, 0, "%s", st.message().c_str());
     finalize(s, "TLS to the upstream failed");

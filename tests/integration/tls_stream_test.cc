@@ -25,7 +25,7 @@ std::string backends(const Ports& p) {
   return "http {\n  access_log off;\n"
          "  server { listen 127.0.0.1:" +
          std::to_string(p.http) +
-         "; root html; }\n"
+         "; root html; location = /metrics { metrics; } }\n"
          "  server { listen 127.0.0.1:" +
          std::to_string(p.https) +
          " ssl; server_name localhost; root html;\n"
@@ -87,6 +87,35 @@ TEST(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
     EXPECT_EQ(r.body, "backend\n") << i << "\n" << s.output();
   }
 }
+
+std::uint64_t reused_total(int http_port) {
+  Response r = test::get(http_port, test::simple_get("/metrics"));
+  const std::string name = "\nvigil_tls_sessions_reused_total ";
+  const std::size_t at = r.body.find(name);
+  return at == std::string::npos ? ~0ull : std::stoull(r.body.substr(at + name.size()));
+}
+
+class TlsStreamReuse : public ::testing::TestWithParam<bool> {};
+
+// proxy_ssl_session_reuse: the second and third connections to the upstream
+// resume (counted on both ends, both in this process: 2 x 2); off, none does.
+TEST_P(TlsStreamReuse, UpstreamSessionsAreResumed) {
+  TlsServer s;
+  Ports p;
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
+                        ";\n    proxy_ssl on;\n    proxy_ssl_session_reuse " +
+                        (GetParam() ? "on" : "off") + ";"))
+      << s.output();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(test::get(p.front, test::simple_get("/")).body, "backend\n");
+  }
+  EXPECT_EQ(reused_total(p.http), GetParam() ? 4u : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reuse, TlsStreamReuse, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "on" : "off"; });
 
 TEST(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
   TlsServer s;

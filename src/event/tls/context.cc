@@ -427,9 +427,11 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_verify_depth(ctx, conf.verify_depth);
   }
-  // Sessions to the upstream are kept by the caller (proxy_ssl_session_reuse):
-  // the client cache is only what SSL_get1_session returns.
+  // Sessions to the upstream are kept by the caller (proxy_ssl_session_reuse),
+  // handed over by the new-session callback when they arrive (TLS 1.3
+  // tickets come after the handshake).
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(ctx, tls_client_new_session_cb);
   if (Status s = apply_conf_commands(ctx, conf.conf_commands, false, where); !s) return s;
   ERR_clear_error();
   return Status::ok();

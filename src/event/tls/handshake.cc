@@ -213,13 +213,14 @@ Status tls_start_server(Connection& c, TlsContext& ctx, bool detect_plain, Msec 
 
 Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view sni,
                         std::string_view verify_host, SSL_SESSION* session, Msec timeout,
-                        TlsHandshakeDone done) {
+                        TlsHandshakeDone done, TlsSessionSaved saved) {
   auto t = create(c, ctx);
   if (!t) return t.status();
   SSL* ssl = t.value()->ssl;
   SSL_set_connect_state(ssl);
   t.value()->client = 1;
   t.value()->done = done;
+  t.value()->saved = saved;
   if (!sni.empty()) {
     const std::string name(sni);
     if (SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) {
@@ -277,6 +278,13 @@ void tls_close(Connection& c) {
   ERR_clear_error();
   SSL_free(t->ssl);
   t->ssl = nullptr;
+}
+
+int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session) {
+  auto* c = static_cast<Connection*>(SSL_get_app_data(ssl));
+  if (c == nullptr || c->ssl == nullptr || c->ssl->saved == nullptr) return 0;
+  c->ssl->saved(*c, session);
+  return 1;  // the callee owns the reference now
 }
 
 int tls_servername_cb(SSL* ssl, int*, void*) {

@@ -41,11 +41,15 @@ using TlsHandshakeDone = void (*)(Connection& c, TlsHandshake result);
 // SNI: the context of the server named by the client, or null to keep the
 // current one. Runs inside the handshake.
 using TlsSelectServer = TlsContext* (*)(Connection& c, std::string_view name);
+// Client side: a session worth keeping arrived (under TLS 1.3 tickets come
+// after the handshake, with the first reads). The callee takes the reference.
+using TlsSessionSaved = void (*)(Connection& c, SSL_SESSION* session);
 
 struct TlsConnection {
   SSL* ssl = nullptr;
   TlsHandshakeDone done = nullptr;
   TlsSelectServer select = nullptr;
+  TlsSessionSaved saved = nullptr;
   // A file range being encrypted: bytes [stage_off, stage_off + stage_len)
   // of stage_fd, of which stage_pos are sent. Bounded (kTlsStageSize), taken
   // only while a file is being sent.
@@ -75,7 +79,9 @@ Status tls_start_server(Connection& c, TlsContext& ctx, bool detect_plain, Msec 
 // verifies, `session` to resume (may be null; not consumed).
 Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view sni,
                         std::string_view verify_host, SSL_SESSION* session, Msec timeout,
-                        TlsHandshakeDone done);
+                        TlsHandshakeDone done, TlsSessionSaved saved = nullptr);
+// SSL_CTX_sess_set_new_cb of client contexts: hands the session to `saved`.
+int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session);
 
 // Sends close_notify (once, without waiting): before a half-close of the
 // socket, so the peer sees a clean end of the TLS stream.
