@@ -205,6 +205,8 @@ std::size_t ConnectionPool::drain(std::size_t max) {
   return closed;
 }
 
-std::size_t ConnectionPool::close_idle() { return drain(reusable_n_); }
+std::size_t ConnectionPool::close_idle() {
+  return drain(reusable_n_);
+}
 
 }  // namespace vigil

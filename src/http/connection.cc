@@ -10,9 +10,9 @@
 #include <cstring>
 #include <new>
 
-#include "http/request.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
+#include "http/request.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -208,8 +208,8 @@ void init_connection(Connection& c) {
 
   if (addr->listen.ssl) {
     const HttpSrvConf& srv = *hc->srv;
-    if (Status s = tls_start_server(c, *srv.tls, /*detect_plain=*/true,
-                                    srv.ssl.handshake_timeout, handshake_done, select_server);
+    if (Status s = tls_start_server(c, *srv.tls, /*detect_plain=*/true, srv.ssl.handshake_timeout,
+                                    handshake_done, select_server);
         !s) {
       VIGIL_LOG(*c.log, kAlert, 0, "*%llu %s", static_cast<unsigned long long>(c.number),
                 s.message().c_str());

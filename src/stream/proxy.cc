@@ -47,8 +47,7 @@ void finalize(Session& s, const char* why) {
   s.done = true;
   Connection& client = *s.client;
   EventLoop& loop = *client.loop;
-  VIGIL_LOG(*client.log, kInfo, 0,
-            "stream %s: %s, bytes from/to client: %llu/%llu, upstream %s",
+  VIGIL_LOG(*client.log, kInfo, 0, "stream %s: %s, bytes from/to client: %llu/%llu, upstream %s",
             std::string(client.addr_text).c_str(), why,
             static_cast<unsigned long long>(s.from_client),
             static_cast<unsigned long long>(s.from_upstream), s.peer.name.c_str());
@@ -183,7 +182,8 @@ void connected(Session& s) {
   std::string name = conf.proxy_ssl.name;
   if (name.empty()) {
     name = conf.proxy_pass;
-    if (auto colon = name.rfind(':'); colon != std::string::npos && name.find(']') == std::string::npos) {
+    if (auto colon = name.rfind(':');
+        colon != std::string::npos && name.find(']') == std::string::npos) {
       name.resize(colon);
     }
   }
@@ -251,10 +251,10 @@ void start_session(Connection& c) {
   s->up.reset(mem, n);
   s->down.reset(mem + n, n);
   const std::size_t servers = conf->upstream->servers.size();
-  s->tries_left = conf->proxy_next_upstream_tries == 0
-                      ? static_cast<unsigned>(servers)
-                      : std::min<unsigned>(conf->proxy_next_upstream_tries,
-                                           static_cast<unsigned>(servers));
+  s->tries_left =
+      conf->proxy_next_upstream_tries == 0
+          ? static_cast<unsigned>(servers)
+          : std::min<unsigned>(conf->proxy_next_upstream_tries, static_cast<unsigned>(servers));
   c.data = s;
   // Until the upstream answers, client events only matter as timeouts/close.
   c.read->handler = proxy_handler;

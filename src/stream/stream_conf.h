@@ -62,8 +62,8 @@ struct StreamSrvConf {
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   Upstream* upstream = nullptr;            // resolved once the block is read
   std::string where;
-  TlsServerConf ssl;        // ssl_*: TLS termination on "listen ... ssl"
-  TlsClientConf proxy_ssl;  // proxy_ssl_*: TLS to the upstream
+  TlsServerConf ssl;                         // ssl_*: TLS termination on "listen ... ssl"
+  TlsClientConf proxy_ssl;                   // proxy_ssl_*: TLS to the upstream
   std::shared_ptr<TlsContext> tls;           // built when a listen says "ssl"
   std::shared_ptr<TlsContext> upstream_tls;  // built when proxy_ssl is on
   bool ssl_listen = false;

@@ -12,15 +12,16 @@
 namespace vigil {
 namespace {
 
+using test::Response;
 using test::TlsClient;
 using test::TlsOptions;
 using test::TlsServer;
-using test::Response;
 
 void start(TlsServer& s, int port, const std::string& extra = "", const std::string& more = "") {
   ASSERT_TRUE(s.pki_ok());
   s.write("html/index.html", "hello tls\n");
-  ASSERT_TRUE(s.start("access_log off;\n" + test::tls_server_block(port, extra) + more)) << s.output();
+  ASSERT_TRUE(s.start("access_log off;\n" + test::tls_server_block(port, extra) + more))
+      << s.output();
 }
 
 Response get_over_tls(int port, const TlsOptions& o = {}, const std::string& host = "localhost") {
@@ -142,9 +143,9 @@ TEST(Tls, RsaAndEcdsaCertificatesChosenByTheClient) {
     TlsClient ec(port, {.max_version = max, .ca_file = s.ca()});
     ASSERT_TRUE(ec.handshake()) << ec.error();
     EXPECT_EQ(ec.peer_key_type(), "EC");
-    TlsClient rsa(port, {.max_version = max,
-                         .ca_file = s.ca(),
-                         .sigalgs = "rsa_pss_rsae_sha256:rsa_pkcs1_sha256"});
+    TlsClient rsa(
+        port,
+        {.max_version = max, .ca_file = s.ca(), .sigalgs = "rsa_pss_rsae_sha256:rsa_pkcs1_sha256"});
     ASSERT_TRUE(rsa.handshake()) << rsa.error();
     EXPECT_EQ(rsa.peer_key_type(), "RSA");
   }

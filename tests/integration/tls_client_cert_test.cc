@@ -57,8 +57,7 @@ TEST_F(ClientCerts, OnAcceptsOurCaAndRefusesMissingOrForeign) {
 
   Response none = get("");
   EXPECT_EQ(none.status, 400);
-  EXPECT_NE(none.body.find("No required SSL certificate was sent"), std::string::npos)
-      << none.body;
+  EXPECT_NE(none.body.find("No required SSL certificate was sent"), std::string::npos) << none.body;
   EXPECT_EQ(none.header("connection"), "close");
 
   Response foreign = get("mallory");
@@ -94,10 +93,9 @@ TEST_F(ClientCerts, TheServerSendsItsAcceptableCaNames) {
 }
 
 TEST_F(ClientCerts, VerifyClientWithoutACaFileIsAConfigurationError) {
-  s_.write("conf/vigil.conf", "events {}\nhttp {\n" +
-                                  test::tls_server_block(test::free_port(),
-                                                         "ssl_verify_client on;") +
-                                  "}\n");
+  s_.write("conf/vigil.conf",
+           "events {}\nhttp {\n" +
+               test::tls_server_block(test::free_port(), "ssl_verify_client on;") + "}\n");
   auto [rc, out] = test::run({test::kVigil, "-p", s_.dir(), "-c", "conf/vigil.conf", "-t"});
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("no ssl_client_certificate for ssl_verify_client"), std::string::npos) << out;

@@ -29,9 +29,9 @@ inline bool openssl_cli(const std::string& dir, std::vector<std::string> args) {
 
 // dir/name.crt + dir/name.key: a self-signed CA.
 inline bool make_ca(const std::string& dir, const std::string& name) {
-  return openssl_cli(dir, {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                           "-nodes", "-keyout", name + ".key", "-out", name + ".crt", "-days", "2",
-                           "-subj", "/CN=" + name});
+  return openssl_cli(
+      dir, {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".crt", "-days", "2", "-subj", "/CN=" + name});
 }
 
 // dir/name.crt + dir/name.key signed by dir/ca.{crt,key}, for `cn` (also its
@@ -45,8 +45,8 @@ inline bool make_cert(const std::string& dir, const std::string& name, const std
   } else {
     req.insert(req.end(), {"ec", "-pkeyopt", "ec_paramgen_curve:P-256"});
   }
-  req.insert(req.end(), {"-nodes", "-keyout", name + ".key", "-out", name + ".csr", "-subj",
-                         "/CN=" + cn});
+  req.insert(req.end(),
+             {"-nodes", "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn});
   return openssl_cli(dir, req) &&
          openssl_cli(dir, {"x509", "-req", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey",
                            ca + ".key", "-CAcreateserial", "-out", name + ".crt", "-days", "2",
@@ -274,9 +274,7 @@ class TlsClient {
 // "localhost" (server.crt, ECDSA) in its prefix.
 class TlsServer : public VigilServer {
  public:
-  TlsServer() {
-    ok_ = make_ca(dir(), "ca") && make_cert(dir(), "server", "localhost", "ca");
-  }
+  TlsServer() { ok_ = make_ca(dir(), "ca") && make_cert(dir(), "server", "localhost", "ca"); }
   bool pki_ok() const { return ok_; }
   std::string ca() const { return dir() + "/ca.crt"; }
 
@@ -287,8 +285,7 @@ class TlsServer : public VigilServer {
 // A server block listening with TLS on `port`, certificate server.crt.
 inline std::string tls_server_block(int port, const std::string& extra = "",
                                     const std::string& names = "localhost") {
-  return "server {\n  listen 127.0.0.1:" + std::to_string(port) +
-         " ssl;\n  server_name " + names +
+  return "server {\n  listen 127.0.0.1:" + std::to_string(port) + " ssl;\n  server_name " + names +
          ";\n  root html;\n  ssl_certificate ../server.crt;\n  ssl_certificate_key "
          "../server.key;\n" +
          extra + "\n}\n";

@@ -123,10 +123,10 @@ TEST(TlsTickets, KeyRotationFirstEncryptsAllDecrypt) {
 TEST(TlsTickets, BadKeyFileIsAConfigurationError) {
   TlsServer s;
   write_key(s.path("short.key"), 47, 's');
-  s.write("conf/vigil.conf", "events {}\nhttp {\n" +
-                                 test::tls_server_block(test::free_port(),
-                                                        "ssl_session_ticket_key ../short.key;") +
-                                 "}\n");
+  s.write("conf/vigil.conf",
+          "events {}\nhttp {\n" +
+              test::tls_server_block(test::free_port(), "ssl_session_ticket_key ../short.key;") +
+              "}\n");
   auto [rc, out] = test::run({test::kVigil, "-p", s.dir(), "-c", "conf/vigil.conf", "-t"});
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("must be 48 or 80 bytes"), std::string::npos) << out;
@@ -144,13 +144,14 @@ std::string worker_of(TlsServer& h, const std::string& path) {
 
 void start_workers(TlsServer& h, int port, const std::string& ssl) {
   ASSERT_TRUE(h.pki_ok());
-  ASSERT_TRUE(h.start_raw("daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
-                   "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
-                   std::to_string(port) +
-                   " ssl reuseport;\n    root html;\n    ssl_certificate ../server.crt;\n"
-                   "    ssl_certificate_key ../server.key;\n    " +
-                   ssl + "\n  }\n}\n",
-                   "running:", 2))
+  ASSERT_TRUE(
+      h.start_raw("daemon off;\nerror_log stderr notice;\nworker_processes 2;\nevents { }\n"
+                  "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
+                      std::to_string(port) +
+                      " ssl reuseport;\n    root html;\n    ssl_certificate ../server.crt;\n"
+                      "    ssl_certificate_key ../server.key;\n    " +
+                      ssl + "\n  }\n}\n",
+                  "running:", 2))
       << h.output();
 }
 

@@ -39,12 +39,14 @@ std::string backends(const Ports& p) {
 bool start(TlsServer& s, const Ports& p, const std::string& stream_server) {
   if (!s.pki_ok() || !test::make_cert(s.dir(), "other", "other.test", "ca")) return false;
   std::string big(4 << 20, 'z');
-  for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + i / 4096 % 26);
+  for (std::size_t i = 0; i < big.size(); i += 4096)
+    big[i] = static_cast<char>('a' + i / 4096 % 26);
   s.write("html/index.html", "backend\n");
   s.write("html/big.bin", big);
-  return s.start_raw("daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
-                     "events { }\n" +
-                     backends(p) + "stream {\n  server {\n" + stream_server + "\n  }\n}\n");
+  return s.start_raw(
+      "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
+      "events { }\n" +
+      backends(p) + "stream {\n  server {\n" + stream_server + "\n  }\n}\n");
 }
 
 TEST(TlsStream, TerminationInFrontOfAPlainBackend) {

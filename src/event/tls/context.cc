@@ -194,7 +194,9 @@ int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const
 
 // Verification results are judged by the protocol after the handshake
 // (nginx answers 400 with a reason rather than failing the handshake).
-int verify_keep_going(int, X509_STORE_CTX*) { return 1; }
+int verify_keep_going(int, X509_STORE_CTX*) {
+  return 1;
+}
 
 int g_ctx_index = -1;
 
@@ -224,7 +226,8 @@ TlsContext::~TlsContext() {
 
 Result<std::shared_ptr<TlsContext>> TlsContext::server(const TlsServerConf& conf,
                                                        std::vector<std::string> alpn) {
-  if (g_ctx_index < 0) g_ctx_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  if (g_ctx_index < 0)
+    g_ctx_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   std::shared_ptr<TlsContext> tc(new TlsContext());
   tc->server_conf_ = &conf;
   for (const std::string& p : alpn) {
@@ -240,7 +243,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::server(const TlsServerConf& conf
 }
 
 Result<std::shared_ptr<TlsContext>> TlsContext::client(const TlsClientConf& conf) {
-  if (g_ctx_index < 0) g_ctx_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  if (g_ctx_index < 0)
+    g_ctx_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   std::shared_ptr<TlsContext> tc(new TlsContext());
   tc->client_conf_ = &conf;
   ERR_clear_error();
@@ -272,9 +276,8 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
   // A peer that closes without close_notify reads as an EOF (ZERO_RETURN):
   // HTTP frames its messages itself, and OpenSSL 3 would otherwise call it
   // an error and drop the session from the cache (nginx sets this too).
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               SSL_OP_SINGLE_DH_USE | SSL_OP_SINGLE_ECDH_USE |
-                               SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_SINGLE_DH_USE |
+                               SSL_OP_SINGLE_ECDH_USE | SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (conf.prefer_server_ciphers) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
 
@@ -397,8 +400,8 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
   const std::string& where = conf.where;
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_options(
+      ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
   ERR_clear_error();
   if (SSL_CTX_set_cipher_list(ctx, conf.ciphers.c_str()) != 1) {
@@ -421,8 +424,8 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
       return Status::error("no proxy_ssl_trusted_certificate for proxy_ssl_verify" + where);
     }
     if (SSL_CTX_load_verify_locations(ctx, conf.trusted_certificate.c_str(), nullptr) != 1) {
-      return Status::error("cannot load trusted certificates \"" + conf.trusted_certificate +
-                           "\"" + tls_error_text() + where);
+      return Status::error("cannot load trusted certificates \"" + conf.trusted_certificate + "\"" +
+                           tls_error_text() + where);
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_verify_depth(ctx, conf.verify_depth);

@@ -338,17 +338,15 @@ int tls_client_verify_status(const Connection& c) {
   X509* cert = SSL_get0_peer_certificate(ssl);
   if (cert != nullptr && rc != X509_V_OK) {
     // optional_no_ca accepts a chain we cannot verify, not a broken one.
-    const bool untrusted = rc == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
-                           rc == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
-                           rc == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
-                           rc == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
-                           rc == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE ||
-                           rc == X509_V_ERR_CERT_UNTRUSTED;
+    const bool untrusted =
+        rc == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
+        rc == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || rc == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+        rc == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+        rc == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE || rc == X509_V_ERR_CERT_UNTRUSTED;
     if (!(mode == TlsVerify::kOptionalNoCa && untrusted)) {
       if (c.log != nullptr) {
         VIGIL_LOG(*c.log, kInfo, 0, "*%llu client SSL certificate verify error: (%ld:%s)",
-                  static_cast<unsigned long long>(c.number), rc,
-                  X509_verify_cert_error_string(rc));
+                  static_cast<unsigned long long>(c.number), rc, X509_verify_cert_error_string(rc));
       }
       return 495;
     }
