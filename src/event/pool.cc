@@ -205,8 +205,6 @@ std::size_t ConnectionPool::drain(std::size_t max) {
   return closed;
 }
 
-std::size_t ConnectionPool::close_idle() {
-  return drain(reusable_n_);
-}
+std::size_t ConnectionPool::close_idle() { return drain(reusable_n_); }
 
 }  // namespace vigil

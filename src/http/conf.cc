@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "core/conf/values.h"
+#include "http/servers.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
-#include "http/servers.h"
 #include "vigil/event/listening.h"
 
 namespace vigil::http {

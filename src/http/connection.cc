@@ -10,9 +10,9 @@
 #include <cstring>
 #include <new>
 
+#include "http/request.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
-#include "http/request.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "event/tls/tls.h"
 #include "http/request.h"
+#include "event/tls/tls.h"
 #include "http/uri.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"

@@ -68,8 +68,7 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     auto* ups = static_cast<StreamUpsConf*>(child->conf(module, kUpsSpec));
     const std::string& name = child->args().at(0);
     for (const auto& u : fin.upstreams) {
-      if (u->name == name)
-        return Status::error("duplicate upstream \"" + name + "\"" + child->where());
+      if (u->name == name) return Status::error("duplicate upstream \"" + name + "\"" + child->where());
     }
     if (ups == nullptr || ups->servers.empty()) {
       return Status::error("no servers are inside upstream" + child->where());
@@ -84,8 +83,7 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     auto* srv = static_cast<StreamSrvConf*>(child->conf(module, kSrvSpec));
     if (srv == nullptr) return Status::error("internal error: stream server without conf");
     if (srv->where.empty()) srv->where = child->where();
-    if (srv->listens.empty())
-      return Status::error("no \"listen\" is defined for server" + child->where());
+    if (srv->listens.empty()) return Status::error("no \"listen\" is defined for server" + child->where());
     if (srv->proxy_pass.empty()) {
       return Status::error("no handler for server: \"proxy_pass\" is missing" + child->where());
     }
