@@ -19,6 +19,8 @@ Status parse_listen(const DirectiveCall& call, ListenArgs& l, bool allow_default
     const std::string& a = call.arg(i);
     if (allow_default_server && (a == "default_server" || a == "default")) {
       l.default_server = true;
+    } else if (a == "ssl") {
+      l.ssl = true;  // an address property: any listen of the address may say it
     } else if (a == "reuseport") {
       l.reuseport = true;
       l.has_options = true;

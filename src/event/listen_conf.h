@@ -1,7 +1,7 @@
 #pragma once
 // The "listen" directive's arguments, shared by every protocol module
 // (http, stream): an address and the socket options nginx accepts after it.
-//   listen address:port [reuseport] [deferred] [backlog=N] [default_server];
+//   listen address:port [ssl] [reuseport] [deferred] [backlog=N] [default_server];
 
 #include <sys/socket.h>
 
@@ -17,6 +17,7 @@ struct ListenArgs {
   socklen_t addrlen = 0;
   std::string addr_text;  // normalised "127.0.0.1:8080"
   bool default_server = false;
+  bool ssl = false;  // "ssl": TLS on every connection of the address
   // Socket options: protocols allow only one listen per address to set them
   // (nginx's "duplicate listen options").
   bool has_options = false;

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "core/fault.h"
+#include "event/tls/tls.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -19,7 +20,17 @@ namespace {
 std::atomic<std::uint64_t> g_connection_serial{0};
 }  // namespace
 
-ConnectionPool::~ConnectionPool() = default;
+ConnectionPool::~ConnectionPool() {
+  // Connections a protocol left open at exit still own their TLS state:
+  // free it (quietly: the peer gets no close_notify from a dying worker).
+  for (std::size_t i = 0; connections_ && i < n_; ++i) {
+    Connection& c = connections_[i];
+    if (c.ssl != nullptr) {
+      c.error = 1;
+      tls_close(c);
+    }
+  }
+}
 
 Status ConnectionPool::init(EventLoop& loop, std::size_t n) {
   if (n == 0) return Status::error("worker_connections must be at least 1");
@@ -121,6 +132,8 @@ void ConnectionPool::close_connection(Connection& c) {
     if (c.log) VIGIL_LOG(*c.log, kAlert, 0, "connection already closed");
     return;
   }
+  // close_notify goes out (if the socket takes it) before the fd closes.
+  if (c.ssl != nullptr) tls_close(c);
   EventLoop& loop = *loop_;
   Event& rev = *c.read;
   Event& wev = *c.write;

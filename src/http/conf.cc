@@ -10,6 +10,7 @@
 
 #include "core/conf/values.h"
 #include "event/listen_conf.h"
+#include "event/tls/context.h"
 #include "http/servers.h"
 #include "vigil/event/listening.h"
 
@@ -318,6 +319,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
 
 Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& child) {
   child.where = ctx.scope().where();
+  merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   if (!ctx.is_set("large_client_header_buffers")) {
     child.large_buffers_num = parent.large_buffers_num;
     child.large_buffers_size = parent.large_buffers_size;
@@ -363,6 +365,24 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
   std::stable_sort(
       parent.prefix_locations.begin(), parent.prefix_locations.end(),
       [](const HttpLocConf* a, const HttpLocConf* b) { return a->name.size() > b->name.size(); });
+  return Status::ok();
+}
+
+// Every server reachable on a "listen ... ssl" address gets its TLS context
+// now, at load time: -t and a reload report an unreadable certificate or a
+// key that does not match, and the running workers are not touched.
+Status build_tls_contexts(HttpServers& servers) {
+  for (const auto& addr : servers.addresses) {
+    if (!addr->listen.ssl) continue;
+    for (HttpSrvConf* srv : addr->servers) {
+      if (srv->tls) continue;
+      if (srv->ssl.where.empty()) srv->ssl.where = srv->where;
+      // ALPN: HTTP/1.x only for now; h2 would be offered first here.
+      auto ctx = TlsContext::server(srv->ssl, {"http/1.1", "http/1.0"});
+      if (!ctx) return ctx.status();
+      srv->tls = std::move(ctx.value());
+    }
+  }
   return Status::ok();
 }
 
@@ -414,7 +434,7 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
-  return Status::ok();
+  return build_tls_contexts(*final_conf.servers);
 }
 
 Status set_stub_status(const DirectiveCall& call, HttpLocConf& loc) {
@@ -450,6 +470,8 @@ Module* make_http_module() {
          srv.size(&HttpSrvConf::client_header_buffer_size, 1024, 128));
   m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
          srv.custom(set_large_buffers));
+  add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
+                            tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
 
   // location (and inherited from server and http)
   m->add("root", kHttpAny, Arity::exactly(1), loc.string(&HttpLocConf::root, "html", false));

@@ -16,6 +16,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/tls/tls_conf.h"
 #include "http/types.h"
 #include "http/variables.h"
 #include "vigil/core/clock.h"
@@ -33,6 +34,11 @@ inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
 namespace vigil::http {
 
 class HttpServers;
+}  // namespace vigil::http
+namespace vigil {
+class TlsContext;
+}  // namespace vigil
+namespace vigil::http {
 
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
@@ -153,6 +159,8 @@ struct HttpSrvConf {
   std::uint32_t large_buffers_num = 4;
   std::size_t large_buffers_size = 8192;
   std::string where;
+  TlsServerConf ssl;                // ssl_* directives
+  std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
 };

@@ -12,6 +12,8 @@
 
 #include "http/limit_conn.h"
 #include "http/request.h"
+#include "event/tls/context.h"
+#include "event/tls/tls.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -138,6 +140,46 @@ void lingering_close_handler(Event& rev) {
   loop.add_timer(rev, timeout);
 }
 
+// SNI (RFC 6066 §3): the server block named by the client, with the same
+// rules as Host; its certificate, and its limits for this connection.
+TlsContext* select_server(Connection& c, std::string_view name) {
+  HttpConnection& hc = http_of(c);
+  const HttpSrvConf& srv = hc.addr->find_server(name);
+  hc.srv = &srv;
+  return srv.tls.get();
+}
+
+void start_http(HttpConnection& hc) {
+  Connection& c = *hc.c;
+  c.read->handler = wait_request_handler;
+  c.write->handler = empty_handler;
+  // client_header_timeout runs from the accept, as nginx's post_accept_timeout.
+  c.loop->add_timer(*c.read, hc.srv->client_header_timeout);
+  if (c.read->ready) {
+    wait_request_handler(*c.read);
+    return;
+  }
+  if (!c.loop->handle_read_event(*c.read)) close_connection(hc);
+}
+
+void handshake_done(Connection& c, TlsHandshake result) {
+  HttpConnection& hc = http_of(c);
+  switch (result) {
+    case TlsHandshake::kOk:
+      start_http(hc);
+      return;
+    case TlsHandshake::kPlain:
+      // Read the request and answer it with nginx's 400 "The plain HTTP
+      // request was sent to HTTPS port" (process_request checks plain_http).
+      hc.plain_http = true;
+      start_http(hc);
+      return;
+    case TlsHandshake::kFailed:
+      close_connection(hc);
+      return;
+  }
+}
+
 Status set_tcp_option(Connection& c, int level, int name, int value, const char* what) {
   if (::setsockopt(c.fd, level, name, &value, sizeof value) == -1) {
     return Status::sys(std::string("setsockopt(") + what + ")");
@@ -171,18 +213,20 @@ void init_connection(Connection& c) {
   hc->addr = addr;
   hc->srv = addr->default_server;
   c.data = hc;
-  c.read->handler = wait_request_handler;
-  c.write->handler = empty_handler;
   set_reusable(*hc, true);
 
-  // With TCP_DEFER_ACCEPT the request is already here.
-  if (c.read->ready) {
-    wait_request_handler(*c.read);
+  if (addr->listen.ssl) {
+    const HttpSrvConf& srv = *hc->srv;
+    if (Status s = tls_start_server(c, *srv.tls, /*detect_plain=*/true, srv.ssl.handshake_timeout,
+                                    handshake_done, select_server);
+        !s) {
+      VIGIL_LOG(*c.log, kAlert, 0, "*%llu %s", static_cast<unsigned long long>(c.number),
+                s.message().c_str());
+      close_connection(*hc);
+    }
     return;
   }
-  // client_header_timeout runs from the accept, as nginx's post_accept_timeout.
-  c.loop->add_timer(*c.read, hc->srv->client_header_timeout);
-  if (!c.loop->handle_read_event(*c.read)) close_connection(*hc);
+  start_http(*hc);
 }
 
 void wait_request_handler(Event& rev) {
@@ -313,6 +357,7 @@ void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc) {
   // Our FIN goes out after the response; reading what the client still sends
   // keeps the kernel from answering it with a RST that could destroy the
   // response in flight (RFC 9112 §9.6).
+  tls_send_close_notify(c);
   if (::shutdown(c.fd, SHUT_WR) == -1) {
     VIGIL_LOG(*c.log, kInfo, errno, "*%llu shutdown() failed",
               static_cast<unsigned long long>(c.number));

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "event/tls/tls.h"
 #include "http/conf.h"
 #include "http/request.h"
 #include "http/servers.h"
@@ -36,7 +37,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
     ls->handler = init_connection;
     // An idle connection keeps the peer's address and its HttpConnection in
     // its arena, nothing else (buffers and requests come back to the worker).
-    ls->pool_size = kConnectionArenaSize;
+    ls->pool_size = kConnectionArenaSize + (l.ssl ? sizeof(TlsConnection) : 0);
     ls->servers = addr.get();
     out.push_back(std::move(ls));
   }

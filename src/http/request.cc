@@ -8,6 +8,7 @@
 #include "http/limit_conn.h"
 #include "http/limit_req.h"
 #include "http/request.h"
+#include "event/tls/tls.h"
 #include "http/uri.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
@@ -248,6 +249,20 @@ void process_request(Request& r) {
     return;
   }
   r.srv = &hc.addr->find_server(r.check.host);
+
+  // nginx's internal 497/496/495, answered as 400 with their own pages.
+  if (hc.plain_http) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent plain HTTP request to HTTPS port",
+              static_cast<unsigned long long>(c.number));
+    finalize_error(r, kStatusPlainHttp);
+    return;
+  }
+  if (c.ssl != nullptr) {
+    if (const int st = tls_client_verify_status(c); st != 0) {
+      finalize_error(r, st);
+      return;
+    }
+  }
 
   // An unknown method is not implemented here (RFC 9110 §9.1); CONNECT and
   // "OPTIONS *" name no file and are answered by the method check below.

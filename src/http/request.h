@@ -46,6 +46,7 @@ struct HttpConnection {
   bool large = false;      // `buffer` is a large_client_header_buffers buffer
   bool waiting = false;    // counted in stub_status "Waiting" (reusable: idle or not yet read)
   bool keepalive = false;  // idle between requests (vs. a new connection)
+  bool plain_http = false; // plain text on a TLS port: answered with 400 (nginx's 497)
 };
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
@@ -196,6 +197,12 @@ void finalize_error(Request& r, int status);
 // the access log records it.
 void terminate_request(Request& r, int status);
 void run_handler(Request& r);
+
+// nginx's internal statuses for TLS clients, answered as 400 with a page
+// that says why, and the connection closed.
+inline constexpr int kStatusCertError = 495;  // the client certificate failed verification
+inline constexpr int kStatusNoCert = 496;     // ssl_verify_client on, none sent
+inline constexpr int kStatusPlainHttp = 497;  // plain HTTP on a TLS port
 
 // ---- response.cc ------------------------------------------------------------------
 // Statuses after which the connection is closed (nginx's special responses).

@@ -117,6 +117,20 @@ struct SpecialPages {
       b += "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION
            "</center>\r\n</body>\r\n</html>\r\n";
     }
+    // The TLS refusals: a 400 whose page names the reason (nginx's 495-497).
+    const std::pair<int, const char*> tls_reasons[] = {
+        {kStatusCertError, "The SSL certificate error"},
+        {kStatusNoCert, "No required SSL certificate was sent"},
+        {kStatusPlainHttp, "The plain HTTP request was sent to HTTPS port"},
+    };
+    for (const auto& [status, why] : tls_reasons) {
+      std::string& b = bodies[static_cast<std::size_t>(status)];
+      b = "<html>\r\n<head><title>400 ";
+      b += why;
+      b += "</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>";
+      b += why;
+      b += "</center>\r\n<hr><center>vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n";
+    }
   }
 };
 
@@ -148,6 +162,9 @@ bool status_closes(int status) {
     case 500:
     case 501:
     case 505:
+    case kStatusCertError:
+    case kStatusNoCert:
+    case kStatusPlainHttp:
       return true;
     default:
       return false;
@@ -258,8 +275,9 @@ bool write_header(Request& r, const ResponseHeaders& h) {
 void send_special(Request& r, int status) {
   if (r.loc == nullptr) r.loc = r.hc->srv->loc;
   ResponseHeaders h;
-  h.status = status;
   std::string_view body = special_body(status);
+  // 495-497 go out as 400 with their own page.
+  h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;
   if (!body.empty()) {
     h.content_type = "text/html";
     h.content_length = static_cast<std::int64_t>(body.size());

@@ -135,13 +135,16 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
         if (std::find(addr->servers.begin(), addr->servers.end(), srv) != addr->servers.end()) {
           return Status::error("a duplicate listen " + l.addr_text + l.where);
         }
+        addr->listen.ssl = addr->listen.ssl || l.ssl;
         if (l.has_options) {
           if (addr->listen.has_options) {
             return Status::error("duplicate listen options for " + l.addr_text + l.where);
           }
           const bool def = addr->listen.default_server;
+          const bool ssl = addr->listen.ssl;
           addr->listen = l;
           addr->listen.default_server = def;
+          addr->listen.ssl = ssl;
         }
       }
       if (l.default_server) {

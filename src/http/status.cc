@@ -108,6 +108,13 @@ int metrics_handler(Request& r) {
   metric(t, "vigil_connections_writing", "gauge", "Connections with a request being answered.",
          get(s.writing));
   metric(t, "vigil_connections_waiting", "gauge", "Idle keep-alive connections.", get(s.waiting));
+  metric(t, "vigil_tls_handshakes_total", "counter", "TLS handshakes completed.",
+         get(s.tls_handshakes));
+  metric(t, "vigil_tls_handshakes_failed_total", "counter",
+         "TLS handshakes that failed (alert, garbage, timeout, reset).",
+         get(s.tls_handshakes_failed));
+  metric(t, "vigil_tls_sessions_reused_total", "counter", "TLS handshakes that resumed a session.",
+         get(s.tls_sessions_reused));
 
   struct PerWorker {
     const char* name;

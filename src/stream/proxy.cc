@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "event/tls/tls.h"
 #include "stream/stream_conf.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -46,8 +47,7 @@ void finalize(Session& s, const char* why) {
   s.done = true;
   Connection& client = *s.client;
   EventLoop& loop = *client.loop;
-  VIGIL_LOG(*client.log, kInfo, 0,
-            "stream %s: %s, bytes from/to client: %llu/%llu, upstream %s",
+  VIGIL_LOG(*client.log, kInfo, 0, "stream %s: %s, bytes from/to client: %llu/%llu, upstream %s",
             std::string(client.addr_text).c_str(), why,
             static_cast<unsigned long long>(s.from_client),
             static_cast<unsigned long long>(s.from_upstream), s.peer.name.c_str());
@@ -92,6 +92,7 @@ bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_s
   // Everything the side sent is delivered: pass its EOF on as a half-close.
   if (src_eof && buf.pos == buf.last && !dst_shut) {
     dst_shut = true;
+    tls_send_close_notify(dst);  // a TLS side sees a clean end first
     if (::shutdown(dst.fd, SHUT_WR) == -1 && errno != ENOTCONN) return false;
   }
   return true;
@@ -159,6 +160,44 @@ void next_upstream(Session& s, const char* why, int err) {
   connect_upstream(s);
 }
 
+void upstream_handshake_done(Connection& u, TlsHandshake result) {
+  Session& s = *static_cast<Session*>(u.data);
+  if (result != TlsHandshake::kOk) return next_upstream(s, "SSL handshake failed", 0);
+  start_relay(s);
+}
+
+// Keeps the newest upstream session of this worker for the next connection.
+void upstream_session_saved(Connection& u, SSL_SESSION* sess) {
+  Session& s = *static_cast<Session*>(u.data);
+  auto* conf = const_cast<StreamSrvConf*>(s.conf);
+  if (conf->upstream_session.session != nullptr) SSL_SESSION_free(conf->upstream_session.session);
+  conf->upstream_session.session = sess;
+}
+
+// The TCP connection to the upstream is up: relay, or first a TLS handshake.
+void connected(Session& s) {
+  const StreamSrvConf& conf = *s.conf;
+  if (!conf.proxy_ssl.enable) return start_relay(s);
+  // proxy_ssl_name, else the host part of proxy_pass.
+  std::string name = conf.proxy_ssl.name;
+  if (name.empty()) {
+    name = conf.proxy_pass;
+    if (auto colon = name.rfind(':');
+        colon != std::string::npos && name.find(']') == std::string::npos) {
+      name.resize(colon);
+    }
+  }
+  Status st = tls_start_client(
+      *s.upstream, *conf.upstream_tls, conf.proxy_ssl.server_name ? name : std::string(), name,
+      conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr,
+      conf.proxy_connect_timeout, upstream_handshake_done,
+      conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
+  if (!st) {
+    VIGIL_LOG(*s.client->log, kAlert, 0, "%s", st.message().c_str());
+    finalize(s, "TLS to the upstream failed");
+  }
+}
+
 void connect_handler(Event& ev) {
   auto* u = ev.owner<Connection>();
   Session& s = *static_cast<Session*>(u->data);
@@ -166,7 +205,7 @@ void connect_handler(Event& ev) {
   if (s.client->close || u->close) return finalize(s, "closed by the worker");
   if (int err = peer_connect_result(*u); err != 0) return next_upstream(s, "connect() failed", err);
   s.client->loop->del_timer(*u->write);
-  start_relay(s);
+  connected(s);
 }
 
 void connect_upstream(Session& s) {
@@ -189,7 +228,7 @@ void connect_upstream(Session& s) {
     if (rc != kPeerOk && rc != kPeerAgain) break;  // a local failure: don't hammer the others
     s.upstream = s.peer.connection;
     s.upstream->data = &s;
-    if (rc == kPeerOk) return start_relay(s);
+    if (rc == kPeerOk) return connected(s);
     s.upstream->read->handler = connect_handler;
     s.upstream->write->handler = connect_handler;
     loop.add_timer(*s.upstream->write, s.conf->proxy_connect_timeout);
@@ -200,7 +239,9 @@ void connect_upstream(Session& s) {
 
 }  // namespace
 
-void init_connection(Connection& c) {
+namespace {
+
+void start_session(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
   std::size_t n = conf->proxy_buffer_size;
   char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
@@ -210,15 +251,37 @@ void init_connection(Connection& c) {
   s->up.reset(mem, n);
   s->down.reset(mem + n, n);
   const std::size_t servers = conf->upstream->servers.size();
-  s->tries_left = conf->proxy_next_upstream_tries == 0
-                      ? static_cast<unsigned>(servers)
-                      : std::min<unsigned>(conf->proxy_next_upstream_tries,
-                                           static_cast<unsigned>(servers));
+  s->tries_left =
+      conf->proxy_next_upstream_tries == 0
+          ? static_cast<unsigned>(servers)
+          : std::min<unsigned>(conf->proxy_next_upstream_tries, static_cast<unsigned>(servers));
   c.data = s;
   // Until the upstream answers, client events only matter as timeouts/close.
   c.read->handler = proxy_handler;
   c.write->handler = proxy_handler;
   connect_upstream(*s);
+}
+
+void client_handshake_done(Connection& c, TlsHandshake result) {
+  if (result != TlsHandshake::kOk) {
+    c.loop->pool().close_connection(c);
+    return;
+  }
+  start_session(c);
+}
+
+}  // namespace
+
+void init_connection(Connection& c) {
+  const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+  if (!conf->ssl_listen) return start_session(c);
+  // TLS termination: the upstream is contacted once the client's handshake is done.
+  if (Status st = tls_start_server(c, *conf->tls, /*detect_plain=*/false,
+                                   conf->ssl.handshake_timeout, client_handshake_done);
+      !st) {
+    VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
+    c.loop->pool().close_connection(c);
+  }
 }
 
 }  // namespace vigil::stream

@@ -40,6 +40,24 @@ Status set_upstream_server(const DirectiveCall& call, StreamUpsConf& ups) {
   return Status::ok();
 }
 
+// TLS contexts at load time, so -t and a reload check certificates.
+Status build_tls(StreamSrvConf& srv) {
+  for (const StreamListen& l : srv.listens) srv.ssl_listen = srv.ssl_listen || l.ssl;
+  if (srv.ssl_listen) {
+    if (srv.ssl.where.empty()) srv.ssl.where = srv.where;
+    auto ctx = TlsContext::server(srv.ssl, {});
+    if (!ctx) return ctx.status();
+    srv.tls = std::move(ctx.value());
+  }
+  if (srv.proxy_ssl.enable) {
+    if (srv.proxy_ssl.where.empty()) srv.proxy_ssl.where = srv.where;
+    auto ctx = TlsContext::client(srv.proxy_ssl);
+    if (!ctx) return ctx.status();
+    srv.upstream_tls = std::move(ctx.value());
+  }
+  return Status::ok();
+}
+
 // Once the whole stream block is read: collect the servers, build the named
 // groups, and resolve each proxy_pass to a group (a bare address becomes a
 // group of one).
@@ -94,15 +112,22 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
         }
       }
     }
+    if (Status s = build_tls(*srv); !s) return s;
     fin.servers.push_back(srv);
   }
+  return Status::ok();
+}
+
+Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf& child) {
+  merge_tls_server_conf(ctx, parent.ssl, child.ssl);
+  merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
   return Status::ok();
 }
 
 Module* make_stream_module() {
   auto* m = new Module("stream");
   // Slot directives set in "stream" are inherited by its servers by the loader.
-  auto srv = m->add_conf<StreamSrvConf>(kStreamMainConf | kStreamSrvConf);
+  auto srv = m->add_conf<StreamSrvConf>(kStreamMainConf | kStreamSrvConf, {}, merge_srv);
   auto ups = m->add_conf<StreamUpsConf>(kStreamUpsConf);
   auto fin = m->add_conf<StreamFinalConf>(kStreamMainConf, init_final);
   (void)fin;
@@ -126,6 +151,11 @@ Module* make_stream_module() {
          srv.flag(&StreamSrvConf::proxy_next_upstream, true));
   m->add("proxy_next_upstream_tries", kAny, Arity::exactly(1),
          srv.number<unsigned>(&StreamSrvConf::proxy_next_upstream_tries, 0));
+  add_tls_server_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
+                            tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
+  add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
+                            tls_client_member<StreamSrvConf, &StreamSrvConf::proxy_ssl>,
+                            /*with_enable_flag=*/true);
   return m;
 }
 

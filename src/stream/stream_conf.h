@@ -9,6 +9,8 @@
 //           proxy_pass backend;               # or an address
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
+//           ssl_certificate c.pem; ssl_certificate_key k.pem;   # with "listen ... ssl"
+//           proxy_ssl on; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem;
 //       }
 //   }
 
@@ -22,6 +24,8 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/tls/context.h"
+#include "event/tls/tls_conf.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
@@ -58,6 +62,23 @@ struct StreamSrvConf {
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   Upstream* upstream = nullptr;            // resolved once the block is read
   std::string where;
+  TlsServerConf ssl;                         // ssl_*: TLS termination on "listen ... ssl"
+  TlsClientConf proxy_ssl;                   // proxy_ssl_*: TLS to the upstream
+  std::shared_ptr<TlsContext> tls;           // built when a listen says "ssl"
+  std::shared_ptr<TlsContext> upstream_tls;  // built when proxy_ssl is on
+  bool ssl_listen = false;
+  // The last upstream session of this worker, for proxy_ssl_session_reuse
+  // (per process, like Upstream::next); freed with the configuration.
+  struct SessionSlot {
+    SSL_SESSION* session = nullptr;
+    SessionSlot() = default;
+    SessionSlot(const SessionSlot&) = delete;
+    SessionSlot& operator=(const SessionSlot&) = delete;
+    ~SessionSlot() {
+      if (session != nullptr) SSL_SESSION_free(session);
+    }
+  };
+  SessionSlot upstream_session;
 };
 
 struct StreamUpsConf {

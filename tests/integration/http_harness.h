@@ -212,6 +212,27 @@ class VigilServer {
         std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});
     return proc_->wait_for_output("started");
   }
+  // Writes conf/vigil.conf as given and starts the server; waits until its
+  // output shows `ready` `count` times (a master's workers log "running:").
+  bool start_raw(const std::string& conf, const std::string& ready = "started", int count = 1) {
+    write("conf/vigil.conf", conf);
+    proc_ = std::make_unique<Process>(
+        std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});
+    return wait_output_count(ready, count);
+  }
+  // Waits until `needle` appears `n` times in the output.
+  bool wait_output_count(const std::string& needle, std::size_t n, int timeout_ms = 10000) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (proc_) {
+      const std::string& out = proc_->output();
+      std::size_t k = 0;
+      for (auto at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) ++k;
+      if (k >= n) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      proc_->wait_for_output("\x01\x02", 20);
+    }
+    return false;
+  }
   // SIGTERM and wait; returns the exit code.
   int stop() {
     if (!proc_) return 0;

@@ -48,6 +48,9 @@ struct SharedCounters {
   SharedCounter reading;   // connections reading a request header
   SharedCounter writing;   // connections with a request being answered
   SharedCounter waiting;   // idle keep-alive connections
+  SharedCounter tls_handshakes;         // TLS handshakes completed (server and client side)
+  SharedCounter tls_handshakes_failed;  // ... that failed (alert, garbage, timeout, reset)
+  SharedCounter tls_sessions_reused;    // ... that resumed a session
   WorkerSlot workers[kMaxWorkers];
 };
 

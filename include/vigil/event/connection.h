@@ -2,7 +2,7 @@
 // The connection object (seed 000 "被动连接", ngx_connection_t). Connections live
 // in the ConnectionPool's preallocated array; `get` hands one out with its two
 // events, `free` puts it back. recv/send are function pointers so a protocol
-// (or TLS later) can swap the I/O primitives per connection.
+// or TLS (src/event/tls/) can swap the I/O primitives per connection.
 
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -21,6 +21,7 @@ class Connection;
 class EventLoop;
 class Listening;
 class Log;
+struct TlsConnection;
 
 // >0 bytes, 0 EOF, kIoAgain (-2) would block, kIoError (-1) error (c.error set).
 using RecvFn = long (*)(Connection& c, char* buf, std::size_t size);
@@ -59,6 +60,7 @@ class Connection {
   socklen_t local_addrlen = 0;
 
   Buf* buffer = nullptr;  // the protocol's read buffer
+  TlsConnection* ssl = nullptr;  // TLS state (src/event/tls/tls.h); freed by close_connection
   QueueNode queue;        // the pool's reusable (idle) list
 
   // Bumped by ConnectionPool::get on every reuse of the slot; backends tag

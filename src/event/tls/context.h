@@ -1,0 +1,67 @@
+#pragma once
+// A TLS context (nginx's ngx_ssl_t): one SSL_CTX built from a server's (or an
+// upstream's) ssl directives when the configuration is loaded, so `-t` and a
+// reload check certificates and keys before any worker uses them. Workers
+// inherit the contexts through fork(); a reload builds new ones and the old
+// workers keep theirs until they exit.
+
+#include <openssl/ssl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event/tls/tls_conf.h"
+#include "vigil/core/result.h"
+
+namespace vigil {
+
+// One ssl_session_ticket_key file: 48 bytes (AES-128-CBC + HMAC-SHA256 with
+// a 16-byte key) or 80 bytes (AES-256-CBC + 32-byte HMAC key), as nginx reads them.
+struct TlsTicketKey {
+  unsigned char name[16];
+  unsigned char hmac_key[32];
+  unsigned char aes_key[32];
+  std::size_t hmac_len = 0;
+  std::size_t aes_len = 0;
+};
+
+class TlsContext {
+ public:
+  // `alpn`: the protocols the server offers, most preferred first (empty:
+  // no ALPN). The conf must outlive the context.
+  static Result<std::shared_ptr<TlsContext>> server(const TlsServerConf& conf,
+                                                    std::vector<std::string> alpn);
+  static Result<std::shared_ptr<TlsContext>> client(const TlsClientConf& conf);
+
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  SSL_CTX* native() const { return ctx_; }
+  const TlsServerConf* server_conf() const { return server_conf_; }
+  const TlsClientConf* client_conf() const { return client_conf_; }
+  const std::vector<TlsTicketKey>& ticket_keys() const { return ticket_keys_; }
+  // The wire-format ALPN list (length-prefixed names).
+  const std::string& alpn() const { return alpn_; }
+
+  static TlsContext* of(const SSL_CTX* ctx);
+
+ private:
+  TlsContext() = default;
+  Status configure_server(const TlsServerConf& conf);
+  Status configure_client(const TlsClientConf& conf);
+
+  SSL_CTX* ctx_ = nullptr;
+  const TlsServerConf* server_conf_ = nullptr;
+  const TlsClientConf* client_conf_ = nullptr;
+  std::vector<TlsTicketKey> ticket_keys_;
+  std::string alpn_;
+};
+
+// The OpenSSL error queue as " (SSL: error:...:reason)" and cleared; "" when empty.
+std::string tls_error_text();
+
+}  // namespace vigil

@@ -1,0 +1,110 @@
+#pragma once
+// TLS as a property of a connection (nginx's ngx_ssl_connection_t and
+// ngx_ssl_handshake/recv/write/send_chain/shutdown).
+//
+// Life of a TLS connection:
+//   tls_start_server / tls_start_client: SSL object, handshake handlers on
+//     both events, handshake timer on the read event.
+//   The handshake runs from read and write events: SSL_ERROR_WANT_READ waits
+//     for readability, SSL_ERROR_WANT_WRITE for writability, nothing blocks.
+//   On success the connection's recv/send/recv_chain/send_chain become the
+//     TLS ones and `done(c, kOk)` runs; the protocol goes on as for plain TCP.
+//   A read that leaves decrypted bytes inside OpenSSL posts the read event on
+//     posted_next: no readiness event would ever announce them.
+//   ConnectionPool::close_connection calls tls_close: one nonblocking
+//     SSL_shutdown (close_notify if the socket takes it) and SSL_free.
+//
+// Ownership: TlsConnection lives in the connection's arena; the SSL object is
+// freed by tls_close. Contexts outlive their connections (the configuration
+// that owns them lives until every worker using it has exited).
+
+#include <openssl/ssl.h>
+
+#include <cstddef>
+#include <string_view>
+
+#include "vigil/core/clock.h"
+#include "vigil/core/result.h"
+#include "vigil/event/connection.h"
+
+namespace vigil {
+
+class TlsContext;
+
+enum class TlsHandshake : std::uint8_t {
+  kOk,      // handshake done, TLS I/O functions installed
+  kPlain,   // the first byte is not a TLS record: plain text on a TLS port
+  kFailed,  // alert, garbage, timeout, reset: already logged, close it
+};
+
+using TlsHandshakeDone = void (*)(Connection& c, TlsHandshake result);
+// SNI: the context of the server named by the client, or null to keep the
+// current one. Runs inside the handshake.
+using TlsSelectServer = TlsContext* (*)(Connection& c, std::string_view name);
+// Client side: a session worth keeping arrived (under TLS 1.3 tickets come
+// after the handshake, with the first reads). The callee takes the reference.
+using TlsSessionSaved = void (*)(Connection& c, SSL_SESSION* session);
+
+struct TlsConnection {
+  SSL* ssl = nullptr;
+  TlsHandshakeDone done = nullptr;
+  TlsSelectServer select = nullptr;
+  TlsSessionSaved saved = nullptr;
+  // A file range being encrypted: bytes [stage_off, stage_off + stage_len)
+  // of stage_fd, of which stage_pos are sent. Bounded (kTlsStageSize), taken
+  // only while a file is being sent.
+  char* stage = nullptr;
+  std::size_t stage_len = 0;
+  std::size_t stage_pos = 0;
+  off_t stage_off = 0;
+  int stage_fd = -1;
+  // Length of an SSL_write that returned WANT_WRITE: the retry must offer at
+  // least as much (OpenSSL's "bad write retry" otherwise).
+  std::size_t write_pending = 0;
+  unsigned handshaked : 1 = 0;
+  unsigned detect_plain : 1 = 0;
+  unsigned client : 1 = 0;
+  unsigned ktls_send : 1 = 0;
+  unsigned read_error : 1 = 0;  // an error after data was returned: report it next
+};
+
+inline constexpr std::size_t kTlsStageSize = 16384;  // one TLS record
+
+// Starts a server handshake on an accepted connection. `detect_plain`: peek
+// at the first byte and report kPlain when it is not a TLS handshake record.
+Status tls_start_server(Connection& c, TlsContext& ctx, bool detect_plain, Msec timeout,
+                        TlsHandshakeDone done, TlsSelectServer select = nullptr);
+// Starts a client handshake on a connected socket; `sni` to send (empty:
+// none), `verify_host` the name the certificate must carry when the context
+// verifies, `session` to resume (may be null; not consumed).
+Status tls_start_client(Connection& c, TlsContext& ctx, std::string_view sni,
+                        std::string_view verify_host, SSL_SESSION* session, Msec timeout,
+                        TlsHandshakeDone done, TlsSessionSaved saved = nullptr);
+// SSL_CTX_sess_set_new_cb of client contexts: hands the session to `saved`.
+int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session);
+
+// Sends close_notify (once, without waiting): before a half-close of the
+// socket, so the peer sees a clean end of the TLS stream.
+void tls_send_close_notify(Connection& c);
+// Sends close_notify without waiting and frees the TLS state; called by the pool.
+void tls_close(Connection& c);
+
+// The I/O functions installed after the handshake (same contracts as io.cc).
+long tls_recv(Connection& c, char* buf, std::size_t size);
+long tls_send(Connection& c, const char* buf, std::size_t size);
+long tls_recv_chain(Connection& c, Chain* chain, off_t limit);
+Chain* tls_send_chain(Connection& c, Chain* in, off_t limit);
+
+// SSL_CTX_set_tlsext_servername_callback for every server context.
+int tls_servername_cb(SSL* ssl, int* alert, void* arg);
+
+// Facts for logs and variables ("" when the connection has no TLS).
+std::string_view tls_protocol(const Connection& c);
+std::string_view tls_cipher(const Connection& c);
+std::string_view tls_server_name(const Connection& c);
+bool tls_session_reused(const Connection& c);
+// Client certificate check after the handshake (ssl_verify_client): 0 when
+// acceptable, else nginx's 495 (verification failed) or 496 (none sent).
+int tls_client_verify_status(const Connection& c);
+
+}  // namespace vigil

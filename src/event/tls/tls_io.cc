@@ -1,0 +1,272 @@
+// The TLS I/O functions a connection gets after its handshake (nginx's
+// ngx_ssl_recv, ngx_ssl_write, ngx_ssl_recv_chain, ngx_ssl_send_chain).
+// Same contracts as the socket ones in io.cc: >0 bytes, 0 EOF, kIoAgain,
+// kIoError; the chain sender returns the first unsent link or kChainError.
+#include <openssl/err.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "event/tls/context.h"
+#include "event/tls/tls.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil {
+namespace {
+
+constexpr off_t kMaxChunk = 0x7ffff000;
+
+void log_failure(Connection& c, const char* call, int sys) {
+  const std::string detail = tls_error_text();
+  if (c.log == nullptr) return;
+  // Peers that reset or send bad records are routine: [info].
+  VIGIL_LOG(*c.log, kInfo, sys, "*%llu %s failed%s", static_cast<unsigned long long>(c.number),
+            call, detail.c_str());
+}
+
+// One SSL_write_ex of at most `size` bytes: >0 written, kIoAgain, kIoError.
+long write_some(Connection& c, const char* buf, std::size_t size) {
+  TlsConnection& t = *c.ssl;
+  Event& wev = *c.write;
+  // A retry after WANT_WRITE must offer at least what the blocked call did.
+  if (size < t.write_pending) return kIoError;
+  ERR_clear_error();
+  std::size_t written = 0;
+  const int rc = SSL_write_ex(t.ssl, buf, size, &written);
+  if (rc == 1) {
+    t.write_pending = 0;
+    c.sent += static_cast<off_t>(written);
+    return static_cast<long>(written);
+  }
+  const int err = SSL_get_error(t.ssl, rc);
+  if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+    // WANT_READ on a write happens only around a key update the peer asked
+    // for; the next readable or writable event retries it.
+    t.write_pending = size;
+    wev.ready = 0;
+    return kIoAgain;
+  }
+  wev.error = 1;
+  c.error = 1;
+  log_failure(c, "SSL_write()", err == SSL_ERROR_SYSCALL ? errno : 0);
+  return kIoError;
+}
+
+// Keeps the staged file bytes when they still match the buffer (a retry),
+// else reads the next piece of the file into the stage.
+bool stage_file(Connection& c, const Buf& b, std::size_t want) {
+  TlsConnection& t = *c.ssl;
+  if (t.stage != nullptr && t.stage_fd == b.file_fd &&
+      t.stage_off + static_cast<off_t>(t.stage_pos) == b.file_pos && t.stage_pos < t.stage_len) {
+    return true;
+  }
+  if (t.stage == nullptr) {
+    t.stage = static_cast<char*>(std::malloc(kTlsStageSize));
+    if (t.stage == nullptr) {
+      if (c.log != nullptr) {
+        VIGIL_LOG(*c.log, kAlert, 0, "*%llu no memory for a TLS file buffer",
+                  static_cast<unsigned long long>(c.number));
+      }
+      return false;
+    }
+  }
+  if (want > kTlsStageSize) want = kTlsStageSize;
+  for (;;) {
+    const ssize_t n = ::pread(b.file_fd, t.stage, want, b.file_pos);
+    if (n > 0) {
+      t.stage_fd = b.file_fd;
+      t.stage_off = b.file_pos;
+      t.stage_len = static_cast<std::size_t>(n);
+      t.stage_pos = 0;
+      return true;
+    }
+    if (n == -1 && errno == EINTR) continue;
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
+                static_cast<unsigned long long>(c.number),
+                n == 0 ? "file was truncated while being sent" : "pread() failed");
+    }
+    return false;
+  }
+}
+
+void release_stage(TlsConnection& t) {
+  if (t.stage == nullptr) return;
+  std::free(t.stage);
+  t.stage = nullptr;
+  t.stage_len = t.stage_pos = 0;
+  t.stage_fd = -1;
+}
+
+#ifdef BIO_get_ktls_send
+// kTLS: the kernel encrypts, so the file goes out with sendfile semantics.
+long send_file_ktls(Connection& c, Buf& b, off_t budget) {
+  TlsConnection& t = *c.ssl;
+  std::size_t size = b.size();
+  if (static_cast<off_t>(size) > budget) size = static_cast<std::size_t>(budget);
+  ERR_clear_error();
+  const ossl_ssize_t n = SSL_sendfile(t.ssl, b.file_fd, b.file_pos, size, 0);
+  if (n > 0) {
+    c.sent += n;
+    return static_cast<long>(n);
+  }
+  const int err = SSL_get_error(t.ssl, static_cast<int>(n));
+  if (err == SSL_ERROR_WANT_WRITE) {
+    c.write->ready = 0;
+    return kIoAgain;
+  }
+  c.error = 1;
+  c.write->error = 1;
+  log_failure(c, "SSL_sendfile()", err == SSL_ERROR_SYSCALL ? errno : 0);
+  return kIoError;
+}
+#endif
+
+}  // namespace
+
+long tls_recv(Connection& c, char* buf, std::size_t size) {
+  TlsConnection& t = *c.ssl;
+  Event& rev = *c.read;
+  if (t.read_error) {
+    rev.ready = 0;
+    return kIoError;
+  }
+  if (rev.eof) return 0;
+  if (size == 0) return 0;
+
+  std::size_t total = 0;
+  while (size > 0) {
+    std::size_t got = 0;
+    ERR_clear_error();
+    const int rc = SSL_read_ex(t.ssl, buf, size, &got);
+    if (rc == 1) {
+      total += got;
+      buf += got;
+      size -= got;
+      continue;
+    }
+    const int err = SSL_get_error(t.ssl, rc);
+    switch (err) {
+      case SSL_ERROR_WANT_READ:
+        rev.ready = 0;
+        return total > 0 ? static_cast<long>(total) : kIoAgain;
+      case SSL_ERROR_WANT_WRITE:
+        // Our answer to a key update is stuck behind a full socket buffer:
+        // try again on the next pass rather than wait for an event that the
+        // protocol does not expect.
+        rev.ready = 0;
+        if (c.loop != nullptr) c.loop->posted_next().post(rev);
+        return total > 0 ? static_cast<long>(total) : kIoAgain;
+      case SSL_ERROR_ZERO_RETURN:  // close_notify: a clean end of the stream
+        rev.ready = 0;
+        rev.eof = 1;
+        return static_cast<long>(total);
+      default: {
+        const int sys = err == SSL_ERROR_SYSCALL ? errno : 0;
+        if (err == SSL_ERROR_SYSCALL && sys == 0 && ERR_peek_error() == 0) {
+          // EOF without close_notify: truncation is the protocol's concern
+          // (HTTP has its own framing), so it reads as an ordinary EOF.
+          rev.ready = 0;
+          rev.eof = 1;
+          return static_cast<long>(total);
+        }
+        log_failure(c, "SSL_read()", sys);
+        if (total > 0) {
+          t.read_error = 1;
+          return static_cast<long>(total);
+        }
+        rev.ready = 0;
+        rev.error = 1;
+        c.error = 1;
+        return kIoError;
+      }
+    }
+  }
+  // The caller's buffer is full; more may be waiting in the socket or inside
+  // OpenSSL. Bytes OpenSSL already holds will never raise a readiness event,
+  // so the handler is run again on the next pass (posted_next) even if it
+  // stops reading now.
+  rev.ready = 1;
+  if (c.loop != nullptr && SSL_has_pending(t.ssl) == 1) c.loop->posted_next().post(rev);
+  return static_cast<long>(total);
+}
+
+long tls_send(Connection& c, const char* buf, std::size_t size) {
+  if (size == 0) return 0;
+  // Partial-write mode returns after each record: keep going while it flows.
+  // A record that could not go out stays pending inside OpenSSL with
+  // write_pending set; the caller's next call (from buf + the count
+  // returned, at least as long) completes it.
+  std::size_t done = 0;
+  while (done < size) {
+    const long n = write_some(c, buf + done, size - done);
+    if (n <= 0) return done > 0 ? static_cast<long>(done) : n;
+    done += static_cast<std::size_t>(n);
+  }
+  return static_cast<long>(done);
+}
+
+long tls_recv_chain(Connection& c, Chain* chain, off_t limit) {
+  long total = 0;
+  off_t left = limit > 0 ? limit : kMaxChunk;
+  for (Chain* cl = chain; cl != nullptr && left > 0; cl = cl->next) {
+    Buf* b = cl->buf;
+    std::size_t room = b->free_space();
+    if (room == 0) continue;
+    if (static_cast<off_t>(room) > left) room = static_cast<std::size_t>(left);
+    const long n = tls_recv(c, b->last, room);
+    if (n == kIoAgain || n == kIoError || n == 0) return total > 0 ? total : n;
+    b->last += n;
+    total += n;
+    left -= n;
+    if (static_cast<std::size_t>(n) < room) break;
+  }
+  return total;
+}
+
+Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
+  TlsConnection& t = *c.ssl;
+  const off_t max = (limit <= 0 || limit > kMaxChunk) ? kMaxChunk : limit;
+  off_t sent = 0;
+  Chain* cl = in;
+  while (cl != nullptr && cl->buf->empty()) cl = cl->next;
+
+  while (cl != nullptr && sent < max) {
+    Buf& b = *cl->buf;
+    long n;
+    if (!b.in_file) {
+      std::size_t want = b.size();
+      if (static_cast<off_t>(want) > max - sent) want = static_cast<std::size_t>(max - sent);
+      if (want < t.write_pending) want = t.write_pending < b.size() ? t.write_pending : b.size();
+      n = write_some(c, b.pos, want);
+      if (n > 0) b.pos += n;
+#ifdef BIO_get_ktls_send
+    } else if (t.ktls_send) {
+      n = send_file_ktls(c, b, max - sent);
+      if (n > 0) b.file_pos += n;
+#endif
+    } else {
+      // No kTLS: the file is read and encrypted one record at a time through
+      // a 16k buffer, never loaded whole.
+      if (!stage_file(c, b, b.size())) {
+        c.error = 1;
+        return kChainError;
+      }
+      n = write_some(c, t.stage + t.stage_pos, t.stage_len - t.stage_pos);
+      if (n > 0) {
+        t.stage_pos += static_cast<std::size_t>(n);
+        b.file_pos += n;
+      }
+    }
+    if (n == kIoError) return kChainError;
+    if (n == kIoAgain) return cl;
+    sent += n;
+    while (cl != nullptr && cl->buf->empty()) cl = cl->next;
+  }
+  if (cl == nullptr) release_stage(t);
+  return cl;
+}
+
+}  // namespace vigil

@@ -1,0 +1,105 @@
+// Client certificates (ssl_verify_client, ssl_client_certificate,
+// ssl_verify_depth): accepted, missing, signed by another CA, and the
+// optional modes, answered as nginx does (400 with the reason).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tls_harness.h"
+
+namespace vigil {
+namespace {
+
+using test::Response;
+using test::TlsClient;
+using test::TlsOptions;
+using test::TlsServer;
+
+class ClientCerts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(s_.pki_ok());
+    // A client certificate from our CA, and one from a CA the server does not know.
+    ASSERT_TRUE(test::make_cert(s_.dir(), "alice", "alice", "ca"));
+    ASSERT_TRUE(test::make_ca(s_.dir(), "otherca"));
+    ASSERT_TRUE(test::make_cert(s_.dir(), "mallory", "mallory", "otherca"));
+    s_.write("html/index.html", "secret\n");
+  }
+  void start(const std::string& mode) {
+    port_ = test::free_port();
+    ASSERT_TRUE(s_.start("access_log off;\n" +
+                         test::tls_server_block(port_, "ssl_verify_client " + mode +
+                                                           ";\n  ssl_client_certificate ../ca.crt;"
+                                                           "\n  ssl_verify_depth 2;")))
+        << s_.output();
+  }
+  Response get(const std::string& who) {
+    TlsOptions o;
+    if (!who.empty()) {
+      o.cert = s_.path(who + ".crt");
+      o.key = s_.path(who + ".key");
+    }
+    TlsClient c(port_, o);
+    if (!c.handshake()) return {};
+    if (!c.send(test::simple_get("/"))) return {};
+    return c.read_response();
+  }
+
+  TlsServer s_;
+  int port_ = 0;
+};
+
+TEST_F(ClientCerts, OnAcceptsOurCaAndRefusesMissingOrForeign) {
+  start("on");
+  Response ok = get("alice");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "secret\n");
+
+  Response none = get("");
+  EXPECT_EQ(none.status, 400);
+  EXPECT_NE(none.body.find("No required SSL certificate was sent"), std::string::npos) << none.body;
+  EXPECT_EQ(none.header("connection"), "close");
+
+  Response foreign = get("mallory");
+  EXPECT_EQ(foreign.status, 400);
+  EXPECT_NE(foreign.body.find("The SSL certificate error"), std::string::npos) << foreign.body;
+  EXPECT_TRUE(s_.wait_output("client SSL certificate verify error")) << s_.output();
+}
+
+TEST_F(ClientCerts, OptionalAllowsNoneButNotAForeignOne) {
+  start("optional");
+  EXPECT_EQ(get("").status, 200);
+  EXPECT_EQ(get("alice").status, 200);
+  EXPECT_EQ(get("mallory").status, 400);
+}
+
+TEST_F(ClientCerts, OptionalNoCaAcceptsAnUnknownIssuer) {
+  start("optional_no_ca");
+  EXPECT_EQ(get("mallory").status, 200);
+  EXPECT_EQ(get("alice").status, 200);
+  EXPECT_EQ(get("").status, 200);
+}
+
+TEST_F(ClientCerts, TheServerSendsItsAcceptableCaNames) {
+  start("on");
+  TlsClient c(port_);
+  ASSERT_TRUE(c.handshake()) << c.error();
+  STACK_OF(X509_NAME)* names = SSL_get_client_CA_list(c.ssl());
+  ASSERT_NE(names, nullptr);
+  ASSERT_EQ(sk_X509_NAME_num(names), 1);
+  char cn[64] = {};
+  X509_NAME_get_text_by_NID(sk_X509_NAME_value(names, 0), NID_commonName, cn, sizeof cn);
+  EXPECT_STREQ(cn, "ca");
+}
+
+TEST_F(ClientCerts, VerifyClientWithoutACaFileIsAConfigurationError) {
+  s_.write("conf/vigil.conf",
+           "events {}\nhttp {\n" +
+               test::tls_server_block(test::free_port(), "ssl_verify_client on;") + "}\n");
+  auto [rc, out] = test::run({test::kVigil, "-p", s_.dir(), "-c", "conf/vigil.conf", "-t"});
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("no ssl_client_certificate for ssl_verify_client"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace vigil

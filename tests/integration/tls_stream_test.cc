@@ -1,0 +1,157 @@
+// TLS in the stream proxy: termination ("listen ... ssl") in front of a
+// plain backend, TLS to the upstream (proxy_ssl) with verification, SNI and
+// proxy_ssl_name, and both at once. The backends are vigil's own HTTP
+// servers in the same configuration.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tls_harness.h"
+
+namespace vigil {
+namespace {
+
+using test::Response;
+using test::TlsClient;
+using test::TlsServer;
+
+struct Ports {
+  int http = test::free_port();   // plain HTTP backend
+  int https = test::free_port();  // TLS HTTP backend
+  int front = test::free_port();  // the stream server under test
+};
+
+std::string backends(const Ports& p) {
+  return "http {\n  access_log off;\n"
+         "  server { listen 127.0.0.1:" +
+         std::to_string(p.http) +
+         "; root html; location = /metrics { metrics; } }\n"
+         "  server { listen 127.0.0.1:" +
+         std::to_string(p.https) +
+         " ssl; server_name localhost; root html;\n"
+         "    ssl_certificate ../server.crt; ssl_certificate_key ../server.key; }\n"
+         "  server { listen 127.0.0.1:" +
+         std::to_string(p.https) +
+         " ssl; server_name other.test; root html;\n"
+         "    ssl_certificate ../other.crt; ssl_certificate_key ../other.key; }\n}\n";
+}
+
+bool start(TlsServer& s, const Ports& p, const std::string& stream_server) {
+  if (!s.pki_ok() || !test::make_cert(s.dir(), "other", "other.test", "ca")) return false;
+  std::string big(4 << 20, 'z');
+  for (std::size_t i = 0; i < big.size(); i += 4096)
+    big[i] = static_cast<char>('a' + i / 4096 % 26);
+  s.write("html/index.html", "backend\n");
+  s.write("html/big.bin", big);
+  return s.start_raw(
+      "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
+      "events { }\n" +
+      backends(p) + "stream {\n  server {\n" + stream_server + "\n  }\n}\n");
+}
+
+TEST(TlsStream, TerminationInFrontOfAPlainBackend) {
+  TlsServer s;
+  Ports p;
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        " ssl;\n    proxy_pass 127.0.0.1:" + std::to_string(p.http) +
+                        ";\n    ssl_certificate ../server.crt;\n    ssl_certificate_key "
+                        "../server.key;"))
+      << s.output();
+  TlsClient c(p.front, {.ca_file = s.ca()});
+  ASSERT_TRUE(c.handshake()) << c.error();
+  EXPECT_EQ(c.peer_cn(), "localhost");
+  ASSERT_TRUE(c.send(test::simple_get("/")));
+  EXPECT_EQ(c.read_response().body, "backend\n");
+  // 4 MiB through the relay and both buffers, intact.
+  ASSERT_TRUE(c.send(test::simple_get("/big.bin")));
+  Response r = c.read_response(false, 20000);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.body, s.read("html/big.bin"));
+}
+
+TEST(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
+  TlsServer s;
+  Ports p;
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
+                        ";\n    proxy_ssl on;\n    proxy_ssl_verify on;\n"
+                        "    proxy_ssl_trusted_certificate ../ca.crt;\n"
+                        "    proxy_ssl_server_name on;\n    proxy_ssl_name other.test;\n"
+                        "    proxy_ssl_protocols TLSv1.2 TLSv1.3;\n"
+                        "    proxy_ssl_session_reuse on;"))
+      << s.output();
+  // SNI other.test makes the backend present other.test's certificate, which
+  // is what proxy_ssl_name asks to verify.
+  for (int i = 0; i < 3; ++i) {
+    Response r = test::get(p.front, test::simple_get("/"));
+    EXPECT_EQ(r.body, "backend\n") << i << "\n" << s.output();
+  }
+}
+
+std::uint64_t reused_total(int http_port) {
+  Response r = test::get(http_port, test::simple_get("/metrics"));
+  const std::string name = "\nvigil_tls_sessions_reused_total ";
+  const std::size_t at = r.body.find(name);
+  return at == std::string::npos ? ~0ull : std::stoull(r.body.substr(at + name.size()));
+}
+
+class TlsStreamReuse : public ::testing::TestWithParam<bool> {};
+
+// proxy_ssl_session_reuse: the second and third connections to the upstream
+// resume (counted on both ends, both in this process: 2 x 2); off, none does.
+TEST_P(TlsStreamReuse, UpstreamSessionsAreResumed) {
+  TlsServer s;
+  Ports p;
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
+                        ";\n    proxy_ssl on;\n    proxy_ssl_session_reuse " +
+                        (GetParam() ? "on" : "off") + ";"))
+      << s.output();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(test::get(p.front, test::simple_get("/")).body, "backend\n");
+  }
+  EXPECT_EQ(reused_total(p.http), GetParam() ? 4u : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reuse, TlsStreamReuse, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "on" : "off"; });
+
+TEST(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
+  TlsServer s;
+  Ports p;
+  // No SNI: the backend's default certificate (localhost) is not other.test.
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
+                        ";\n    proxy_ssl on;\n    proxy_ssl_verify on;\n"
+                        "    proxy_ssl_trusted_certificate ../ca.crt;\n"
+                        "    proxy_ssl_name other.test;"))
+      << s.output();
+  test::Client c(p.front);
+  ASSERT_TRUE(c.send(test::simple_get("/")));
+  EXPECT_TRUE(c.closed_within(5000));
+  EXPECT_EQ(c.extra(), "") << "nothing of the backend's reached the client";
+  EXPECT_TRUE(s.wait_output("SSL handshake failed while connecting to upstream")) << s.output();
+}
+
+TEST(TlsStream, TerminationAndUpstreamTlsTogether) {
+  TlsServer s;
+  Ports p;
+  ASSERT_TRUE(start(s, p,
+                    "    listen 127.0.0.1:" + std::to_string(p.front) +
+                        " ssl;\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
+                        ";\n    ssl_certificate ../other.crt;\n    ssl_certificate_key "
+                        "../other.key;\n    proxy_ssl on;"))
+      << s.output();
+  TlsClient c(p.front);
+  ASSERT_TRUE(c.handshake()) << c.error();
+  EXPECT_EQ(c.peer_cn(), "other.test");
+  ASSERT_TRUE(c.send(test::simple_get("/")));
+  EXPECT_EQ(c.read_response().body, "backend\n");
+}
+
+}  // namespace
+}  // namespace vigil
