@@ -10,6 +10,7 @@
 
 #include "core/conf/values.h"
 #include "http/servers.h"
+#include "upstream/upstream.h"
 #include "event/listen_conf.h"
 #include "vigil/event/listening.h"
 
@@ -282,6 +283,7 @@ Status set_output_buffers(const DirectiveCall& call, HttpLocConf& loc) {
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
+  if (Status st = init_proxy(ctx, loc.proxy); !st) return st;
   if (!ctx.is_set("index")) loc.index = {"index.html"};
   if (!ctx.is_set("access_log")) {
     auto log = std::make_shared<AccessLogConf>();
@@ -304,6 +306,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
+  if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -358,6 +361,28 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
   return Status::ok();
 }
 
+upstream::UpstreamSpecs g_upstream_specs;
+int g_final_spec = -1;
+
+// proxy_pass names an upstream block or an address (an implicit group).
+Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& locations) {
+  upstream::GroupSet* set = nullptr;
+  for (HttpLocConf* loc : locations) {
+    ProxyConf& p = loc->proxy;
+    if (!p.enabled || p.group != nullptr) continue;
+    if (set == nullptr) set = &upstream::group_set(ctx, g_upstream_specs);
+    auto g = set->find_or_add(p.target, 80, p.where);
+    if (!g) return g.status();
+    p.group = g.value();
+    if (!p.group->hash_key.empty()) {
+      auto t = VarTemplate::compile(p.group->hash_key);
+      if (!t) return Status::error(t.status().message() + p.group->where);
+      p.hash_key = std::move(t.value());
+    }
+  }
+  return Status::ok();
+}
+
 // Runs once the whole http block is merged (see HttpFinalConf).
 Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   const std::size_t module = ctx.module();
@@ -397,6 +422,7 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
       return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
     }
   }
+  if (Status st = resolve_proxies(ctx, locations); !st) return st;
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
@@ -416,7 +442,12 @@ Module* make_http_module() {
   // server and location merged.
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
+  // The upstream blocks are built before HttpFinalConf's init, which resolves
+  // proxy_pass against them.
+  g_upstream_specs =
+      upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
+  g_final_spec = fin.index();
   m->add("log_format", kHttpMainConf, Arity::at_least(2), fin.custom(set_log_format)).multiple =
       true;
 
@@ -470,6 +501,9 @@ Module* make_http_module() {
                      {"exact", IfModifiedSince::kExact},
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
+  m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
+         loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
+  add_proxy_directives(*m, loc);
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
@@ -488,7 +522,7 @@ const Module& http_module() {
 }
 
 const HttpServers* http_servers(const Configuration& conf) {
-  const auto* f = conf.find<HttpFinalConf>(http_module(), 2);
+  const auto* f = conf.find<HttpFinalConf>(http_module(), g_final_spec);
   return f != nullptr ? f->servers.get() : nullptr;
 }
 

@@ -16,6 +16,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "http/proxy_conf.h"
 #include "http/types.h"
 #include "http/variables.h"
 #include "vigil/core/clock.h"
@@ -27,7 +28,7 @@ class HttpServers;
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
 
-enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics };
+enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics, kProxy };
 
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
@@ -91,6 +92,8 @@ struct HttpLocConf {
   Msec lingering_timeout = 5000;
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
+  std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
+  ProxyConf proxy;
 
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "http/proxy.h"
 #include "http/request.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
@@ -48,6 +49,7 @@ void release_buffer(HttpConnection& hc) {
 void free_request(Request& r) {
   HttpConnection& hc = *r.hc;
   BufferCache& cache = hc.worker->buffers();
+  proxy::release(r);
   if (r.fd != -1) {
     close_file(*r.c, r.fd);
     r.fd = -1;

@@ -47,6 +47,7 @@ constexpr Named kNames[] = {
     {"upstream_response_time", VarId::kUpstreamResponseTime},
     {"connection", VarId::kConnection},
     {"connection_requests", VarId::kConnectionRequests},
+    {"proxy_host", VarId::kProxyHost},
 };
 
 bool is_name_char(char c) {
@@ -266,6 +267,10 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
     case VarId::kConnection:
       if (c == nullptr) return false;
       s.put_uint(c->number);
+      return true;
+    case VarId::kProxyHost:
+      if (r.loc == nullptr || !r.loc->proxy.enabled) return false;
+      s.put(r.loc->proxy.proxy_host);
       return true;
     case VarId::kConnectionRequests:
       if (c == nullptr) return false;
