@@ -19,6 +19,8 @@ namespace {
 constexpr ConfContextMask kHttpAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
 constexpr int kSrvSpec = 0;
 constexpr int kLocSpec = 1;
+upstream::UpstreamSpecs g_upstream_specs;
+int g_final_spec = -1;
 
 // ---- listen -----------------------------------------------------------------
 
@@ -373,8 +375,12 @@ Module* make_http_module() {
   // server and location merged.
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
+  // `upstream { }` blocks (the upstream layer's one parser): their GroupSet is
+  // finished before HttpFinalConf's init, which can then resolve proxy_pass.
+  g_upstream_specs =
+      upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
-  (void)fin;
+  g_final_spec = fin.index();
 
   m->add_block("http", kMainConf, Arity::none(), kHttpMainConf);
   m->add_block("server", kHttpMainConf, Arity::none(), kHttpSrvConf).multiple = true;
@@ -443,8 +449,14 @@ const Module& http_module() {
   return *module;
 }
 
+upstream::UpstreamSpecs http_upstream_specs() {
+  (void)http_module();
+  return g_upstream_specs;
+}
+
 const HttpServers* http_servers(const Configuration& conf) {
-  const auto* f = conf.find<HttpFinalConf>(http_module(), 2);
+  const Module& m = http_module();  // sets g_final_spec
+  const auto* f = conf.find<HttpFinalConf>(m, g_final_spec);
   return f != nullptr ? f->servers.get() : nullptr;
 }
 

@@ -17,6 +17,7 @@
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "http/types.h"
+#include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
@@ -111,6 +112,10 @@ struct HttpFinalConf {
 };
 
 const Module& http_module();
+// Where http_module() keeps its upstream groups: upstream::group_set(ctx,
+// http_upstream_specs()) in an init of the http module, or
+// upstream::find_group_set(scope, module, http_upstream_specs()).
+upstream::UpstreamSpecs http_upstream_specs();
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);
