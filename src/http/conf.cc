@@ -20,6 +20,8 @@ namespace {
 constexpr ConfContextMask kHttpAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
 constexpr int kSrvSpec = 0;
 constexpr int kLocSpec = 1;
+upstream::UpstreamSpecs g_upstream_specs;
+int g_final_spec = -1;
 
 // ---- listen -----------------------------------------------------------------
 
@@ -361,8 +363,6 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
   return Status::ok();
 }
 
-upstream::UpstreamSpecs g_upstream_specs;
-int g_final_spec = -1;
 
 // proxy_pass names an upstream block or an address (an implicit group).
 Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& locations) {
@@ -442,8 +442,8 @@ Module* make_http_module() {
   // server and location merged.
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
-  // The upstream blocks are built before HttpFinalConf's init, which resolves
-  // proxy_pass against them.
+  // `upstream { }` blocks (the upstream layer's one parser): their GroupSet is
+  // finished before HttpFinalConf's init, which can then resolve proxy_pass.
   g_upstream_specs =
       upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
@@ -521,8 +521,14 @@ const Module& http_module() {
   return *module;
 }
 
+upstream::UpstreamSpecs http_upstream_specs() {
+  (void)http_module();
+  return g_upstream_specs;
+}
+
 const HttpServers* http_servers(const Configuration& conf) {
-  const auto* f = conf.find<HttpFinalConf>(http_module(), g_final_spec);
+  const Module& m = http_module();  // sets g_final_spec
+  const auto* f = conf.find<HttpFinalConf>(m, g_final_spec);
   return f != nullptr ? f->servers.get() : nullptr;
 }
 

@@ -19,6 +19,7 @@
 #include "http/proxy_conf.h"
 #include "http/types.h"
 #include "http/variables.h"
+#include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
@@ -129,6 +130,10 @@ struct HttpFinalConf {
 };
 
 const Module& http_module();
+// Where http_module() keeps its upstream groups: upstream::group_set(ctx,
+// http_upstream_specs()) in an init of the http module, or
+// upstream::find_group_set(scope, module, http_upstream_specs()).
+upstream::UpstreamSpecs http_upstream_specs();
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

@@ -4,6 +4,7 @@
 
 #include "http/protocol.h"
 #include "stream/protocol.h"
+#include "upstream/upstream.h"
 
 namespace vigil {
 
@@ -12,6 +13,8 @@ namespace {
 const ProtocolHooks kProtocols[] = {
     {"http", http::create_listeners, http::init_worker, http::exit_worker, http::reopen_logs},
     {"stream", stream::create_listeners},
+    // The keepalive caches of upstream groups (per worker): closed at exit.
+    {"upstream", nullptr, nullptr, upstream::close_keepalive},
 };
 
 // The compiled-in list followed by those added at run time (add_protocol).
