@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -193,10 +194,13 @@ void log_error(ProxyState& ps, int level, int err, const char* what) {
   if (peer.empty() && ps.conf->group != nullptr) peer = ps.conf->group->name;
   std::string_view uri;
   if (ps.head.start != nullptr) uri = {ps.head.start + ps.uri_off, ps.uri_len};
-  c.log->write(lvl, err,
-               "*%llu %s while %s, client: %.*s, server: %.*s, request: \"%.*s\", upstream: "
+  // nginx puts the errno right after the message, before the context.
+  char errtext[128] = "";
+  if (err != 0) std::snprintf(errtext, sizeof errtext, " (%d: %s)", err, std::strerror(err));
+  c.log->write(lvl, 0,
+               "*%llu %s%s while %s, client: %.*s, server: %.*s, request: \"%.*s\", upstream: "
                "\"http://%.*s%.*s\", host: \"%.*s\"",
-               static_cast<unsigned long long>(c.number), what, action(ps.stage),
+               static_cast<unsigned long long>(c.number), what, errtext, action(ps.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
                static_cast<int>(server.size()), server.data(),
                static_cast<int>(r.line.line.size()), r.line.line.data(),
