@@ -8,6 +8,7 @@
 
 #include "http/request.h"
 #include "http/worker.h"
+#include "upstream/upstream.h"
 #include "vigil/core/counters.h"
 
 namespace vigil::http {
@@ -94,7 +95,9 @@ int metrics_handler(Request& r) {
   for (const auto& slot : s.workers) {
     if (slot.pid.load(std::memory_order_acquire) != 0) ++workers;
   }
-  if (!take_buffer(r, 8192 + 2048 * workers)) return 500;
+  const Configuration* conf = w.configuration();
+  const std::size_t upstream_max = conf != nullptr ? upstream::metrics_bytes_max(*conf) : 0;
+  if (!take_buffer(r, 8192 + 2048 * workers + upstream_max)) return 500;
   TextBuf t(r.obuf, r.obuf_size);
 
   metric(t, "vigil_connections_active", "gauge", "Client connections open now.", get(s.active));
@@ -171,7 +174,9 @@ int metrics_handler(Request& r) {
     }
   }
   if (t.full()) return 500;
-  return send_generated(r, t.size(), "text/plain; version=0.0.4; charset=utf-8");
+  std::size_t n = t.size();
+  if (conf != nullptr) n += upstream::append_metrics(*conf, r.obuf + n, r.obuf_size - n);
+  return send_generated(r, n, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace vigil::http

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -48,6 +49,7 @@ constexpr Named kNames[] = {
     {"connection", VarId::kConnection},
     {"connection_requests", VarId::kConnectionRequests},
     {"proxy_host", VarId::kProxyHost},
+    {"pid", VarId::kPid},
 };
 
 bool is_name_char(char c) {
@@ -267,6 +269,9 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
     case VarId::kConnection:
       if (c == nullptr) return false;
       s.put_uint(c->number);
+      return true;
+    case VarId::kPid:
+      s.put_uint(static_cast<std::uint64_t>(::getpid()));
       return true;
     case VarId::kProxyHost:
       if (r.loc == nullptr || !r.loc->proxy.enabled) return false;
