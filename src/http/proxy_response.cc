@@ -442,8 +442,9 @@ void relay(ProxyState& ps) {
       Buf& t = ps.ring[ps.ring_tail];
       if (ps.ring_head == ps.ring_tail && t.empty()) t.pos = t.last = t.start;
     }
-    // From the backend, while a buffer has room.
-    if (!ps.resp_done && !ps.upstream_eof && ps.u != nullptr && ps.u->read->ready) {
+    // From the backend, while a buffer has room (filling the ring before the
+    // next write makes that write one large writev).
+    while (!ps.resp_done && !ps.upstream_eof && ps.u != nullptr && ps.u->read->ready) {
       Buf* t = &ps.ring[ps.ring_tail];
       if (t->last == t->end) {
         const std::uint32_t next = (ps.ring_tail + 1) % ps.nring;
@@ -478,7 +479,11 @@ void relay(ProxyState& ps) {
             log_error(ps, static_cast<int>(LogLevel::kError), 0,
                       "upstream prematurely closed connection");
           }
+        } else {
+          break;  // kIoAgain
         }
+      } else {
+        break;  // the ring is full
       }
     }
     if (!progress) break;
