@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -147,6 +148,15 @@ void proxy_handler(Event& ev) {
 void start_relay(Session& s) {
   s.connected = true;
   Connection& u = *s.upstream;
+  // Small writes go out as they come, to the upstream as to the client
+  // (nginx's stream tcp_nodelay, on by default, covers both sides).
+  if (u.tcp_nodelay == 0 && u.peer_addr != nullptr && u.peer_addr->sa_family != AF_UNIX) {
+    int on = 1;
+    if (::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == -1) {
+      VIGIL_LOG(*s.client->log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");
+    }
+    u.tcp_nodelay = 1;
+  }
   u.data = &s;
   u.read->handler = proxy_handler;
   u.write->handler = proxy_handler;
