@@ -335,6 +335,13 @@ void Master::on_exit(const Child& child, int status) {
     VIGIL_LOG(log_, kAlert, 0, "the accept mutex was held by exited worker process %d: unlocked",
               pid);
   }
+  // The same for every shared zone's lock (nginx's ngx_unlock_mutexes). The
+  // zone's data may be half updated; the lock at least is not lost.
+  for (const std::string& zone : cycle_->conf->zones().force_unlock(child.pid)) {
+    VIGIL_LOG(log_, kAlert, 0,
+              "shared memory zone \"%s\" was locked by exited worker process %d: unlocked",
+              zone.c_str(), pid);
+  }
   free_slot(child.slot);
 
   if (child.retiring || quitting_ || terminating_ || child.generation != cycle_->generation) return;
