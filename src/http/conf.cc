@@ -426,6 +426,9 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
+  const ConfScope* root = &ctx.scope();
+  while (root->parent() != nullptr) root = root->parent();
+  final_conf.servers->main_scope = root;
   return Status::ok();
 }
 

@@ -48,7 +48,6 @@ Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index)
   if (servers == nullptr) return Status::ok();
   auto worker = std::make_unique<HttpWorker>(loop, *servers, worker_index);
   if (Status s = worker->open_logs(); !s) return s;
-  worker->set_configuration(&conf);
   set_current_worker(worker.get());
   g_worker = std::move(worker);
   g_worker->publish_stats();
@@ -73,7 +72,7 @@ void exit_worker(EventLoop& loop) {
   g_worker.reset();
 }
 
-void reopen_logs() {
+void reopen_logs(EventLoop& /*loop*/) {
   if (g_worker) g_worker->reopen_logs();
 }
 

@@ -13,7 +13,6 @@
 #include "vigil/event/event.h"
 
 namespace vigil {
-class Configuration;
 class EventLoop;
 }
 
@@ -75,9 +74,6 @@ class HttpWorker {
   char* scratch() { return scratch_.get(); }
   std::size_t scratch_size() const { return scratch_size_; }
   int index() const { return index_; }
-  // The configuration the worker runs (for the upstream layer's metrics).
-  void set_configuration(const Configuration* conf) { conf_ = conf; }
-  const Configuration* configuration() const { return conf_; }
 
  private:
   static void flush_timer_handler(Event& ev);
@@ -91,7 +87,6 @@ class HttpWorker {
   std::size_t scratch_size_ = 0;
   std::vector<std::unique_ptr<AccessLog>> logs_;
   Event flush_event_;
-  const Configuration* conf_ = nullptr;
 };
 
 // The worker of the calling thread's event loop (one per process in practice).

@@ -2,9 +2,12 @@
 
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -145,6 +148,15 @@ void proxy_handler(Event& ev) {
 void start_relay(Session& s) {
   s.connected = true;
   Connection& u = *s.upstream;
+  // Small writes go out as they come, to the upstream as to the client
+  // (nginx's stream tcp_nodelay, on by default, covers both sides).
+  if (u.tcp_nodelay == 0 && u.peer_addr != nullptr && u.peer_addr->sa_family != AF_UNIX) {
+    int on = 1;
+    if (::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == -1) {
+      VIGIL_LOG(*s.client->log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");
+    }
+    u.tcp_nodelay = 1;
+  }
   u.data = &s;
   u.read->handler = proxy_handler;
   u.write->handler = proxy_handler;
@@ -215,20 +227,24 @@ void connect_upstream(Session& s) {
 // $binary_remote_addr substituted, built in the connection's arena.
 std::string_view hash_key(Connection& c, const std::string& key) {
   if (key.find('$') == std::string::npos) return key;
-  char local_text[64] = {};
-  std::string_view local, local_port, remote = c.addr_text, remote_port;
-  auto split = [](std::string_view text, std::string_view& host, std::string_view& port) {
-    std::size_t colon = text.rfind(':');
-    host = colon == std::string_view::npos ? text : text.substr(0, colon);
-    port = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  };
-  std::string_view remote_host;
-  split(remote, remote_host, remote_port);
+  // addr_text is the client's address without the port (as nginx's); the
+  // listener's text is "host:port".
+  std::string_view remote_host = c.addr_text, local, local_port;
+  char remote_port_text[8] = {};
+  std::string_view remote_port;
+  if (c.peer_addr != nullptr && (c.peer_addr->sa_family == AF_INET || c.peer_addr->sa_family == AF_INET6)) {
+    const in_port_t port = c.peer_addr->sa_family == AF_INET
+                               ? reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_port
+                               : reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_port;
+    int n = std::snprintf(remote_port_text, sizeof remote_port_text, "%u", ntohs(port));
+    remote_port = std::string_view(remote_port_text, n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
   if (c.listening != nullptr) {
-    std::size_t n = std::min(c.listening->addr_text.size(), sizeof local_text - 1);
-    std::memcpy(local_text, c.listening->addr_text.data(), n);
-    split(std::string_view(local_text, n), local, local_port);
+    std::string_view text = c.listening->addr_text;
+    std::size_t colon = text.rfind(':');
+    local = colon == std::string_view::npos ? text : text.substr(0, colon);
+    local_port = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+    if (local.size() >= 2 && local.front() == '[') local = local.substr(1, local.size() - 2);
   }
   std::string_view binary;
   if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET) {

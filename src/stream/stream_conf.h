@@ -26,6 +26,13 @@
 #include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 
+namespace vigil {
+// The stream block's contexts (core knows only the main context).
+inline constexpr ConfContextMask kStreamMainConf = 1u << 8;
+inline constexpr ConfContextMask kStreamSrvConf = 1u << 9;
+inline constexpr ConfContextMask kStreamUpsConf = 1u << 10;
+}  // namespace vigil
+
 namespace vigil::stream {
 
 using StreamListen = ListenArgs;  // event/listen_conf.h: the same listen syntax as http

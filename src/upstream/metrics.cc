@@ -53,9 +53,9 @@ constexpr std::size_t kLineMax = 96;  // a line without its labels
 const char* protocol_name(Protocol p) { return p == Protocol::kHttp ? "http" : "stream"; }
 
 template <class Fn>
-void for_each_peer(const Configuration& conf, Fn fn) {
+void for_each_peer(const ConfScope& root, Fn fn) {
   for (const GroupSet* set : live_sets()) {
-    if (set->root != &conf.main_scope()) continue;
+    if (set->root != &root) continue;
     for (const auto& g : set->groups) {
       for (const Peer& p : g->peers) fn(*set, *g, p);
     }
@@ -65,6 +65,14 @@ void for_each_peer(const Configuration& conf, Fn fn) {
 }  // namespace
 
 std::size_t metrics_bytes_max(const Configuration& conf) {
+  return metrics_bytes_max(conf.main_scope());
+}
+
+std::size_t append_metrics(const Configuration& conf, char* buf, std::size_t cap) {
+  return append_metrics(conf.main_scope(), buf, cap);
+}
+
+std::size_t metrics_bytes_max(const ConfScope& conf) {
   std::size_t n = 0;
   for (const Family& f : kFamilies) n += 32 + 2 * std::char_traits<char>::length(f.name) + std::char_traits<char>::length(f.help);
   for_each_peer(conf, [&](const GroupSet&, const Group& g, const Peer& p) {
@@ -73,7 +81,7 @@ std::size_t metrics_bytes_max(const Configuration& conf) {
   return n;
 }
 
-std::size_t append_metrics(const Configuration& conf, char* buf, std::size_t cap) {
+std::size_t append_metrics(const ConfScope& conf, char* buf, std::size_t cap) {
   Out out(buf, cap);
   const Msec now = clock::current_msec();
   bool any = false;

@@ -117,7 +117,7 @@ void PeerRequest::free(PeerConnection& pc, void* data, unsigned state) {
       if (fails >= p->max_fails) {
         p->stats->down_until.store(now + p->fail_timeout, kRelaxed);
         Log& log = pc.log != nullptr ? *pc.log : pr.loop_->log();
-        VIGIL_LOG(log, kWarn, 0, "upstream server temporarily disabled while connecting to upstream %s",
+        VIGIL_LOG(log, kWarn, 0, "upstream server temporarily disabled, upstream: %s",
                   p->name.c_str());
       }
     }

@@ -285,5 +285,9 @@ std::size_t keepalive_cached(EventLoop& loop, const Group& group);
 std::size_t append_metrics(const Configuration& conf, char* out, std::size_t cap);
 // An upper bound of what append_metrics writes for `conf`.
 std::size_t metrics_bytes_max(const Configuration& conf);
+// The same by the configuration's main scope (Configuration::main_scope(),
+// or the root of any scope of it), for code that keeps no Configuration.
+std::size_t append_metrics(const ConfScope& main_scope, char* out, std::size_t cap);
+std::size_t metrics_bytes_max(const ConfScope& main_scope);
 
 }  // namespace vigil::upstream
