@@ -140,7 +140,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
   if (!pass_server) o.put(kServer);
   if (!pass_date) {
     o.put("Date: ");
-    o.put(clock::http_date());
+    o.put(clock::imf_fixdate());
     o.put("\r\n");
   }
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {

@@ -229,7 +229,7 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
       return true;
     }
     case VarId::kTimeLocal:
-      s.put(clock::http_log_time());
+      s.put(clock::common_log_time());
       return true;
     case VarId::kTimeIso8601:
       s.put(clock::iso8601());

@@ -102,7 +102,7 @@ TEST_F(Vars, ConnectionAndRequest) {
   EXPECT_EQ(eval("$request"), line_);
   EXPECT_EQ(eval("$connection $connection_requests"), "17 3");
   EXPECT_EQ(eval("$request_time"), "1.234");
-  EXPECT_EQ(eval("$time_local"), std::string(clock::http_log_time()));
+  EXPECT_EQ(eval("$time_local"), std::string(clock::common_log_time()));
   EXPECT_EQ(eval("$time_iso8601"), std::string(clock::iso8601()));
   // Names are case-insensitive and may be braced next to name characters.
   EXPECT_EQ(eval("${HOST}x"), "example.comx");
