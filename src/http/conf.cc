@@ -412,7 +412,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
-  for (HttpLocConf* loc : locations) {
+  // The http level's own loc conf too: an access_log there names a format
+  // even when no server inherits it (nginx checks it as it parses).
+  std::vector<HttpLocConf*> with_main = locations;
+  if (auto* main_loc = static_cast<HttpLocConf*>(ctx.scope().conf(module, kLocSpec))) {
+    with_main.push_back(main_loc);
+  }
+  for (HttpLocConf* loc : with_main) {
     const AccessLogConf* log = loc->access_log.get();
     if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
     for (const auto& f : final_conf.log_formats) {
