@@ -68,7 +68,8 @@ void end_attempt(ProxyState& ps, unsigned state) {
 
 bool within_timeout(const ProxyState& ps) {
   const Msec limit = ps.conf->next_upstream_timeout;
-  return limit == 0 || msec_diff(clock::current_msec(), ps.start_msec) < static_cast<MsecDiff>(limit);
+  return limit == 0 ||
+         msec_diff(clock::current_msec(), ps.start_msec) < static_cast<MsecDiff>(limit);
 }
 
 // What the client gets when the proxy gives up before a response started.
@@ -202,10 +203,9 @@ void log_error(ProxyState& ps, int level, int err, const char* what) {
                "\"http://%.*s%.*s\", host: \"%.*s\"",
                static_cast<unsigned long long>(c.number), what, errtext, action(ps.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
-               static_cast<int>(server.size()), server.data(),
-               static_cast<int>(r.line.line.size()), r.line.line.data(),
-               static_cast<int>(peer.size()), peer.data(), static_cast<int>(uri.size()),
-               uri.data(), static_cast<int>(hlen), host);
+               static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
+               r.line.line.data(), static_cast<int>(peer.size()), peer.data(),
+               static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
 }
 
 int start(Request& r) {
@@ -307,8 +307,8 @@ void next_upstream(ProxyState& ps, unsigned next, int status) {
   // A cached keepalive connection the backend closed as we used it: the
   // request never reached it. Once more, on a fresh connection, when it is
   // safe to send again (seed of the keepalive rule in issue 9).
-  if (ps.pc.cached && !ps.resp_any && !ps.retried_fresh && next == kNextError &&
-      idempotent(r) && ps.body_replayable && rewind_request(ps)) {
+  if (ps.pc.cached && !ps.resp_any && !ps.retried_fresh && next == kNextError && idempotent(r) &&
+      ps.body_replayable && rewind_request(ps)) {
     ps.retried_fresh = true;
     ps.pr.retry_fresh(ps.pc);
     if (ps.u != nullptr) {
@@ -321,10 +321,9 @@ void next_upstream(ProxyState& ps, unsigned next, int status) {
     return;
   }
   end_attempt(ps, kPeerFailed);
-  const bool allowed = (ps.conf->next_upstream & next) != 0 && ps.pc.tries > 0 &&
-                       within_timeout(ps) &&
-                       (!ps.sent_any || idempotent(r) ||
-                        (ps.conf->next_upstream & kNextNonIdempotent));
+  const bool allowed =
+      (ps.conf->next_upstream & next) != 0 && ps.pc.tries > 0 && within_timeout(ps) &&
+      (!ps.sent_any || idempotent(r) || (ps.conf->next_upstream & kNextNonIdempotent));
   if (allowed && rewind_request(ps)) {
     connect(ps);
     return;
@@ -334,8 +333,7 @@ void next_upstream(ProxyState& ps, unsigned next, int status) {
 
 bool may_retry(ProxyState& ps, unsigned next) {
   return (ps.conf->next_upstream & next) != 0 && ps.pc.tries > 1 && within_timeout(ps) &&
-         ps.body_replayable &&
-         (idempotent(*ps.r) || (ps.conf->next_upstream & kNextNonIdempotent));
+         ps.body_replayable && (idempotent(*ps.r) || (ps.conf->next_upstream & kNextNonIdempotent));
 }
 
 void retry_after_response(ProxyState& ps, bool failed) {

@@ -63,10 +63,10 @@ struct ProxyState {
 
   // The request body: read from the client, kept in `body` until sent.
   BodyOut body_out = BodyOut::kNone;
-  bool body_in = false;        // the client sends a body
-  bool body_in_done = true;    // all of it has been read from the client
+  bool body_in = false;      // the client sends a body
+  bool body_in_done = true;  // all of it has been read from the client
   bool body_chunked_in = false;
-  std::int64_t body_rest = 0;  // Content-Length bytes still to read from the client
+  std::int64_t body_rest = 0;     // Content-Length bytes still to read from the client
   std::int64_t body_length = -1;  // what Content-Length says to the backend
   ChunkedParser body_chunked;
   Buf body;
@@ -89,7 +89,7 @@ struct ProxyState {
   bool resp_any = false;  // a byte of the response arrived
   std::int64_t resp_rest = 0;
   ChunkedParser resp_chunked;
-  bool resp_done = false;     // the whole body arrived
+  bool resp_done = false;  // the whole body arrived
   bool upstream_eof = false;
   bool premature = false;  // the backend closed (or failed) before the body's end
   bool upstream_reusable = true;

@@ -38,7 +38,8 @@ Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
   std::string rest = url.substr(kHttp.size());
   std::size_t slash = rest.find('/');
   p.target = rest.substr(0, slash);
-  if (p.target.empty()) return call.error("no host in \"" + url + "\" of the \"proxy_pass\" directive");
+  if (p.target.empty())
+    return call.error("no host in \"" + url + "\" of the \"proxy_pass\" directive");
   if (slash != std::string::npos) {
     p.has_uri = true;
     p.uri = rest.substr(slash);
@@ -87,11 +88,16 @@ Status set_next_upstream(const DirectiveCall& call, HttpLocConf& loc) {
     unsigned bit;
   };
   static constexpr Name kNames[] = {
-      {"error", kNextError},           {"timeout", kNextTimeout},
-      {"invalid_header", kNextInvalidHeader}, {"http_500", kNextHttp500},
-      {"http_502", kNextHttp502},       {"http_503", kNextHttp503},
-      {"http_504", kNextHttp504},       {"http_403", kNextHttp403},
-      {"http_404", kNextHttp404},       {"http_429", kNextHttp429},
+      {"error", kNextError},
+      {"timeout", kNextTimeout},
+      {"invalid_header", kNextInvalidHeader},
+      {"http_500", kNextHttp500},
+      {"http_502", kNextHttp502},
+      {"http_503", kNextHttp503},
+      {"http_504", kNextHttp504},
+      {"http_403", kNextHttp403},
+      {"http_404", kNextHttp404},
+      {"http_429", kNextHttp429},
       {"non_idempotent", kNextNonIdempotent},
   };
   unsigned mask = 0;
@@ -214,13 +220,17 @@ const std::vector<Inherit>& inherited() {
 Status check(const ConfInit& ctx, ProxyConf& p) {
   // nginx's checks in ngx_http_proxy_merge_loc_conf.
   if (p.busy_buffers_size < p.buffer_size || p.busy_buffers_size < p.buffers_size) {
-    return Status::error("\"proxy_busy_buffers_size\" must be equal to or greater than the "
-                         "maximum of the value of \"proxy_buffer_size\" and one of the "
-                         "\"proxy_buffers\"" + ctx.scope().where());
+    return Status::error(
+        "\"proxy_busy_buffers_size\" must be equal to or greater than the "
+        "maximum of the value of \"proxy_buffer_size\" and one of the "
+        "\"proxy_buffers\"" +
+        ctx.scope().where());
   }
   if (p.busy_buffers_size > (p.buffers_num - 1) * p.buffers_size) {
-    return Status::error("\"proxy_busy_buffers_size\" must be less than the size of all "
-                         "\"proxy_buffers\" minus one buffer" + ctx.scope().where());
+    return Status::error(
+        "\"proxy_busy_buffers_size\" must be less than the size of all "
+        "\"proxy_buffers\" minus one buffer" +
+        ctx.scope().where());
   }
   return Status::ok();
 }
@@ -270,15 +280,18 @@ void add_proxy_directives(Module& m, ConfSlot<HttpLocConf> loc) {
   add("proxy_http_version", kLoc, Arity::exactly(1), set_http_version);
   add("proxy_set_header", kLoc, Arity::exactly(2), set_header).multiple = true;
   add("proxy_pass_request_headers", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.pass_request_headers); });
-  add("proxy_pass_request_body", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.pass_request_body); });
-  add("proxy_hide_header", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_name_list(c, l.proxy.hide_headers); })
-      .multiple = true;
-  add("proxy_pass_header", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_name_list(c, l.proxy.pass_headers); })
-      .multiple = true;
+      [](const DirectiveCall& c, HttpLocConf& l) {
+        return set_flag(c, l.proxy.pass_request_headers);
+      });
+  add("proxy_pass_request_body", kLoc, Arity::on_off(), [](const DirectiveCall& c, HttpLocConf& l) {
+    return set_flag(c, l.proxy.pass_request_body);
+  });
+  add("proxy_hide_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, HttpLocConf& l) {
+    return set_name_list(c, l.proxy.hide_headers);
+  }).multiple = true;
+  add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, HttpLocConf& l) {
+    return set_name_list(c, l.proxy.pass_headers);
+  }).multiple = true;
   add("proxy_connect_timeout", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, HttpLocConf& l) { return set_msec(c, l.proxy.connect_timeout); });
   add("proxy_send_timeout", kLoc, Arity::exactly(1),
@@ -303,9 +316,12 @@ void add_proxy_directives(Module& m, ConfSlot<HttpLocConf> loc) {
       [](const DirectiveCall& c, HttpLocConf& l) { return set_size(c, l.proxy.buffer_size); });
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
   add("proxy_busy_buffers_size", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_size(c, l.proxy.busy_buffers_size); });
-  add("proxy_request_buffering", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.request_buffering); });
+      [](const DirectiveCall& c, HttpLocConf& l) {
+        return set_size(c, l.proxy.busy_buffers_size);
+      });
+  add("proxy_request_buffering", kLoc, Arity::on_off(), [](const DirectiveCall& c, HttpLocConf& l) {
+    return set_flag(c, l.proxy.request_buffering);
+  });
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.intercept_errors); });
   add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);

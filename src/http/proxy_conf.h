@@ -45,16 +45,16 @@ struct ProxyHeader {
 struct ProxyConf {
   // proxy_pass http://name_or_address[:port][/uri]
   bool enabled = false;
-  std::string pass;   // as written
-  std::string where;  // " in F:L" of proxy_pass
-  std::string target;  // "name" or "host:port"
+  std::string pass;                  // as written
+  std::string where;                 // " in F:L" of proxy_pass
+  std::string target;                // "name" or "host:port"
   upstream::Group* group = nullptr;  // resolved when the http block is finished
-  bool has_uri = false;  // a URI part was given (even "/")
+  bool has_uri = false;              // a URI part was given (even "/")
   std::string uri;
   std::string proxy_host;  // $proxy_host: host[:port] as written
   VarTemplate hash_key;    // the group's `hash` key, compiled
 
-  int http_version = 1000;  // proxy_http_version 1.0 | 1.1
+  int http_version = 1000;               // proxy_http_version 1.0 | 1.1
   std::vector<ProxyHeader> set_headers;  // with the defaults merged in
   bool pass_request_headers = true;
   bool pass_request_body = true;

@@ -20,9 +20,9 @@ constexpr char kLastChunk[] = "0\r\n\r\n";
 // Hop-by-hop fields (RFC 9110 §7.6.1), never forwarded as they are. nginx
 // clears only some of these by default; the RFC says all, and we follow it.
 bool hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
-      "proxy-connection"};
+  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
+                                                "trailer",         "transfer-encoding", "upgrade",
+                                                "proxy-connection"};
   for (auto n : kNames) {
     if (iequals(n, name)) return true;
   }

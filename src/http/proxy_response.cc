@@ -45,9 +45,9 @@ bool hidden(const ProxyConf& p, std::string_view name) {
 }
 
 bool hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
-      "proxy-connection"};
+  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
+                                                "trailer",         "transfer-encoding", "upgrade",
+                                                "proxy-connection"};
   for (auto n : kNames) {
     if (iequals(n, name)) return true;
   }
@@ -101,8 +101,8 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
   const ProxyConf& p = *ps.conf;
   const HttpLocConf& loc = *r.loc;
   char prefix_mem[512];
-  std::string_view prefix = p.redirect_default ? redirect_prefix(ps, prefix_mem, sizeof prefix_mem)
-                                               : std::string_view();
+  std::string_view prefix =
+      p.redirect_default ? redirect_prefix(ps, prefix_mem, sizeof prefix_mem) : std::string_view();
   std::string_view replacement = p.has_uri ? std::string_view(loc.name) : std::string_view("/");
 
   std::size_t need = 256 + ps.resp.reason.size() + replacement.size();

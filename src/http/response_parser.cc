@@ -138,7 +138,7 @@ ResponseParse ResponseParser::parse_status_line(std::string_view in, std::size_t
   used = n;
   return ResponseParse::kAgain;
 
-done: {
+done : {
   const char* line = p + used - len_;
   // The line end is one or two octets; the reason runs up to it.
   std::uint32_t end = len_ - 1;

@@ -8,9 +8,9 @@
 //
 //   ResponseParser p;  ResponseHead h;
 //   status line:  p.parse_status_line(in, used, h)  kOk | kAgain | kInvalid
-//   fields:       p.parse_header(in, used, f)       kOk (f filled) | kAgain | kHeadersDone | kInvalid
-//   then:         p.finish(h, head_request)         kOk (h.body says how the body ends) | kInvalid
-//   A 1xx other than 101 is followed by the real response: p.reset(), parse again.
+//   fields:       p.parse_header(in, used, f)       kOk (f filled) | kAgain | kHeadersDone |
+//   kInvalid then:         p.finish(h, head_request)         kOk (h.body says how the body ends) |
+//   kInvalid A 1xx other than 101 is followed by the real response: p.reset(), parse again.
 //
 // The framing checks are the ones a proxy needs against response smuggling:
 // a second Content-Length (even an equal one), a Content-Length that is not
@@ -42,7 +42,7 @@ struct ResponseHead {
   // Filled by finish():
   BodyKind body = BodyKind::kClose;
   std::int64_t content_length = -1;  // -1: none
-  bool keep_alive = false;  // the connection may carry another request afterwards
+  bool keep_alive = false;           // the connection may carry another request afterwards
   bool connection_close = false;
   bool connection_upgrade = false;  // "Connection: upgrade"
   bool has_upgrade = false;         // an Upgrade field

@@ -37,7 +37,7 @@ TEST_F(Proxy, ForwardsToAnAddressWithNginxDefaults) {
   EXPECT_EQ(r.header("server"), "vigil/" VIGIL_VERSION);
   EXPECT_EQ(r.header("connection"), "keep-alive");
   BackendRequest b = backend_.last();
-  EXPECT_EQ(b.version, "HTTP/1.0");  // proxy_http_version 1.0
+  EXPECT_EQ(b.version, "HTTP/1.0");                 // proxy_http_version 1.0
   EXPECT_EQ(b.header("host"), backend_.address());  // $proxy_host
   EXPECT_EQ(b.header("connection"), "close");
   EXPECT_EQ(b.header("user-agent"), "t");
@@ -46,9 +46,11 @@ TEST_F(Proxy, ForwardsToAnAddressWithNginxDefaults) {
 TEST_F(Proxy, UriRules) {
   ASSERT_TRUE(start("location /a/ { proxy_pass http://" + backend_.address() +
                     "/x/; }\n"
-                    "location /raw/ { proxy_pass http://" + backend_.address() +
+                    "location /raw/ { proxy_pass http://" +
+                    backend_.address() +
                     "; }\n"
-                    "location = /exact { proxy_pass http://" + backend_.address() + "/e; }"))
+                    "location = /exact { proxy_pass http://" +
+                    backend_.address() + "/e; }"))
       << server_.output();
   // With a URI part: the location prefix is replaced, the path normalised
   // and escaped again, the query kept.
@@ -68,8 +70,8 @@ TEST_F(Proxy, SetHeaderWithVariablesAndEmptyValues) {
                     "  proxy_set_header User-Agent \"\";\n"
                     "}"))
       << server_.output();
-  Response r = request(simple_get("/p/q?a=b", "Example.COM",
-                                  "User-Agent: gone\r\nX-Forwarded-For: 10.0.0.1\r\n"));
+  Response r = request(
+      simple_get("/p/q?a=b", "Example.COM", "User-Agent: gone\r\nX-Forwarded-For: 10.0.0.1\r\n"));
   ASSERT_EQ(r.status, 200);
   BackendRequest b = backend_.last();
   EXPECT_EQ(b.header("host"), "example.com:" + std::to_string(port_));
@@ -90,8 +92,8 @@ TEST_F(Proxy, HopByHopFieldsAreNotForwarded) {
       "Expect: 100-continue\r\nX-Kept: yes\r\n"));
   ASSERT_EQ(r.status, 200);
   BackendRequest b = backend_.last();
-  for (const char* name : {"x-private", "keep-alive", "te", "trailer", "upgrade",
-                           "proxy-connection", "expect"}) {
+  for (const char* name :
+       {"x-private", "keep-alive", "te", "trailer", "upgrade", "proxy-connection", "expect"}) {
     EXPECT_FALSE(b.has(name)) << name << " in\n" << b.head;
   }
   EXPECT_EQ(b.header("x-kept"), "yes");
@@ -101,8 +103,8 @@ TEST_F(Proxy, HopByHopFieldsAreNotForwarded) {
 TEST_F(Proxy, PassRequestHeadersOffAndPassRequestBodyOff) {
   ASSERT_TRUE(start("location /h { proxy_pass http://" + backend_.address() +
                     "; proxy_pass_request_headers off; }\n"
-                    "location /b { proxy_pass http://" + backend_.address() +
-                    "; proxy_pass_request_body off; }"))
+                    "location /b { proxy_pass http://" +
+                    backend_.address() + "; proxy_pass_request_body off; }"))
       << server_.output();
   ASSERT_EQ(request(simple_get("/h", "h", "X-A: 1\r\n")).status, 200);
   EXPECT_FALSE(backend_.last().has("x-a"));
@@ -140,12 +142,13 @@ TEST_F(Proxy, ResponseHeadFiltering) {
 
 TEST_F(Proxy, RedirectDefaultAndOff) {
   backend_.set_handler([](BackendConn& c, const BackendRequest& r) {
-    return c.send(backend_response(302, "", "Location: http://" + r.header("host") + "/x/next\r\n"));
+    return c.send(
+        backend_response(302, "", "Location: http://" + r.header("host") + "/x/next\r\n"));
   });
   ASSERT_TRUE(start("location /a/ { proxy_pass http://" + backend_.address() +
                     "/x/; }\n"
-                    "location /off/ { proxy_pass http://" + backend_.address() +
-                    "/x/; proxy_redirect off; }"))
+                    "location /off/ { proxy_pass http://" +
+                    backend_.address() + "/x/; proxy_redirect off; }"))
       << server_.output();
   EXPECT_EQ(request(simple_get("/a/q")).header("location"), "/a/next");
   EXPECT_EQ(request(simple_get("/off/q")).header("location"),
@@ -160,7 +163,8 @@ TEST_F(Proxy, RequestBodies) {
   });
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
                     "; }\n"
-                    "location /s/ { proxy_pass http://" + backend_.address() +
+                    "location /s/ { proxy_pass http://" +
+                    backend_.address() +
                     "; proxy_http_version 1.1; proxy_request_buffering off;"
                     " client_body_buffer_size 1k; client_max_body_size 10m; }"))
       << server_.output();
@@ -195,7 +199,8 @@ TEST_F(Proxy, ExpectContinue) {
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() + "; }"))
       << server_.output();
   Client c(port_);
-  ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"));
   Response interim = c.read_response(true);
   EXPECT_EQ(interim.status, 100);
   ASSERT_TRUE(c.send("body"));
@@ -208,8 +213,9 @@ TEST_F(Proxy, ExpectContinue) {
 TEST_F(Proxy, ResponseFramings) {
   backend_.set_handler([](BackendConn& c, const BackendRequest& r) {
     if (r.target == "/chunked") {
-      return c.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+      return c.send(
+          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
     }
     if (r.target == "/close") {
       c.send("HTTP/1.1 200 OK\r\n\r\nuntil close");
@@ -223,8 +229,8 @@ TEST_F(Proxy, ResponseFramings) {
     }
     return c.send(backend_response(200, "head body"));
   });
-  ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
-                    "; proxy_http_version 1.1; }"))
+  ASSERT_TRUE(
+      start("location / { proxy_pass http://" + backend_.address() + "; proxy_http_version 1.1; }"))
       << server_.output();
   Client c(port_);
   ASSERT_TRUE(c.send(simple_get("/chunked")));

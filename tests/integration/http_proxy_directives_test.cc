@@ -43,7 +43,8 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
       {"server { location / { proxy_pass https://a; } }", "https protocol requires SSL support"},
       {"server { location / { proxy_pass ftp://a; } }", "invalid URL prefix in \"ftp://a\""},
       {"server { location / { proxy_pass http://; } }", "no host in \"http://\""},
-      {"server { location / { proxy_pass http://$host; } }", "variables in \"proxy_pass\" are not supported"},
+      {"server { location / { proxy_pass http://$host; } }",
+       "variables in \"proxy_pass\" are not supported"},
       {"server { proxy_pass http://a:1; }", "\"proxy_pass\" directive is not allowed here"},
       {"server { location / { proxy_pass http://a:1; proxy_http_version 2; } }",
        "invalid value \"2\" in \"proxy_http_version\" directive"},
@@ -53,8 +54,10 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
        "invalid value \"off\" with other values"},
       {"server { location / { proxy_pass http://a:1; proxy_set_header X $nosuch; } }",
        "unknown \"nosuch\" variable"},
-      {"server { location / { proxy_pass http://a:1; proxy_buffers 8 4k; proxy_busy_buffers_size 64k; } }",
-       "\"proxy_busy_buffers_size\" must be less than the size of all \"proxy_buffers\" minus one buffer"},
+      {"server { location / { proxy_pass http://a:1; proxy_buffers 8 4k; proxy_busy_buffers_size "
+       "64k; } }",
+       "\"proxy_busy_buffers_size\" must be less than the size of all \"proxy_buffers\" minus one "
+       "buffer"},
       {"server { location / { proxy_pass http://a:1; proxy_buffer_size 16k; } }",
        "\"proxy_busy_buffers_size\" must be equal to or greater than the maximum"},
       {"server { location / { proxy_pass http://a:1; proxy_redirect http://x/ /; } }",
@@ -82,11 +85,14 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
 
 TEST_F(ProxyDirectives, BufferingOffAndSmallBuffers) {
   std::string body(300000, 'q');
-  for (std::size_t i = 0; i < body.size(); i += 1000) body[i] = static_cast<char>('a' + i / 1000 % 26);
-  Backend b([&](BackendConn& c, const BackendRequest&) { return c.send(backend_response(200, body)); });
+  for (std::size_t i = 0; i < body.size(); i += 1000)
+    body[i] = static_cast<char>('a' + i / 1000 % 26);
+  Backend b(
+      [&](BackendConn& c, const BackendRequest&) { return c.send(backend_response(200, body)); });
   ASSERT_TRUE(start("location /off { proxy_pass http://" + b.address() +
                     "; proxy_buffering off; }\n"
-                    "location /small { proxy_pass http://" + b.address() +
+                    "location /small { proxy_pass http://" +
+                    b.address() +
                     "; proxy_buffer_size 1k; proxy_buffers 2 1k; proxy_busy_buffers_size 1k; }"))
       << server_.output();
   Response r = request(simple_get("/off"));
@@ -100,10 +106,11 @@ TEST_F(ProxyDirectives, ProxyBufferSizeLimitsTheResponseHead) {
   Backend b([](BackendConn& c, const BackendRequest&) {
     return c.send(backend_response(200, "x", "X-Long: " + std::string(1500, 'l') + "\r\n"));
   });
-  ASSERT_TRUE(start("location /small { proxy_pass http://b; proxy_buffer_size 1k;"
-                    " proxy_busy_buffers_size 4k; }\n"
-                    "location /big { proxy_pass http://b; proxy_buffer_size 4k; }",
-                    "upstream b { server " + b.address() + " max_fails=0; }"))
+  ASSERT_TRUE(
+      start("location /small { proxy_pass http://b; proxy_buffer_size 1k;"
+            " proxy_busy_buffers_size 4k; }\n"
+            "location /big { proxy_pass http://b; proxy_buffer_size 4k; }",
+            "upstream b { server " + b.address() + " max_fails=0; }"))
       << server_.output();
   EXPECT_EQ(request(simple_get("/small")).status, 502);
   EXPECT_EQ(request(simple_get("/big")).status, 200);
@@ -119,13 +126,15 @@ TEST_F(ProxyDirectives, SendTimeout) {
   ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   ASSERT_EQ(::listen(lfd, 8), 0);
   ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  ASSERT_TRUE(start("location / { proxy_pass http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)) +
-                    "; proxy_send_timeout 300ms; proxy_request_buffering off;"
-                    " client_max_body_size 0; }"))
+  ASSERT_TRUE(
+      start("location / { proxy_pass http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)) +
+            "; proxy_send_timeout 300ms; proxy_request_buffering off;"
+            " client_max_body_size 0; }"))
       << server_.output();
   Client c(port_);
   const std::size_t size = 64 << 20;
-  ASSERT_TRUE(c.send("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("PUT / HTTP/1.1\r\nHost: h\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n"));
   auto t0 = std::chrono::steady_clock::now();
   std::thread writer([&] {
     std::string chunk(1 << 20, 'b');
@@ -133,9 +142,12 @@ TEST_F(ProxyDirectives, SendTimeout) {
       if (!send_all(c.fd(), chunk)) break;
     }
   });
-  EXPECT_TRUE(server_.wait_output("upstream timed out (110: Connection timed out) while sending request to upstream", 5000))
+  EXPECT_TRUE(server_.wait_output(
+      "upstream timed out (110: Connection timed out) while sending request to upstream", 5000))
       << server_.output();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_LT(ms, 4000);
   ::shutdown(c.fd(), SHUT_RDWR);
   writer.join();
@@ -144,13 +156,26 @@ TEST_F(ProxyDirectives, SendTimeout) {
 
 TEST_F(ProxyDirectives, NextUpstreamTimeoutStopsRetrying) {
   // Three servers that time out reading; 250 ms each, but only 400 ms in all.
-  Backend s1([](BackendConn& c, const BackendRequest&) { pollfd p{c.fd(), POLLIN, 0}; ::poll(&p, 1, 2000); return false; });
-  Backend s2([](BackendConn& c, const BackendRequest&) { pollfd p{c.fd(), POLLIN, 0}; ::poll(&p, 1, 2000); return false; });
-  Backend s3([](BackendConn& c, const BackendRequest&) { pollfd p{c.fd(), POLLIN, 0}; ::poll(&p, 1, 2000); return false; });
-  ASSERT_TRUE(start("location / { proxy_pass http://t; proxy_read_timeout 250ms;"
-                    " proxy_next_upstream timeout; proxy_next_upstream_timeout 400ms; }",
-                    "upstream t { server " + s1.address() + " max_fails=0; server " + s2.address() +
-                        " max_fails=0; server " + s3.address() + " max_fails=0; }"))
+  Backend s1([](BackendConn& c, const BackendRequest&) {
+    pollfd p{c.fd(), POLLIN, 0};
+    ::poll(&p, 1, 2000);
+    return false;
+  });
+  Backend s2([](BackendConn& c, const BackendRequest&) {
+    pollfd p{c.fd(), POLLIN, 0};
+    ::poll(&p, 1, 2000);
+    return false;
+  });
+  Backend s3([](BackendConn& c, const BackendRequest&) {
+    pollfd p{c.fd(), POLLIN, 0};
+    ::poll(&p, 1, 2000);
+    return false;
+  });
+  ASSERT_TRUE(
+      start("location / { proxy_pass http://t; proxy_read_timeout 250ms;"
+            " proxy_next_upstream timeout; proxy_next_upstream_timeout 400ms; }",
+            "upstream t { server " + s1.address() + " max_fails=0; server " + s2.address() +
+                " max_fails=0; server " + s3.address() + " max_fails=0; }"))
       << server_.output();
   Response r = request(simple_get("/"));
   EXPECT_EQ(r.status, 504);
@@ -162,7 +187,8 @@ TEST_F(ProxyDirectives, RequestBufferingOffStreamsBeforeTheBodyEnds) {
   Backend b;
   ASSERT_TRUE(start("location /s { proxy_pass http://" + b.address() +
                     "; proxy_request_buffering off; }\n"
-                    "location /b { proxy_pass http://" + b.address() + "; }"))
+                    "location /b { proxy_pass http://" +
+                    b.address() + "; }"))
       << server_.output();
   // Buffered (default): nothing reaches the backend until the body is complete.
   Client c1(port_);

@@ -44,14 +44,17 @@ bool echo_upgrade(BackendConn& c, const BackendRequest& r) {
 
 TEST_F(ProxyStream, WebSocketEchoThroughTheProxy) {
   Backend b(echo_upgrade);
-  ASSERT_TRUE(start("location /ws { proxy_pass http://" + b.address() +
-                    "; proxy_http_version 1.1;"
-                    " proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }\n"
-                    "location /plain { proxy_pass http://" + b.address() + "; }"))
+  ASSERT_TRUE(
+      start("location /ws { proxy_pass http://" + b.address() +
+            "; proxy_http_version 1.1;"
+            " proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }\n"
+            "location /plain { proxy_pass http://" +
+            b.address() + "; }"))
       << server_.output();
   Client c(port_);
-  ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
   Response r = c.read_response(true);
   ASSERT_EQ(r.status, 101) << r.head;
   EXPECT_EQ(r.header("upgrade"), "websocket");
@@ -76,7 +79,8 @@ TEST_F(ProxyStream, WebSocketEchoThroughTheProxy) {
 
   // Without the Upgrade headers set, the Upgrade field is hop-by-hop and not sent.
   Client p(port_);
-  ASSERT_TRUE(p.send("GET /plain HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"));
+  ASSERT_TRUE(p.send(
+      "GET /plain HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"));
   EXPECT_EQ(p.read_response().status, 426);
 }
 
@@ -107,7 +111,8 @@ TEST_F(ProxyStream, SlowReaderOf64MiBKeepsWorkerMemoryBounded) {
     }
     std::string block(1 << 20, '\0');
     for (std::size_t i = 0; i < kSize / block.size(); ++i) {
-      for (std::size_t k = 0; k < block.size(); k += 4096) block[k] = static_cast<char>('a' + i % 26);
+      for (std::size_t k = 0; k < block.size(); k += 4096)
+        block[k] = static_cast<char>('a' + i % 26);
       if (!c.send(block)) return false;
     }
     return true;
@@ -168,7 +173,8 @@ TEST_F(ProxyStream, SmugglingAttemptsAreRefusedAndNeverForwarded) {
       "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4, 4\r\n\r\nabcd",
       "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n x\r\n\r\n0\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n folded: yes\r\nContent-Length: 0\r\n\r\n",
-      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n0\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4;x\r\nabc\r\n0\r\n\r\n",
   };

@@ -39,8 +39,7 @@ class ProxyUpstream : public ::testing::Test {
   int port_ = 0;
 };
 
-constexpr char kKeepalive[] =
-    "proxy_http_version 1.1; proxy_set_header Connection \"\";";
+constexpr char kKeepalive[] = "proxy_http_version 1.1; proxy_set_header Connection \"\";";
 
 TEST_F(ProxyUpstream, KeepaliveReusesOneBackendConnection) {
   Backend b;
@@ -58,12 +57,14 @@ TEST_F(ProxyUpstream, KeepaliveReusesOneBackendConnection) {
   EXPECT_EQ(b.last().version, "HTTP/1.1");
   std::string metrics = get("/metrics").body;
   EXPECT_NE(metrics.find("vigil_upstream_keepalive_hits_total{protocol=\"http\",upstream=\"ka\","
-                         "server=\"" + b.address() + "\"} 9"),
+                         "server=\"" +
+                         b.address() + "\"} 9"),
             std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find("vigil_upstream_requests_total{protocol=\"http\",upstream=\"ka\",server=\"" +
-                         b.address() + "\"} 10"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.find("vigil_upstream_requests_total{protocol=\"http\",upstream=\"ka\",server=\"" +
+                   b.address() + "\"} 10"),
+      std::string::npos)
       << metrics;
 }
 
@@ -106,7 +107,8 @@ TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
   });
   ASSERT_TRUE(start("upstream ka { server " + b.address() + "; keepalive 4; }",
                     "location / { proxy_pass http://ka; }\n"  // HTTP/1.0, Connection: close
-                    "location /close { proxy_pass http://ka; " + std::string(kKeepalive) + " }"))
+                    "location /close { proxy_pass http://ka; " +
+                        std::string(kKeepalive) + " }"))
       << server_.output();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(get("/").status, 200);
   EXPECT_EQ(b.connections(), 3);
@@ -122,9 +124,9 @@ TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
 
 TEST_F(ProxyUpstream, WeightsThroughTheProxy) {
   Backend a, b;
-  ASSERT_TRUE(start("upstream w { server " + a.address() + " weight=3; server " + b.address() +
-                        "; }",
-                    "location / { proxy_pass http://w; }"))
+  ASSERT_TRUE(
+      start("upstream w { server " + a.address() + " weight=3; server " + b.address() + "; }",
+            "location / { proxy_pass http://w; }"))
       << server_.output();
   for (int i = 0; i < 200; ++i) ASSERT_EQ(get("/").status, 200);
   // Smooth weighted round-robin in one worker: exactly 3:1.
@@ -190,9 +192,10 @@ TEST_F(ProxyUpstream, MaxFailsSharedByTwoWorkersThroughAZone) {
                          bad.address() + "\"} 0"),
             std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find("vigil_upstream_failures_total{protocol=\"http\",upstream=\"z\",server=\"" +
-                         bad.address() + "\"} 1"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.find("vigil_upstream_failures_total{protocol=\"http\",upstream=\"z\",server=\"" +
+                   bad.address() + "\"} 1"),
+      std::string::npos)
       << metrics;
 }
 

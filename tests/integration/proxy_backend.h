@@ -72,8 +72,8 @@ using BackendHandler = std::function<bool(BackendConn&, const BackendRequest&)>;
 // "HTTP/1.1 200 OK" with a body and Content-Length.
 inline std::string backend_response(int status, const std::string& body,
                                     const std::string& extra = "") {
-  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
 }
 
 class Backend {

@@ -109,11 +109,11 @@ TEST(ResponseParser, CloseDelimited) {
 }
 
 TEST(ResponseParser, NoBodyStatusesAndHead) {
-  for (const char* s : {"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n",
-                        "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
-                        "HTTP/1.1 100 Continue\r\n\r\n",
-                        "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n"
-                        "Upgrade: websocket\r\n\r\n"}) {
+  for (const char* s :
+       {"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", "HTTP/1.1 100 Continue\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n"
+        "Upgrade: websocket\r\n\r\n"}) {
     Parsed r = parse_all_ways(s);
     ASSERT_EQ(r.result, ResponseParse::kOk) << s;
     EXPECT_EQ(r.head.body, BodyKind::kNone) << s;
@@ -121,14 +121,15 @@ TEST(ResponseParser, NoBodyStatusesAndHead) {
   Parsed r = parse_all_ways("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", true);
   EXPECT_EQ(r.head.body, BodyKind::kNone);
   EXPECT_TRUE(r.head.keep_alive);
-  r = parse("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  r = parse(
+      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
   EXPECT_TRUE(r.head.connection_upgrade);
   EXPECT_TRUE(r.head.has_upgrade);
 }
 
 TEST(ResponseParser, Persistence) {
-  EXPECT_FALSE(parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-                   .head.keep_alive);
+  EXPECT_FALSE(
+      parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").head.keep_alive);
   EXPECT_FALSE(parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").head.keep_alive);
   EXPECT_TRUE(parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n")
                   .head.keep_alive);
@@ -188,7 +189,8 @@ TEST(ResponseParser, TooLongLine) {
 }
 
 TEST(ResponseParser, ResetForTheFinalResponseAfter1xx) {
-  std::string in = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+  std::string in =
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
   ResponseParser p;
   ResponseHead h;
   std::size_t used = 0, pos = 0;
