@@ -215,7 +215,7 @@ Result<Group*> GroupSet::find_or_add(std::string_view target, unsigned default_p
   line.where = std::string(where);
   if (Status s = add_server(*group, line, default_port); !s) return s;
   finish_peers(*group);
-  if (Status s = place_state(*group, nullptr); !s) return Status::error(s.message() + std::string(where));
+  if (Status s = place_state(*group); !s) return Status::error(s.message() + std::string(where));
   groups.push_back(std::move(group));
   return groups.back().get();
 }
