@@ -30,6 +30,10 @@ struct ServerLine {
 // text is nginx's, without the location.
 Status resolve_address(std::string_view text, unsigned default_port, std::vector<Peer>& out);
 
+// Fuzz targets turn name resolution into numeric-only parsing (no DNS query
+// for random host names); the server never does.
+void set_numeric_hosts_only(bool on);
+
 // Appends the peers of `line` to `group` (primaries and backups are ordered by
 // finish_peers).
 Status add_server(Group& group, const ServerLine& line, unsigned default_port);
