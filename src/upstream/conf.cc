@@ -1,18 +1,20 @@
 // The `upstream { }` block and its directives: one implementation that http
 // and stream register in their own contexts (nginx has two copies,
 // ngx_http_upstream_module and ngx_stream_upstream_module).
+#include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "core/conf/values.h"
+#include "core/shm_zone.h"
 #include "upstream/group.h"
 
 namespace vigil::upstream {
 
 namespace {
 
-// Minimum zone size, as nginx's 8 pages.
-constexpr std::size_t kMinZoneSize = 8 * 4096;
+// The upstream module's tag for its shared zones (core/shm_zone.h).
+const char kZoneTag = 0;
 
 // What one `upstream` block holds while it is read.
 struct BlockConf {
@@ -26,6 +28,7 @@ struct BlockConf {
   std::string zone;
   std::size_t zone_size = 0;
   std::string zone_where;
+  ShmZone* shm = nullptr;  // registered with the configuration's zones
   std::unique_ptr<Group> built;  // at the block's close
 };
 
@@ -92,10 +95,14 @@ Status parse_zone(const DirectiveCall& call, BlockConf& b) {
   b.zone_where = call.where();
   if (call.arg_count() == 2) {
     auto v = parse_size(call.arg(1));
-    if (!v) return call.error("invalid zone size \"" + call.arg(1) + "\"");
-    if (*v < kMinZoneSize) return call.error("zone \"" + b.zone + "\" is too small");
+    if (!v || *v == 0) return call.error("invalid zone size \"" + call.arg(1) + "\"");
     b.zone_size = static_cast<std::size_t>(*v);
   }
+  // Registered now, mapped by the runtime before it forks the workers; a
+  // zone without a size refers to one another `zone` line sizes.
+  auto z = call.zones().add(b.zone, b.zone_size, &kZoneTag, call.where());
+  if (!z) return z.status();
+  b.shm = z.value();
   return Status::ok();
 }
 
@@ -157,40 +164,30 @@ UpstreamSpecs add_directives(Module& m, ConfContextMask main_context, ConfContex
           }
           gs.groups.push_back(std::move(g));
         }
-        // Zones: one mapping per name, sized by the first `zone` line with a size.
+        // Health starts in each group's private memory (a configuration
+        // that is only tested, never run, needs nothing more); each zone's
+        // init moves its groups' health into the zone when it is mapped.
+        std::vector<std::pair<ShmZone*, std::vector<Group*>>> by_zone;
         for (const auto& child : ctx.scope().children()) {
           if (child->context() != ups_context) continue;
           auto* b = static_cast<BlockConf*>(child->conf(ctx.module(), static_cast<int>(block_index)));
-          if (b == nullptr || b->zone.empty()) continue;
-          GroupSet::Zone* z = nullptr;
-          for (auto& existing : gs.zones) {
-            if (existing->name == b->zone) z = existing.get();
+          if (b == nullptr || b->shm == nullptr) continue;
+          Group* g = gs.find(child->args().at(0));
+          auto it = std::find_if(by_zone.begin(), by_zone.end(),
+                                 [&](const auto& e) { return e.first == b->shm; });
+          if (it == by_zone.end()) {
+            by_zone.push_back({b->shm, {}});
+            it = by_zone.end() - 1;
           }
-          if (z == nullptr) {
-            gs.zones.push_back(std::make_unique<GroupSet::Zone>());
-            z = gs.zones.back().get();
-            z->name = b->zone;
-            z->where = b->zone_where;
-          }
-          if (b->zone_size != 0) {
-            if (z->size != 0 && z->size != b->zone_size) {
-              return Status::error("zone \"" + b->zone + "\" is already declared with another size" +
-                                   b->zone_where);
-            }
-            z->size = b->zone_size;
-          }
-        }
-        for (const auto& z : gs.zones) {
-          if (z->size == 0) {
-            return Status::error("zero size shared memory zone \"" + z->name + "\"" + z->where);
-          }
+          it->second.push_back(g);
         }
         for (auto& g : gs.groups) {
-          GroupSet::Zone* z = nullptr;
-          for (auto& zone : gs.zones) {
-            if (zone->name == g->zone) z = zone.get();
-          }
-          if (Status s = place_state(*g, z); !s) return s;
+          if (Status s = place_state(*g); !s) return s;
+        }
+        for (auto& [zone, groups] : by_zone) {
+          zone->set_init([groups = groups](ShmZone& z, void* old_data) {
+            return place_zone_health(z, old_data, groups);
+          });
         }
         return Status::ok();
       });

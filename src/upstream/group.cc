@@ -47,7 +47,11 @@ const std::array<std::uint32_t, 256>& crc_table() {
   return table;
 }
 
+bool g_numeric_only = false;
+
 }  // namespace
+
+void set_numeric_hosts_only(bool on) { g_numeric_only = on; }
 
 std::uint32_t crc32(std::string_view data, std::uint32_t crc) {
   const auto& t = crc_table();
@@ -101,6 +105,7 @@ Status resolve_address(std::string_view text, unsigned default_port, std::vector
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  if (g_numeric_only) hints.ai_flags = AI_NUMERICHOST;
   addrinfo* res = nullptr;
   std::string h(host);
   int rc = ::getaddrinfo(h.c_str(), nullptr, &hints, &res);
@@ -215,7 +220,7 @@ Result<Group*> GroupSet::find_or_add(std::string_view target, unsigned default_p
   line.where = std::string(where);
   if (Status s = add_server(*group, line, default_port); !s) return s;
   finish_peers(*group);
-  if (Status s = place_state(*group, nullptr); !s) return Status::error(s.message() + std::string(where));
+  if (Status s = place_state(*group); !s) return Status::error(s.message() + std::string(where));
   groups.push_back(std::move(group));
   return groups.back().get();
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/shm_zone.h"
 #include "upstream/upstream.h"
 
 namespace vigil::upstream {
@@ -29,6 +30,10 @@ struct ServerLine {
 // text is nginx's, without the location.
 Status resolve_address(std::string_view text, unsigned default_port, std::vector<Peer>& out);
 
+// Fuzz targets turn name resolution into numeric-only parsing (no DNS query
+// for random host names); the server never does.
+void set_numeric_hosts_only(bool on);
+
 // Appends the peers of `line` to `group` (primaries and backups are ordered by
 // finish_peers).
 Status add_server(Group& group, const ServerLine& line, unsigned default_port);
@@ -36,21 +41,12 @@ Status add_server(Group& group, const ServerLine& line, unsigned default_port);
 // ring for consistent hash.
 void finish_peers(Group& group);
 
-// The storage of a zone: one shared mapping per zone name of a GroupSet.
-struct GroupSet::Zone {
-  std::string name;
-  std::size_t size = 0;
-  std::string where;
-  SharedMemory mem;
-  std::size_t used = 0;
-};
-
-// Health (in the zone, or private) and counters (always shared) for every peer.
-// `zone` is null without `zone`. Errors name the zone.
-Status place_state(Group& group, GroupSet::Zone* zone);
-
-// Zone bookkeeping shared by the loader and tests: size needed by `peers` peers.
-std::size_t zone_bytes_for(std::size_t peers);
+// Health in the group's private memory and counters in a shared mapping of
+// the group's own (shared_state.cc).
+Status place_state(Group& group);
+// A zone's init (core/shm_zone.h): moves the health of `groups` into the
+// zone's slab pool, freeing what a previous generation allocated there.
+Status place_zone_health(ShmZone& zone, void* old_data, const std::vector<Group*>& groups);
 
 // CRC-32 (IEEE), as nginx's hash methods use.
 std::uint32_t crc32(std::string_view data, std::uint32_t crc = 0);

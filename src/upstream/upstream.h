@@ -44,8 +44,8 @@
 // Ownership: groups belong to the Configuration that loaded them and live as
 // long as it. Per-worker state (round-robin weights, the keepalive cache) is
 // private to each process after fork(); with `zone`, health state (fails,
-// last failure) lives in shared memory mapped before fork(), so every worker
-// sees one worker's failures. Counters are always in shared memory, so
+// last failure) lives in the named shared zone (core/shm_zone.h), mapped by
+// the runtime before fork(), so every worker sees one worker's failures. Counters are always in shared memory, so
 // /metrics shows the sum over workers.
 
 #include <sys/socket.h>
@@ -157,7 +157,7 @@ class Group {
 
   // Internal: the storage of health and stats (see shared_state.cc).
   SharedMemory stats_mem;
-  std::unique_ptr<PeerHealth[]> local_health;  // without zone
+  std::unique_ptr<PeerHealth[]> local_health;  // until (or without) a zone
 };
 
 // The groups of one protocol block (http { } or stream { }).
@@ -182,8 +182,6 @@ class GroupSet {
 
   // Internal.
   const void* root = nullptr;  // the Configuration's main scope, for metrics lookup
-  struct Zone;
-  std::vector<std::unique_ptr<Zone>> zones;
 };
 
 // What add_directives registered in a module: the conf spec that holds the

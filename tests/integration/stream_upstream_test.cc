@@ -192,8 +192,8 @@ TEST(StreamUpstreamWorkers, ZoneSharesHealthAndCountersAcrossWorkers) {
   server.write("conf/vigil.conf",
                "daemon off;\nmaster_process on;\nworker_processes 2;\nerror_log stderr info;\n"
                "pid logs/vigil.pid;\nevents { worker_connections 128; }\n"
-               "http { server { listen 127.0.0.1:" + std::to_string(hport) +
-                   "; location = /metrics { metrics; } } }\n"
+               "http { upstream h { server 127.0.0.1:1 weight=3; }\n server { listen 127.0.0.1:" +
+                   std::to_string(hport) + "; location = /metrics { metrics; } } }\n"
                    "stream {\n upstream u {\n  zone u 64k;\n  server " + dead +
                    " max_fails=1 fail_timeout=60s;\n  server " + a.addr() +
                    ";\n }\n server { listen 127.0.0.1:" + std::to_string(sport) +
@@ -220,6 +220,10 @@ TEST(StreamUpstreamWorkers, ZoneSharesHealthAndCountersAcrossWorkers) {
   EXPECT_NE(m.body.find("vigil_upstream_failures_total" + labels + dead + "\"} 1\n"), std::string::npos)
       << m.body;
   EXPECT_NE(m.body.find("vigil_upstream_up" + labels + dead + "\"} 0\n"), std::string::npos) << m.body;
+  // http's upstream blocks are the same layer's, in the same families.
+  EXPECT_NE(m.body.find("vigil_upstream_requests_total{protocol=\"http\",upstream=\"h\",server=\"127.0.0.1:1\"} 0\n"),
+            std::string::npos)
+      << m.body;
   proc.signal(SIGTERM);
   EXPECT_EQ(proc.wait(), 0);
   // The dead server was tried once in all, not once per worker.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "unit/upstream/upstream_test_util.h"
+#include "core/shm_zone.h"
 #include "upstream/group.h"
 
 namespace vigil::upstream {
@@ -127,9 +128,11 @@ TEST_F(UpstreamConfTest, ZoneSharesHealthAcrossGroupsOfOneName) {
       "upstream b { zone z; server 127.0.0.1:2; server 127.0.0.1:3; }\n"
       "upstream c { server 127.0.0.1:4; }");
   ASSERT_NE(set, nullptr) << error_;
-  ASSERT_EQ(set->zones.size(), 1u);
-  EXPECT_EQ(set->zones[0]->size, 64u * 1024);
-  auto* base = static_cast<char*>(set->zones[0]->mem.addr());
+  ShmZone* zone = conf_->zones().find("z");
+  ASSERT_NE(zone, nullptr);
+  ASSERT_TRUE(zone->mapped());
+  EXPECT_EQ(zone->size(), 64u * 1024);
+  auto* base = static_cast<char*>(zone->addr());
   for (const char* name : {"a", "b"}) {
     for (const Peer& p : set->find(name)->peers) {
       auto* h = reinterpret_cast<char*>(p.health);
@@ -191,13 +194,15 @@ TEST_F(UpstreamConfTest, ErrorsAsNginxWithFileAndLine) {
   EXPECT_EQ(error("upstream b { keepalive_timeout 1x; server 127.0.0.1:1; }"),
             "invalid value \"1x\" in \"keepalive_timeout\" directive" + at3);
   EXPECT_EQ(error("upstream b { zone z 1k; server 127.0.0.1:1; }"), "zone \"z\" is too small" + at3);
+  EXPECT_EQ(error("upstream b { zone z x; server 127.0.0.1:1; }"), "invalid zone size \"x\"" + at3);
   EXPECT_EQ(error("upstream b { zone z; server 127.0.0.1:1; }"),
             "zero size shared memory zone \"z\"" + at3);
   EXPECT_EQ(error("upstream b { zone z 64k; zone y 64k; server 127.0.0.1:1; }"),
             "\"zone\" directive is duplicate" + at3);
   EXPECT_EQ(error("upstream b { server 127.0.0.1:1; }\nupstream c { zone z 64k; server 127.0.0.1:1; }\n"
                   "upstream d { zone z 128k; server 127.0.0.1:1; }"),
-            "zone \"z\" is already declared with another size in conf/vigil.conf:5");
+            "the size 131072 of shared memory zone \"z\" conflicts with already declared size 65536 "
+            "in conf/vigil.conf:5");
   EXPECT_EQ(error("upstream b { server host.invalid:80; }").substr(0, 40),
             "host not found in upstream \"host.invalid");
   EXPECT_TRUE(error("upstream b { server host.invalid:80; }").ends_with(at3));
@@ -217,6 +222,38 @@ TEST_F(UpstreamConfTest, ZoneTooSmallForItsServers) {
   body += "}";
   std::string e = error(body);
   EXPECT_EQ(e, "zone \"z\" is too small for upstream \"b\" in conf/vigil.conf:3") << e;
+}
+
+}  // namespace
+}  // namespace vigil::upstream
+
+namespace vigil::upstream {
+namespace {
+
+// A reload keeps the zone (same name, size and tag): the new generation's
+// health arrays replace the old ones in it, so reloads do not fill the zone.
+TEST_F(UpstreamConfTest, ReloadReusesTheZoneWithoutLeaking) {
+  std::string body = "upstream b { zone z 32k;\n";
+  for (int i = 0; i < 300; ++i) body += " server 127.0.0.1:" + std::to_string(1000 + i) + ";\n";
+  body += "}";
+  write("conf/vigil.conf", "events {}\ntesthttp {\n" + body + "\n}\n");
+  ConfLoadOptions o = options();
+  o.modules = &testing::registry();
+  auto first = Configuration::load(o);
+  ASSERT_TRUE(first) << first.status().message();
+  std::unique_ptr<Configuration> previous = std::move(first.value());
+  ASSERT_TRUE(previous->zones().map(nullptr));
+  void* addr = previous->zones().find("z")->addr();
+  for (int reload = 0; reload < 20; ++reload) {
+    auto next = Configuration::load(o);
+    ASSERT_TRUE(next) << next.status().message();
+    Status s = next.value()->zones().map(&previous->zones());
+    ASSERT_TRUE(s) << "reload " << reload << ": " << s.message();
+    ShmZone* z = next.value()->zones().find("z");
+    EXPECT_TRUE(z->reused());
+    EXPECT_EQ(z->addr(), addr);
+    previous = std::move(next.value());
+  }
 }
 
 }  // namespace

@@ -58,6 +58,12 @@ class UpstreamConfTest : public vigil::testing::ConfDirTest {
       return nullptr;
     }
     conf_ = std::move(r.value());
+    // As the runtime does before it forks: map the shared zones.
+    if (Status s = conf_->zones().map(nullptr); !s) {
+      error_ = s.message();
+      conf_.reset();
+      return nullptr;
+    }
     const std::size_t m = conf_->modules().index_of(test_module().module);
     for (const auto& child : conf_->main_scope().children()) {
       const ConfContextMask want = p == Protocol::kHttp ? kTestHttpMain : kTestStreamMain;
