@@ -22,6 +22,7 @@ bool peer_unreachable(int err) {
 int event_connect_peer(EventLoop& loop, PeerConnection& pc) {
   Log& log = pc.log ? *pc.log : loop.log();
   pc.connection = nullptr;
+  pc.cached = false;
   if (pc.get != nullptr) {
     int rc = pc.get(pc, pc.data);
     if (rc != kPeerOk) return rc;

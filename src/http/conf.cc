@@ -12,6 +12,7 @@
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "http/servers.h"
+#include "upstream/upstream.h"
 #include "vigil/event/listening.h"
 
 namespace vigil::http {
@@ -20,6 +21,8 @@ namespace {
 constexpr ConfContextMask kHttpAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
 constexpr int kSrvSpec = 0;
 constexpr int kLocSpec = 1;
+upstream::UpstreamSpecs g_upstream_specs;
+int g_final_spec = -1;
 
 // ---- listen -----------------------------------------------------------------
 
@@ -284,6 +287,7 @@ Status set_output_buffers(const DirectiveCall& call, HttpLocConf& loc) {
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
+  if (Status st = init_proxy(ctx, loc.proxy); !st) return st;
   if (!ctx.is_set("index")) loc.index = {"index.html"};
   if (!ctx.is_set("access_log")) {
     auto log = std::make_shared<AccessLogConf>();
@@ -313,6 +317,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.disable_symlinks = parent.disable_symlinks;
     child.disable_symlinks_from = parent.disable_symlinks_from;
   }
+  if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -386,6 +391,25 @@ Status build_tls_contexts(HttpServers& servers) {
   return Status::ok();
 }
 
+// proxy_pass names an upstream block or an address (an implicit group).
+Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& locations) {
+  upstream::GroupSet* set = nullptr;
+  for (HttpLocConf* loc : locations) {
+    ProxyConf& p = loc->proxy;
+    if (!p.enabled || p.group != nullptr) continue;
+    if (set == nullptr) set = &upstream::group_set(ctx, g_upstream_specs);
+    auto g = set->find_or_add(p.target, 80, p.where);
+    if (!g) return g.status();
+    p.group = g.value();
+    if (!p.group->hash_key.empty()) {
+      auto t = VarTemplate::compile(p.group->hash_key);
+      if (!t) return Status::error(t.status().message() + p.group->where);
+      p.hash_key = std::move(t.value());
+    }
+  }
+  return Status::ok();
+}
+
 // Runs once the whole http block is merged (see HttpFinalConf).
 Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   const std::size_t module = ctx.module();
@@ -415,13 +439,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
-  // The http level's own access_log too, even with no server using it (nginx
-  // reports an unknown format wherever it is named).
-  std::vector<HttpLocConf*> with_logs = locations;
-  if (auto* top = static_cast<HttpLocConf*>(ctx.scope().conf(module, kLocSpec)); top != nullptr) {
-    with_logs.push_back(top);
+  // The http level's own loc conf too: an access_log there names a format
+  // even when no server inherits it (nginx checks it as it parses).
+  std::vector<HttpLocConf*> with_main = locations;
+  if (auto* main_loc = static_cast<HttpLocConf*>(ctx.scope().conf(module, kLocSpec))) {
+    with_main.push_back(main_loc);
   }
-  for (HttpLocConf* loc : with_logs) {
+  for (HttpLocConf* loc : with_main) {
     const AccessLogConf* log = loc->access_log.get();
     if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
     for (const auto& f : final_conf.log_formats) {
@@ -431,9 +455,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
       return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
     }
   }
+  if (Status st = resolve_proxies(ctx, locations); !st) return st;
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
+  const ConfScope* root = &ctx.scope();
+  while (root->parent() != nullptr) root = root->parent();
+  final_conf.servers->main_scope = root;
   return build_tls_contexts(*final_conf.servers);
 }
 
@@ -450,7 +478,12 @@ Module* make_http_module() {
   // server and location merged.
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
+  // `upstream { }` blocks (the upstream layer's one parser): their GroupSet is
+  // finished before HttpFinalConf's init, which can then resolve proxy_pass.
+  g_upstream_specs =
+      upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
+  g_final_spec = fin.index();
   m->add("log_format", kHttpMainConf, Arity::at_least(2), fin.custom(set_log_format)).multiple =
       true;
 
@@ -510,6 +543,9 @@ Module* make_http_module() {
   add_limit_conn_directives(*m, loc, fin);
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
+  m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
+         loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
+  add_proxy_directives(*m, loc);
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
@@ -527,8 +563,14 @@ const Module& http_module() {
   return *module;
 }
 
+upstream::UpstreamSpecs http_upstream_specs() {
+  (void)http_module();
+  return g_upstream_specs;
+}
+
 const HttpServers* http_servers(const Configuration& conf) {
-  const auto* f = conf.find<HttpFinalConf>(http_module(), 2);
+  const Module& m = http_module();  // sets g_final_spec
+  const auto* f = conf.find<HttpFinalConf>(m, g_final_spec);
   return f != nullptr ? f->servers.get() : nullptr;
 }
 

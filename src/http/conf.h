@@ -17,8 +17,10 @@
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "event/tls/tls_conf.h"
+#include "http/proxy_conf.h"
 #include "http/types.h"
 #include "http/variables.h"
+#include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/log.h"
 
@@ -43,7 +45,7 @@ namespace vigil::http {
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
 
-enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics };
+enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics, kProxy };
 
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
@@ -124,6 +126,8 @@ struct HttpLocConf {
   Msec lingering_timeout = 5000;
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
+  std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
+  ProxyConf proxy;
 
   // Request limits (limit_req.cc, limit_conn.cc, limit_rate in response.cc).
   std::vector<LimitReqRef> limit_req;
@@ -177,6 +181,10 @@ struct HttpFinalConf {
 };
 
 const Module& http_module();
+// Where http_module() keeps its upstream groups: upstream::group_set(ctx,
+// http_upstream_specs()) in an init of the http module, or
+// upstream::find_group_set(scope, module, http_upstream_specs()).
+upstream::UpstreamSpecs http_upstream_specs();
 
 // Directives of the request limits, added to the http module (limit_req.cc,
 // limit_conn.cc, limit_rate.cc).

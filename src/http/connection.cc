@@ -11,6 +11,7 @@
 #include <new>
 
 #include "http/limit_conn.h"
+#include "http/proxy.h"
 #include "http/request.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -53,6 +54,7 @@ void free_request(Request& r) {
   BufferCache& cache = hc.worker->buffers();
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
+  proxy::release(r);
   if (r.fd != -1) {
     close_file(*r.c, r.fd);
     r.fd = -1;

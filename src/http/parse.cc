@@ -83,6 +83,11 @@ void RequestParser::reset() {
   *this = RequestParser(limits_);
 }
 
+void RequestParser::start_fields() {
+  *this = RequestParser(limits_);
+  state_ = kFieldStart;
+}
+
 bool RequestParser::done() const {
   return state_ == kDone;
 }

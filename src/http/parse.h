@@ -135,6 +135,10 @@ class RequestParser {
   // True after kHeadersDone.
   bool done() const;
 
+  // Skips the request line: the next call is parse_header. A response's
+  // header section has the same grammar (response_parser.h uses this).
+  void start_fields();
+
  private:
   ParseStatus fail(ParseStatus status, const char* why);
   ParseStatus finish_request_line(const char* line_start, RequestLine& line);

@@ -7,6 +7,7 @@
 
 #include "http/limit_conn.h"
 #include "http/limit_req.h"
+#include "http/proxy.h"
 #include "http/request.h"
 #include "event/tls/tls.h"
 #include "http/uri.h"
@@ -16,7 +17,6 @@
 #include "vigil/event/loop.h"
 
 namespace vigil::http {
-namespace {
 
 // The read side while the response is written: an edge-triggered backend
 // keeps quiet on its own; a level-triggered one would wake us for every
@@ -40,6 +40,8 @@ void block_reading(Event& rev) {
     }
   }
 }
+
+namespace {
 
 // Consumes body bytes from hc.buffer. Returns 1 when the body is over, 0 when
 // more is needed, or an HTTP status (400, 413) for a bad body.
@@ -221,6 +223,8 @@ int dispatch(Request& r, std::string_view path, std::string_view extension) {
       return stub_status_handler(r);
     case LocationHandler::kMetrics:
       return metrics_handler(r);
+    case LocationHandler::kProxy:
+      return proxy::start(r);
     case LocationHandler::kStatic:
       break;
   }
@@ -308,6 +312,14 @@ void process_request(Request& r) {
     return;
   }
 
+  if (loc.handler == LocationHandler::kProxy) {
+    // The proxy reads the body itself, as it streams it to the backend.
+    r.body_chunked = r.check.chunked;
+    r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
+    r.phase = Phase::kWriting;
+    if (int rc = proxy::start(r); rc != 0) finalize_error(r, rc);
+    return;
+  }
   if (r.check.chunked || r.check.content_length > 0) {
     r.body_chunked = r.check.chunked;
     r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;

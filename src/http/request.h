@@ -197,6 +197,8 @@ void finalize_error(Request& r, int status);
 // the access log records it.
 void terminate_request(Request& r, int status);
 void run_handler(Request& r);
+// The read handler while a response is written (nginx's ngx_http_block_reading).
+void block_reading(Event& rev);
 
 // nginx's internal statuses for TLS clients, answered as 400 with a page
 // that says why, and the connection closed.

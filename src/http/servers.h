@@ -48,6 +48,9 @@ class HttpServers {
   std::vector<const AccessLogConf*> access_logs;
   std::size_t max_large_buffer = 0;  // largest large_client_header_buffers size
   std::size_t max_header_buffer = 0;
+  // The configuration's main scope (upstream::append_metrics finds the
+  // configuration's upstream groups by it).
+  const ConfScope* main_scope = nullptr;
 
   // Groups the servers by address, checks default_server and listen options,
   // and builds the name tables.

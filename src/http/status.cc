@@ -7,7 +7,9 @@
 #include <cstdio>
 
 #include "http/request.h"
+#include "http/servers.h"
 #include "http/worker.h"
+#include "upstream/upstream.h"
 #include "vigil/core/counters.h"
 
 namespace vigil::http {
@@ -94,7 +96,9 @@ int metrics_handler(Request& r) {
   for (const auto& slot : s.workers) {
     if (slot.pid.load(std::memory_order_acquire) != 0) ++workers;
   }
-  if (!take_buffer(r, 8192 + 2048 * workers)) return 500;
+  const ConfScope* root = w.servers().main_scope;
+  const std::size_t upstreams = root != nullptr ? upstream::metrics_bytes_max(*root) : 0;
+  if (!take_buffer(r, 8192 + 2048 * workers + upstreams)) return 500;
   TextBuf t(r.obuf, r.obuf_size);
 
   metric(t, "vigil_connections_active", "gauge", "Client connections open now.", get(s.active));
@@ -178,7 +182,10 @@ int metrics_handler(Request& r) {
     }
   }
   if (t.full()) return 500;
-  return send_generated(r, t.size(), "text/plain; version=0.0.4; charset=utf-8");
+  std::size_t size = t.size();
+  // Per upstream server: requests, failures, active, keepalive hits, up.
+  if (root != nullptr) size += upstream::append_metrics(*root, r.obuf + size, r.obuf_size - size);
+  return send_generated(r, size, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace vigil::http

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -47,6 +48,8 @@ constexpr Named kNames[] = {
     {"upstream_response_time", VarId::kUpstreamResponseTime},
     {"connection", VarId::kConnection},
     {"connection_requests", VarId::kConnectionRequests},
+    {"proxy_host", VarId::kProxyHost},
+    {"pid", VarId::kPid},
 };
 
 bool is_name_char(char c) {
@@ -120,9 +123,10 @@ bool server_addr(const Request& r, char* text, std::size_t cap, std::size_t& len
     if (::getsockname(c->fd, reinterpret_cast<sockaddr*>(&ss), &sl) == -1) return false;
     sa = reinterpret_cast<const sockaddr*>(&ss);
   }
-  const void* a = sa->sa_family == AF_INET
-                      ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
-                      : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  const void* a =
+      sa->sa_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
   if (::inet_ntop(sa->sa_family, a, text, static_cast<socklen_t>(cap)) == nullptr) return false;
   len = std::strlen(text);
   return true;
@@ -267,6 +271,13 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
       if (c == nullptr) return false;
       s.put_uint(c->number);
       return true;
+    case VarId::kPid:
+      s.put_uint(static_cast<std::uint64_t>(::getpid()));
+      return true;
+    case VarId::kProxyHost:
+      if (r.loc == nullptr || !r.loc->proxy.enabled) return false;
+      s.put(r.loc->proxy.proxy_host);
+      return true;
     case VarId::kConnectionRequests:
       if (c == nullptr) return false;
       s.put_uint(c->requests);
@@ -334,8 +345,7 @@ std::size_t worst_case(std::size_t n, VarEscape esc) {
 
 }  // namespace
 
-std::size_t request_header_value(const Request& r, std::string_view name, char* out,
-                                 bool& found) {
+std::size_t request_header_value(const Request& r, std::string_view name, char* out, bool& found) {
   found = false;
   std::size_t n = 0;
   for (std::uint32_t i = 0; i < r.nfields; ++i) {

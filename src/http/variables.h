@@ -53,6 +53,8 @@ enum class VarId : std::uint8_t {
   kUpstreamResponseTime,
   kConnection,
   kConnectionRequests,
+  kPid,
+  kProxyHost,  // proxy_pass's host[:port] (the default Host of a proxied request)
 };
 
 // How variable values are escaped when written (log_format escape=).

@@ -8,6 +8,7 @@
 #include "http/protocol.h"
 #include "stream/protocol.h"
 #include "stream/stream_conf.h"
+#include "upstream/upstream.h"
 
 namespace vigil {
 
@@ -22,6 +23,9 @@ std::vector<ServerModule> builtin_modules() {
       {"http", &http::http_module(), http::create_listeners, http::init_worker,
        http::exit_worker, http::reopen_logs},
       {"stream", &stream::stream_module(), stream::create_listeners},
+      // The per-worker keepalive caches of upstream groups, closed at exit
+      // (the upstream directives belong to the http and stream modules).
+      {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
   };
 }
 

@@ -2,6 +2,12 @@
 
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -21,7 +27,7 @@ struct Session {
   Connection* upstream = nullptr;
   const StreamSrvConf* conf = nullptr;
   PeerConnection peer;
-  unsigned tries_left = 0;
+  upstream::PeerRequest balancer;  // pick the server, count, health (peer.get/free)
   Buf up;    // client -> upstream
   Buf down;  // upstream -> client
   bool client_eof = false;
@@ -29,6 +35,7 @@ struct Session {
   bool upstream_shut = false;  // we sent FIN to the upstream
   bool client_shut = false;    // we sent FIN to the client
   bool done = false;
+  bool connected = false;  // the upstream connect completed
   std::uint64_t from_client = 0;
   std::uint64_t from_upstream = 0;
 };
@@ -52,6 +59,8 @@ void finalize(Session& s, const char* why) {
             static_cast<unsigned long long>(s.from_client),
             static_cast<unsigned long long>(s.from_upstream), s.peer.name.c_str());
   if (s.upstream != nullptr) {
+    // Connected: the attempt succeeded, whatever happened to the session since.
+    s.peer.free(s.peer, s.peer.data, s.connected ? 0 : kPeerNext);
     loop.pool().close_connection(*s.upstream);
     s.upstream = nullptr;
   }
@@ -138,7 +147,17 @@ void proxy_handler(Event& ev) {
 }
 
 void start_relay(Session& s) {
+  s.connected = true;
   Connection& u = *s.upstream;
+  // Small writes go out as they come, to the upstream as to the client
+  // (nginx's stream tcp_nodelay, on by default, covers both sides).
+  if (u.tcp_nodelay == 0 && u.peer_addr != nullptr && u.peer_addr->sa_family != AF_UNIX) {
+    int on = 1;
+    if (::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == -1) {
+      VIGIL_LOG(*s.client->log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");
+    }
+    u.tcp_nodelay = 1;
+  }
   u.data = &s;
   u.read->handler = proxy_handler;
   u.write->handler = proxy_handler;
@@ -148,15 +167,17 @@ void start_relay(Session& s) {
   process(s);
 }
 
-// The connect failed or timed out: close this attempt and try the next server.
+// The connect failed or timed out: close this attempt, tell the balancer
+// (max_fails), and try the next server while tries are left.
 void next_upstream(Session& s, const char* why, int err) {
   VIGIL_LOG(*s.client->log, kError, err, "%s while connecting to upstream %s, client: %s", why,
             s.peer.name.c_str(), std::string(s.client->addr_text).c_str());
+  s.peer.free(s.peer, s.peer.data, kPeerFailed);
   if (s.upstream != nullptr) {
     s.client->loop->pool().close_connection(*s.upstream);
     s.upstream = nullptr;
   }
-  if (!s.conf->proxy_next_upstream || s.tries_left == 0) return finalize(s, "no live upstreams");
+  if (!s.conf->proxy_next_upstream || s.peer.tries == 0) return finalize(s, "no live upstreams");
   connect_upstream(s);
 }
 
@@ -209,32 +230,102 @@ void connect_handler(Event& ev) {
 }
 
 void connect_upstream(Session& s) {
-  Upstream& group = *s.conf->upstream;
   EventLoop& loop = *s.client->loop;
-  while (s.tries_left > 0) {
-    --s.tries_left;
-    const PeerAddress& p = group.servers[group.next++ % group.servers.size()];
-    std::memcpy(&s.peer.addr, &p.addr, sizeof p.addr);
-    s.peer.addrlen = p.addrlen;
-    s.peer.name = p.name;
+  for (;;) {
     s.peer.log = s.client->log;
     int rc = event_connect_peer(loop, s.peer);
+    if (rc == kPeerBusy) {
+      VIGIL_LOG(*s.client->log, kError, 0, "no live upstreams while connecting to upstream \"%s\", client: %s",
+                s.conf->upstream->name.c_str(), std::string(s.client->addr_text).c_str());
+      break;
+    }
     if (rc == kPeerDeclined) {
       VIGIL_LOG(*s.client->log, kError, 0, "upstream %s refused the connection, client: %s",
-                p.name.c_str(), std::string(s.client->addr_text).c_str());
-      if (!s.conf->proxy_next_upstream) break;
+                s.peer.name.c_str(), std::string(s.client->addr_text).c_str());
+      s.peer.free(s.peer, s.peer.data, kPeerFailed);
+      if (!s.conf->proxy_next_upstream || s.peer.tries == 0) break;
       continue;
     }
-    if (rc != kPeerOk && rc != kPeerAgain) break;  // a local failure: don't hammer the others
+    if (rc == kPeerError) {  // a local failure: don't hammer the others
+      s.peer.free(s.peer, s.peer.data, kPeerNext);
+      break;
+    }
     s.upstream = s.peer.connection;
     s.upstream->data = &s;
-    if (rc == kPeerOk) return connected(s);
+    if (rc == kPeerOk || rc == kPeerDone) return connected(s);
     s.upstream->read->handler = connect_handler;
     s.upstream->write->handler = connect_handler;
     loop.add_timer(*s.upstream->write, s.conf->proxy_connect_timeout);
     return;
   }
   finalize(s, "no live upstreams");
+}
+
+// The `hash` key of the session: the key as written with the stream
+// variables $remote_addr, $remote_port, $server_addr, $server_port and
+// $binary_remote_addr substituted, built in the connection's arena.
+std::string_view hash_key(Connection& c, const std::string& key) {
+  if (key.find('$') == std::string::npos) return key;
+  // addr_text is the client's address without the port (as nginx's); the
+  // listener's text is "host:port".
+  std::string_view remote_host = c.addr_text, local, local_port;
+  char remote_port_text[8] = {};
+  std::string_view remote_port;
+  if (c.peer_addr != nullptr && (c.peer_addr->sa_family == AF_INET || c.peer_addr->sa_family == AF_INET6)) {
+    const in_port_t port = c.peer_addr->sa_family == AF_INET
+                               ? reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_port
+                               : reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_port;
+    int n = std::snprintf(remote_port_text, sizeof remote_port_text, "%u", ntohs(port));
+    remote_port = std::string_view(remote_port_text, n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  if (c.listening != nullptr) {
+    std::string_view text = c.listening->addr_text;
+    std::size_t colon = text.rfind(':');
+    local = colon == std::string_view::npos ? text : text.substr(0, colon);
+    local_port = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+    if (local.size() >= 2 && local.front() == '[') local = local.substr(1, local.size() - 2);
+  }
+  std::string_view binary;
+  if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET) {
+    binary = std::string_view(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_addr), 4);
+  } else if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET6) {
+    binary = std::string_view(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_addr), 16);
+  }
+  struct Var {
+    std::string_view name;
+    std::string_view value;
+  };
+  // Longest names first: $remote_addr must not match inside $remote_address.
+  const Var vars[] = {{"binary_remote_addr", binary}, {"remote_addr", remote_host},
+                      {"remote_port", remote_port},   {"server_addr", local},
+                      {"server_port", local_port}};
+  std::size_t cap = key.size() + 256;
+  char* out = static_cast<char*>(c.arena->alloc(cap, 1));
+  if (out == nullptr) return key;
+  std::size_t len = 0;
+  for (std::size_t i = 0; i < key.size();) {
+    bool matched = false;
+    if (key[i] == '$') {
+      std::string_view rest = std::string_view(key).substr(i + 1);
+      bool braced = rest.starts_with("{");
+      if (braced) rest.remove_prefix(1);
+      for (const Var& v : vars) {
+        if (!rest.starts_with(v.name)) continue;
+        if (braced && !rest.substr(v.name.size()).starts_with("}")) continue;
+        std::size_t n = std::min(v.value.size(), cap - len);
+        std::memcpy(out + len, v.value.data(), n);
+        len += n;
+        i += 1 + v.name.size() + (braced ? 2 : 0);
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) {
+      if (len < cap) out[len++] = key[i];
+      ++i;
+    }
+  }
+  return std::string_view(out, len);
 }
 
 }  // namespace
@@ -250,11 +341,13 @@ void start_session(Connection& c) {
   s->conf = conf;
   s->up.reset(mem, n);
   s->down.reset(mem + n, n);
-  const std::size_t servers = conf->upstream->servers.size();
-  s->tries_left =
-      conf->proxy_next_upstream_tries == 0
-          ? static_cast<unsigned>(servers)
-          : std::min<unsigned>(conf->proxy_next_upstream_tries, static_cast<unsigned>(servers));
+  upstream::Group& group = *conf->upstream;
+  std::string_view key;
+  if (group.method == upstream::Method::kHash || group.method == upstream::Method::kConsistentHash) {
+    key = hash_key(c, group.hash_key);
+  }
+  s->balancer.init(group, *c.loop, conf->proxy_next_upstream_tries, key, c.peer_addr);
+  s->balancer.attach(s->peer);
   c.data = s;
   // Until the upstream answers, client events only matter as timeouts/close.
   c.read->handler = proxy_handler;

@@ -9,34 +9,16 @@ namespace vigil::stream {
 namespace {
 
 constexpr int kSrvSpec = 0;
-constexpr int kUpsSpec = 1;
-constexpr int kFinalSpec = 2;
-
-Status parse_address(const DirectiveCall& call, std::size_t arg, PeerAddress& out) {
-  Listening probe;  // the same address syntax as listen, without wildcards
-  if (Status s = probe.set_address(call.arg(arg)); !s) {
-    return call.error(s.message() + " in \"" + call.name() + "\" directive");
-  }
-  if (probe.port() == 0) return call.invalid_value(arg, ", a port is required");
-  out.addr = probe.addr;
-  out.addrlen = probe.addrlen;
-  out.name = probe.addr_text;
-  return Status::ok();
-}
+// add_directives' specs come next (the upstream blocks and their GroupSet),
+// then the final conf, so the groups are built before proxy_pass is resolved.
+upstream::UpstreamSpecs g_ups;
+int g_final_spec = -1;
 
 Status set_listen(const DirectiveCall& call, StreamSrvConf& srv) {
   StreamListen l;
   if (Status st = parse_listen(call, l, /*allow_default_server=*/false); !st) return st;
   if (srv.where.empty()) srv.where = call.where();
   srv.listens.push_back(std::move(l));
-  return Status::ok();
-}
-
-Status set_upstream_server(const DirectiveCall& call, StreamUpsConf& ups) {
-  if (call.arg_count() > 1) return call.error("invalid parameter \"" + call.arg(1) + "\"");
-  PeerAddress p;
-  if (Status s = parse_address(call, 0, p); !s) return s;
-  ups.servers.push_back(std::move(p));
   return Status::ok();
 }
 
@@ -63,21 +45,7 @@ Status build_tls(StreamSrvConf& srv) {
 // group of one).
 Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
   const std::size_t module = ctx.module();
-  for (const auto& child : ctx.scope().children()) {
-    if (child->context() != kStreamUpsConf) continue;
-    auto* ups = static_cast<StreamUpsConf*>(child->conf(module, kUpsSpec));
-    const std::string& name = child->args().at(0);
-    for (const auto& u : fin.upstreams) {
-      if (u->name == name) return Status::error("duplicate upstream \"" + name + "\"" + child->where());
-    }
-    if (ups == nullptr || ups->servers.empty()) {
-      return Status::error("no servers are inside upstream" + child->where());
-    }
-    auto group = std::make_unique<Upstream>();
-    group->name = name;
-    group->servers = ups->servers;
-    fin.upstreams.push_back(std::move(group));
-  }
+  fin.upstreams = &upstream::group_set(ctx, g_ups);
   for (const auto& child : ctx.scope().children()) {
     if (child->context() != kStreamSrvConf) continue;
     auto* srv = static_cast<StreamSrvConf*>(child->conf(module, kSrvSpec));
@@ -87,21 +55,10 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     if (srv->proxy_pass.empty()) {
       return Status::error("no handler for server: \"proxy_pass\" is missing" + child->where());
     }
-    for (const auto& u : fin.upstreams) {
-      if (u->name == srv->proxy_pass) srv->upstream = u.get();
-    }
-    if (srv->upstream == nullptr) {
-      Listening probe;
-      if (!probe.set_address(srv->proxy_pass) || probe.port() == 0) {
-        return Status::error("no upstream \"" + srv->proxy_pass + "\" and not an address" +
-                             child->where());
-      }
-      auto group = std::make_unique<Upstream>();
-      group->name = srv->proxy_pass;
-      group->servers.push_back(PeerAddress{probe.addr, probe.addrlen, probe.addr_text});
-      srv->upstream = group.get();
-      fin.upstreams.push_back(std::move(group));
-    }
+    const auto* set = child->find_set("proxy_pass");
+    auto group = fin.upstreams->find_or_add(srv->proxy_pass, 0, set ? set->where : srv->where);
+    if (!group) return group.status();
+    srv->upstream = group.value();
     for (const StreamListen& l : srv->listens) {
       for (const StreamSrvConf* other : fin.servers) {
         for (const StreamListen& o : other->listens) {
@@ -128,15 +85,12 @@ Module* make_stream_module() {
   auto* m = new Module("stream");
   // Slot directives set in "stream" are inherited by its servers by the loader.
   auto srv = m->add_conf<StreamSrvConf>(kStreamMainConf | kStreamSrvConf, {}, merge_srv);
-  auto ups = m->add_conf<StreamUpsConf>(kStreamUpsConf);
+  g_ups = upstream::add_directives(*m, kStreamMainConf, kStreamUpsConf, upstream::Protocol::kStream);
   auto fin = m->add_conf<StreamFinalConf>(kStreamMainConf, init_final);
-  (void)fin;
+  g_final_spec = fin.index();
 
   m->add_block("stream", kMainConf, Arity::none(), kStreamMainConf);
   m->add_block("server", kStreamMainConf, Arity::none(), kStreamSrvConf).multiple = true;
-  m->add_block("upstream", kStreamMainConf, Arity::exactly(1), kStreamUpsConf).multiple = true;
-  m->add("server", kStreamUpsConf, Arity::between(1, 2), ups.custom(set_upstream_server)).multiple =
-      true;
 
   m->add("listen", kStreamSrvConf, Arity::one_or_more(), srv.custom(set_listen)).multiple = true;
   m->add("proxy_pass", kStreamSrvConf, Arity::exactly(1),
@@ -167,7 +121,8 @@ const Module& stream_module() {
 }
 
 const StreamFinalConf* stream_final(const Configuration& conf) {
-  return conf.find<StreamFinalConf>(stream_module(), kFinalSpec);
+  const Module& m = stream_module();  // sets g_final_spec
+  return conf.find<StreamFinalConf>(m, g_final_spec);
 }
 
 }  // namespace vigil::stream

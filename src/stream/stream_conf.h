@@ -3,10 +3,11 @@
 // and ngx_stream_upstream_module, the part a TCP proxy needs):
 //
 //   stream {
-//       upstream backend { server 127.0.0.1:9001; server 127.0.0.1:9002; }
+//       upstream backend { server 127.0.0.1:9001; server 127.0.0.1:9002; }  (upstream/upstream.h)
 //       server {
 //           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
 //           proxy_pass backend;               # or an address
+//           hash-keyed groups: `hash $remote_addr;` (see stream/proxy.cc for the variables)
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
 //           ssl_certificate c.pem; ssl_certificate_key k.pem;   # with "listen ... ssl"
@@ -26,6 +27,7 @@
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
+#include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
@@ -37,19 +39,6 @@ inline constexpr ConfContextMask kStreamUpsConf = 1u << 10;
 
 namespace vigil::stream {
 
-struct PeerAddress {
-  sockaddr_storage addr{};
-  socklen_t addrlen = 0;
-  std::string name;  // "127.0.0.1:9001"
-};
-
-// A group of servers tried in turn (round robin; the next one on failure).
-struct Upstream {
-  std::string name;
-  std::vector<PeerAddress> servers;
-  std::size_t next = 0;  // round-robin position, per worker process
-};
-
 using StreamListen = ListenArgs;  // event/listen_conf.h: the same listen syntax as http
 
 struct StreamSrvConf {
@@ -60,7 +49,7 @@ struct StreamSrvConf {
   std::size_t proxy_buffer_size = 16384;
   bool proxy_next_upstream = true;
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
-  Upstream* upstream = nullptr;            // resolved once the block is read
+  upstream::Group* upstream = nullptr;     // resolved once the block is read
   std::string where;
   TlsServerConf ssl;                         // ssl_*: TLS termination on "listen ... ssl"
   TlsClientConf proxy_ssl;                   // proxy_ssl_*: TLS to the upstream
@@ -81,14 +70,10 @@ struct StreamSrvConf {
   SessionSlot upstream_session;
 };
 
-struct StreamUpsConf {
-  std::vector<PeerAddress> servers;
-};
-
 // Built when the stream block closes: every server, every upstream group.
 struct StreamFinalConf {
   std::vector<StreamSrvConf*> servers;
-  std::vector<std::unique_ptr<Upstream>> upstreams;  // named groups and proxy_pass addresses
+  upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
 };
 
 const Module& stream_module();

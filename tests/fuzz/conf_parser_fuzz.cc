@@ -19,6 +19,7 @@
 #include "core/core_module.h"
 #include "event/event_conf.h"
 #include "server/modules.h"
+#include "upstream/group.h"
 
 namespace {
 
@@ -32,6 +33,8 @@ void check(bool ok, const char* what) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // `upstream { server NAME; }` resolves names at load time: no DNS for fuzz input.
+  vigil::upstream::set_numeric_hosts_only(true);
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
   vigil::ConfLoadOptions options;

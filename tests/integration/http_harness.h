@@ -204,7 +204,9 @@ class VigilServer {
   bool start(const std::string& http, const std::string& main = "",
              const std::string& events = "worker_connections 1024;") {
     std::string conf =
-        "daemon off;\nmaster_process off;\nerror_log stderr info;\n"
+        std::string("daemon off;\n") +
+        (main.find("master_process") == std::string::npos ? "master_process off;\n" : "") +
+        "error_log stderr info;\n"
         "pid logs/vigil.pid;\n" +
         main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n";
     write("conf/vigil.conf", conf);

@@ -17,8 +17,7 @@ class LogFormat : public ::testing::Test {
     port_ = free_port();
     server_.write("html/index.html", "hello\n");
     return server_.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(port_) +
-                         "; access_log logs/custom.log " + format_ +
-                         " buffer=0; location / { } }");
+                         "; access_log logs/custom.log " + format_ + " buffer=0; location / { } }");
   }
   // Waits for the log to hold `lines` lines and returns it.
   std::string log(std::size_t lines) {
@@ -37,29 +36,30 @@ class LogFormat : public ::testing::Test {
 };
 
 TEST_F(LogFormat, VariablesAsTheServerFillsThem) {
-  ASSERT_TRUE(start(
-      "log_format main '$request_method $uri $args|$status $body_bytes_sent|$http_x_test|"
-      "$host|$server_port|$request_uri|$connection_requests|$upstream_addr';"))
+  ASSERT_TRUE(
+      start("log_format main '$request_method $uri $args|$status $body_bytes_sent|$http_x_test|"
+            "$host|$server_port|$request_uri|$connection_requests|$upstream_addr';"))
       << server_.output();
   Client c(port_);
-  ASSERT_TRUE(c.send("GET /./index.html?a=1 HTTP/1.1\r\nHost: Example.ORG\r\nX-Test: t1\r\n"
-                     "X-Test: t2\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("GET /./index.html?a=1 HTTP/1.1\r\nHost: Example.ORG\r\nX-Test: t1\r\n"
+             "X-Test: t2\r\n\r\n"));
   Response r = c.read_response();
   ASSERT_EQ(r.status, 200);
   ASSERT_TRUE(c.send("GET /missing HTTP/1.1\r\nHost: a\r\n\r\n"));
   ASSERT_EQ(c.read_response().status, 404);
   std::string text = log(2);
   const std::string port = std::to_string(port_);
-  EXPECT_EQ(text,
-            "GET /index.html a=1|200 6|t1, t2|example.org|" + port +
-                "|/./index.html?a=1|1|-\n"
-                "GET /missing -|404 " +
-                std::to_string(std::string(
-                                   "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>"
-                                   "\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>"
-                                   "vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n")
-                                   .size()) +
-                "|-|a|" + port + "|/missing|2|-\n");
+  EXPECT_EQ(
+      text,
+      "GET /index.html a=1|200 6|t1, t2|example.org|" + port +
+          "|/./index.html?a=1|1|-\n"
+          "GET /missing -|404 " +
+          std::to_string(std::string("<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>"
+                                     "\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>"
+                                     "vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n")
+                             .size()) +
+          "|-|a|" + port + "|/missing|2|-\n");
 }
 
 TEST_F(LogFormat, JsonEscaping) {

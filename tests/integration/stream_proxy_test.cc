@@ -180,10 +180,10 @@ TEST(StreamConf, ErrorsNameTheProblem) {
   check("stream { server { listen 127.0.0.1:9; } }",
         "no handler for server: \"proxy_pass\" is missing");
   check("stream { server { listen 127.0.0.1:9; proxy_pass nowhere; } }",
-        "no upstream \"nowhere\" and not an address");
+        "no port in upstream \"nowhere\" in /");
   check("stream { upstream u { } server { listen 127.0.0.1:9; proxy_pass u; } }",
         "no servers are inside upstream");
-  check("stream { upstream u { server 127.0.0.1; } }", "no port in \"127.0.0.1\" in \"server\" directive");
+  check("stream { upstream u { server 127.0.0.1; } }", "no port in upstream \"127.0.0.1\" in /");
   check("stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; }\n"
         " server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; } }",
         "duplicate \"127.0.0.1:9\" address and port pair");

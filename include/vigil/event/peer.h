@@ -24,9 +24,15 @@ inline constexpr int kPeerAgain = -2;      // connecting: wait for the write eve
 inline constexpr int kPeerError = -1;      // failed for a local reason (no fds, ...)
 inline constexpr int kPeerDeclined = -5;   // refused or unreachable: try the next peer
 inline constexpr int kPeerBusy = -3;       // no live peer left
+// get() handed out a cached (keepalive) connection: pc.connection is set,
+// connected, and pc.cached is true. event_connect_peer passes it on.
+inline constexpr int kPeerDone = -4;
 
 inline constexpr unsigned kPeerFailed = 1u << 0;  // FreePeerFn state bits
 inline constexpr unsigned kPeerNext = 1u << 1;
+// The connection is reusable (a complete response, nothing unread): free()
+// may keep it in the keepalive cache and then sets pc.connection to null.
+inline constexpr unsigned kPeerKeepalive = 1u << 2;
 
 class PeerConnection {
  public:
@@ -46,8 +52,9 @@ class PeerConnection {
 };
 
 // Gets the peer (pc.get, if set), a pool connection and a socket, and starts a
-// nonblocking connect. Returns kPeerOk, kPeerAgain, kPeerDeclined, kPeerBusy or
-// kPeerError; on anything but kPeerOk/kPeerAgain no connection is held.
+// nonblocking connect. Returns kPeerOk, kPeerAgain, kPeerDone (get() gave a
+// cached connection), kPeerDeclined, kPeerBusy or kPeerError; on anything but
+// kPeerOk/kPeerAgain/kPeerDone no connection is held.
 int event_connect_peer(EventLoop& loop, PeerConnection& pc);
 // After the write event of a kPeerAgain connect: 0 when connected, else the
 // socket error (SO_ERROR).

@@ -194,9 +194,10 @@ TEST_F(Vars, CombinedMatchesFixedWriter) {
     fixed.assign(buf, n);
   }
   std::string templated =
-      eval("$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent "
-           "\"$http_referer\" \"$http_user_agent\"",
-           VarEscape::kDefault, true) +
+      eval(
+          "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent "
+          "\"$http_referer\" \"$http_user_agent\"",
+          VarEscape::kDefault, true) +
       "\n";
   EXPECT_EQ(templated, fixed);
 }

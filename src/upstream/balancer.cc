@@ -1,0 +1,223 @@
+// The balancers: nginx's smooth weighted round-robin
+// (ngx_http_upstream_get_peer), weighted least_conn, hash (modulo with
+// rehash, or a consistent ring) and ip_hash, over the same health rules.
+#include <netinet/in.h>
+
+#include <algorithm>
+
+#include "upstream/group.h"
+
+namespace vigil::upstream {
+
+namespace {
+
+// After this many rehashes a hash method falls back to round-robin, as nginx.
+constexpr unsigned kHashTries = 20;
+
+std::uint64_t load(const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); }
+
+// The peer is chosen: start a new fail_timeout window when the last one has
+// passed. While the peer is failed, only the worker that moves `checked` on
+// gets to probe it (the others still see it as unavailable).
+bool take(Peer& p, Msec now) {
+  PeerHealth& h = *p.health;
+  std::uint64_t checked = load(h.checked);
+  if (msec_diff(now, checked) <= static_cast<MsecDiff>(p.fail_timeout)) return true;
+  return h.checked.compare_exchange_strong(checked, now, std::memory_order_relaxed) ||
+         p.max_fails == 0 || h.fails.load(std::memory_order_relaxed) < p.max_fails;
+}
+
+bool usable(const PeerRequest& pr, const Peer& p, Msec now) {
+  return !pr.tried(p.index) && peer_available(p, now);
+}
+
+// Smooth weighted round-robin over peers [from, to) (nginx's algorithm: every
+// candidate gains its effective weight, the largest wins and pays the total).
+Peer* round_robin(PeerRequest& pr, std::size_t from, std::size_t to, Msec now) {
+  Group& g = *pr.group();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Peer* best = nullptr;
+    int total = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      Peer& p = g.peers[i];
+      if (!usable(pr, p, now)) continue;
+      p.current_weight += p.effective_weight;
+      total += p.effective_weight;
+      if (p.effective_weight < p.weight) ++p.effective_weight;
+      if (best == nullptr || p.current_weight > best->current_weight) best = &p;
+    }
+    if (best == nullptr) return nullptr;
+    best->current_weight -= total;
+    if (take(*best, now)) return best;
+    pr.set_tried(best->index);  // another worker is probing it: not ours
+  }
+  return nullptr;
+}
+
+std::int64_t conns_of(const Group& g, const Peer& p) {
+  return g.zone.empty() ? p.conns : p.health->conns.load(std::memory_order_relaxed);
+}
+
+// Fewest connections relative to weight; ties broken by round-robin among them.
+Peer* least_conn(PeerRequest& pr, Msec now) {
+  Group& g = *pr.group();
+  Peer* best = nullptr;
+  std::size_t ties = 0;
+  for (std::size_t i = 0; i < g.primaries; ++i) {
+    Peer& p = g.peers[i];
+    if (!usable(pr, p, now)) continue;
+    // conns/weight < best_conns/best_weight, without division.
+    if (best == nullptr ||
+        conns_of(g, p) * best->weight < conns_of(g, *best) * p.weight) {
+      best = &p;
+      ties = 1;
+    } else if (conns_of(g, p) * best->weight == conns_of(g, *best) * p.weight) {
+      ++ties;
+    }
+  }
+  if (best == nullptr) return nullptr;
+  if (ties > 1) {
+    Peer* chosen = nullptr;
+    int total = 0;
+    for (std::size_t i = best->index; i < g.primaries; ++i) {
+      Peer& p = g.peers[i];
+      if (!usable(pr, p, now) || conns_of(g, p) * best->weight != conns_of(g, *best) * p.weight) {
+        continue;
+      }
+      p.current_weight += p.effective_weight;
+      total += p.effective_weight;
+      if (p.effective_weight < p.weight) ++p.effective_weight;
+      if (chosen == nullptr || p.current_weight > chosen->current_weight) chosen = &p;
+    }
+    chosen->current_weight -= total;
+    best = chosen;
+  }
+  if (!take(*best, now)) return nullptr;
+  return best;
+}
+
+// The peer owning weight point w of the primaries.
+Peer* by_weight(Group& g, std::uint64_t w) {
+  for (std::size_t i = 0; i < g.primaries; ++i) {
+    auto weight = static_cast<std::uint64_t>(g.peers[i].weight);
+    if (w < weight) return &g.peers[i];
+    w -= weight;
+  }
+  return &g.peers[0];
+}
+
+std::uint64_t total_weight(const Group& g) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < g.primaries; ++i) total += static_cast<std::uint64_t>(g.peers[i].weight);
+  return total;
+}
+
+Peer* modulo_hash(PeerRequest& pr, Msec now) {
+  Group& g = *pr.group();
+  const std::uint64_t total = total_weight(g);
+  if (!pr.hash_started) {
+    pr.hash_value = crc32(pr.hash_key());
+    pr.hash_started = true;
+  }
+  while (pr.hash_tries < kHashTries) {
+    Peer* p = by_weight(g, pr.hash_value % total);
+    if (usable(pr, *p, now) && take(*p, now)) return p;
+    // Rehash: mix the attempt number into the previous value.
+    ++pr.hash_tries;
+    char n[4] = {static_cast<char>(pr.hash_tries), 0, 0, 0};
+    pr.hash_value = crc32(std::string_view(n, 4), pr.hash_value);
+  }
+  return round_robin(pr, 0, g.primaries, now);
+}
+
+Peer* ip_hash(PeerRequest& pr, Msec now) {
+  Group& g = *pr.group();
+  const sockaddr* sa = pr.client();
+  const unsigned char* bytes = nullptr;
+  std::size_t len = 0;
+  if (sa != nullptr && sa->sa_family == AF_INET) {
+    bytes = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr);
+    len = 3;  // the first three octets: a /24 sticks to one server
+  } else if (sa != nullptr && sa->sa_family == AF_INET6) {
+    bytes = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+    len = 16;
+  }
+  if (bytes == nullptr) return round_robin(pr, 0, g.primaries, now);  // unix sockets
+  const std::uint64_t total = total_weight(g);
+  if (!pr.hash_started) {
+    std::uint32_t h = 89;
+    for (std::size_t i = 0; i < len; ++i) h = (h * 113 + bytes[i]) % 6271;
+    pr.hash_value = h;
+    pr.hash_started = true;
+  }
+  while (pr.hash_tries < kHashTries) {
+    Peer* p = by_weight(g, pr.hash_value % total);
+    if (usable(pr, *p, now) && take(*p, now)) return p;
+    ++pr.hash_tries;
+    std::uint32_t h = pr.hash_value;
+    for (std::size_t i = 0; i < len; ++i) h = (h * 113 + bytes[i]) % 6271;
+    pr.hash_value = h;
+  }
+  return round_robin(pr, 0, g.primaries, now);
+}
+
+Peer* consistent_hash(PeerRequest& pr, Msec now) {
+  Group& g = *pr.group();
+  if (g.ring.empty()) return nullptr;
+  if (!pr.hash_started) {
+    const std::uint32_t h = crc32(pr.hash_key());
+    auto it = std::lower_bound(g.ring.begin(), g.ring.end(), h,
+                               [](const RingPoint& p, std::uint32_t v) { return p.hash < v; });
+    pr.hash_value = static_cast<std::uint32_t>(it - g.ring.begin());  // the point to start at
+    pr.hash_started = true;
+  }
+  // Walk the ring from the key's point to the next usable server.
+  while (pr.hash_tries < kHashTries) {
+    const RingPoint& point = g.ring[pr.hash_value % g.ring.size()];
+    Peer& p = g.peers[point.peer];
+    if (usable(pr, p, now) && take(p, now)) return &p;
+    ++pr.hash_tries;
+    ++pr.hash_value;
+  }
+  return round_robin(pr, 0, g.primaries, now);
+}
+
+}  // namespace
+
+bool peer_available(const Peer& p, Msec now) {
+  if (p.down) return false;
+  if (p.max_fails == 0) return true;
+  const PeerHealth& h = *p.health;
+  if (h.fails.load(std::memory_order_relaxed) < p.max_fails) return true;
+  return msec_diff(now, load(h.checked)) > static_cast<MsecDiff>(p.fail_timeout);
+}
+
+Peer* select_peer(PeerRequest& pr) {
+  Group& g = *pr.group();
+  const Msec now = clock::current_msec();
+  Peer* p = nullptr;
+  switch (g.method) {
+    case Method::kRoundRobin:
+      p = round_robin(pr, 0, g.primaries, now);
+      break;
+    case Method::kLeastConn:
+      p = least_conn(pr, now);
+      break;
+    case Method::kHash:
+      p = modulo_hash(pr, now);
+      break;
+    case Method::kConsistentHash:
+      p = consistent_hash(pr, now);
+      break;
+    case Method::kIpHash:
+      p = ip_hash(pr, now);
+      break;
+  }
+  // Backups only when no primary is left (never with the hash methods: the
+  // configuration refuses `backup` there).
+  if (p == nullptr && g.backups() > 0) p = round_robin(pr, g.primaries, g.peers.size(), now);
+  if (p != nullptr) pr.set_tried(p->index);
+  return p;
+}
+
+}  // namespace vigil::upstream

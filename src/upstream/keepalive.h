@@ -1,0 +1,17 @@
+#pragma once
+// Internal: the per-worker cache of idle upstream connections (nginx's
+// ngx_http_upstream_keepalive_module), kept in the event loop's context.
+
+#include "upstream/upstream.h"
+#include "vigil/event/connection.h"
+
+namespace vigil::upstream {
+
+// A cached connection to `peer` of `group`, taken out of the cache (ready to
+// send on), or null.
+Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer);
+// Keeps `c` (idle, nothing unread) for a later request to `peer`. False when
+// it cannot be kept (the caller closes it).
+bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c);
+
+}  // namespace vigil::upstream

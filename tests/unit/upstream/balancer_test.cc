@@ -1,0 +1,254 @@
+// The balancers: nginx's smooth weighted round-robin sequence, weights over
+// many picks, down and backup servers, least_conn, hash (modulo with rehash),
+// the consistent ring's remapping, ip_hash.
+#include <arpa/inet.h>
+
+#include <map>
+
+#include "unit/upstream/upstream_test_util.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::upstream {
+namespace {
+
+class Balancer : public testing::UpstreamConfTest {
+ protected:
+  void SetUp() override {
+    UpstreamConfTest::SetUp();
+    EventLoopConfig cfg;
+    cfg.connections = 16;
+    auto r = EventLoop::create(cfg, Log::global());
+    ASSERT_TRUE(r) << r.status().to_string();
+    loop_ = std::move(r).value();
+    clock::time_update();
+  }
+
+  // One request: the peer the balancer picks first (its port), -1 for none.
+  int pick(Group& g, std::string_view key = {}, const sockaddr* client = nullptr) {
+    PeerRequest pr;
+    pr.init(g, *loop_, 0, key, client);
+    Peer* p = select_peer(pr);
+    return p ? port_of(*p) : -1;
+  }
+  static int port_of(const Peer& p) {
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&p.addr)->sin_port);
+  }
+  std::string sequence(Group& g, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += static_cast<char>('a' + pick(g) - 1);
+    return s;
+  }
+
+  std::unique_ptr<EventLoop> loop_;
+};
+
+TEST_F(Balancer, SmoothWeightedRoundRobinSequence) {
+  Group* g = load_group(
+      "upstream b { server 127.0.0.1:1 weight=5; server 127.0.0.1:2; server 127.0.0.1:3; }");
+  ASSERT_NE(g, nullptr);
+  // nginx's sequence for 5,1,1: spread out, not "a a a a a b c".
+  EXPECT_EQ(sequence(*g, 14), "aabacaaaabacaa");
+}
+
+TEST_F(Balancer, WeightsOverManyRequests) {
+  Group* g = load_group(
+      "upstream b { server 127.0.0.1:1 weight=3; server 127.0.0.1:2 weight=2; server 127.0.0.1:3; }");
+  ASSERT_NE(g, nullptr);
+  std::map<int, int> n;
+  for (int i = 0; i < 600; ++i) ++n[pick(*g)];
+  EXPECT_EQ(n[1], 300);
+  EXPECT_EQ(n[2], 200);
+  EXPECT_EQ(n[3], 100);
+}
+
+TEST_F(Balancer, DownIsNeverUsedBackupOnlyWhenPrimariesAreGone) {
+  Group* g = load_group(
+      "upstream b { server 127.0.0.1:1; server 127.0.0.1:2 down; server 127.0.0.1:3 backup; }");
+  ASSERT_NE(g, nullptr);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(pick(*g), 1);
+  // The primary fails (max_fails=1): the backup takes over.
+  PeerRequest pr;
+  pr.init(*g, *loop_, 0);
+  PeerConnection pc;
+  pr.attach(pc);
+  ASSERT_EQ(PeerRequest::get(pc, &pr), kPeerOk);
+  EXPECT_EQ(pc.name, "127.0.0.1:1");
+  PeerRequest::free(pc, &pr, kPeerFailed);
+  ASSERT_EQ(PeerRequest::get(pc, &pr), kPeerOk) << "the next try of the same request";
+  EXPECT_EQ(pc.name, "127.0.0.1:3");
+  PeerRequest::free(pc, &pr, 0);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(pick(*g), 3) << "the primary is failed for fail_timeout";
+}
+
+TEST_F(Balancer, TriesAreServersOrTheCallersLimit) {
+  Group* g = load_group(
+      "upstream b { server 127.0.0.1:1; server 127.0.0.1:2; server 127.0.0.1:3; server 127.0.0.1:4 backup; }");
+  ASSERT_NE(g, nullptr);
+  PeerRequest pr;
+  PeerConnection pc;
+  pr.init(*g, *loop_, 0);
+  pr.attach(pc);
+  EXPECT_EQ(pc.tries, 4u);
+  pr.init(*g, *loop_, 2);
+  pr.attach(pc);
+  EXPECT_EQ(pc.tries, 2u);
+  // Each failed try uses one; every server is tried once, then busy.
+  pr.init(*g, *loop_, 0);
+  pr.attach(pc);
+  std::set<std::string> seen;
+  while (pc.tries > 0) {
+    ASSERT_EQ(PeerRequest::get(pc, &pr), kPeerOk);
+    seen.insert(pc.name);
+    PeerRequest::free(pc, &pr, kPeerFailed);
+  }
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_EQ(PeerRequest::get(pc, &pr), kPeerBusy);
+  EXPECT_EQ(pc.name, "b");
+}
+
+TEST_F(Balancer, LeastConnPrefersFewestConnectionsPerWeight) {
+  Group* g = load_group(
+      "upstream b { least_conn; server 127.0.0.1:1 weight=2; server 127.0.0.1:2; }");
+  ASSERT_NE(g, nullptr);
+  // Hold connections open: peer 1 (weight 2) takes two for each one of peer 2.
+  std::vector<std::unique_ptr<PeerRequest>> open;
+  std::vector<std::unique_ptr<PeerConnection>> pcs;
+  std::map<std::string, int> n;
+  for (int i = 0; i < 9; ++i) {
+    open.push_back(std::make_unique<PeerRequest>());
+    pcs.push_back(std::make_unique<PeerConnection>());
+    open.back()->init(*g, *loop_, 0);
+    open.back()->attach(*pcs.back());
+    ASSERT_EQ(PeerRequest::get(*pcs.back(), open.back().get()), kPeerOk);
+    ++n[pcs.back()->name];
+  }
+  EXPECT_EQ(n["127.0.0.1:1"], 6);
+  EXPECT_EQ(n["127.0.0.1:2"], 3);
+  // Release three of peer 1's: the next picks all go to peer 1.
+  int released = 0;
+  for (std::size_t i = 0; i < pcs.size() && released < 3; ++i) {
+    if (pcs[i]->name != "127.0.0.1:1") continue;
+    PeerRequest::free(*pcs[i], open[i].get(), 0);
+    ++released;
+  }
+  for (int i = 0; i < 3; ++i) {
+    PeerRequest pr;
+    PeerConnection pc;
+    pr.init(*g, *loop_, 0);
+    pr.attach(pc);
+    ASSERT_EQ(PeerRequest::get(pc, &pr), kPeerOk);
+    EXPECT_EQ(pc.name, "127.0.0.1:1");
+  }
+}
+
+TEST_F(Balancer, HashIsStableAndSpreads) {
+  Group* g = load_group(
+      "upstream b { hash $k; server 127.0.0.1:1; server 127.0.0.1:2; server 127.0.0.1:3; }");
+  ASSERT_NE(g, nullptr);
+  std::map<int, int> n;
+  for (int i = 0; i < 3000; ++i) {
+    std::string key = "/item/" + std::to_string(i);
+    int a = pick(*g, key);
+    EXPECT_EQ(pick(*g, key), a) << "the same key goes to the same server";
+    ++n[a];
+  }
+  for (int port = 1; port <= 3; ++port) {
+    EXPECT_GT(n[port], 800) << port;
+    EXPECT_LT(n[port], 1200) << port;
+  }
+}
+
+TEST_F(Balancer, HashRehashesAwayFromAFailedServerOnly) {
+  Group* g = load_group(
+      "upstream b { hash $k; server 127.0.0.1:1 max_fails=1; server 127.0.0.1:2; server 127.0.0.1:3; }");
+  ASSERT_NE(g, nullptr);
+  std::map<std::string, int> before;
+  for (int i = 0; i < 300; ++i) before["k" + std::to_string(i)] = pick(*g, "k" + std::to_string(i));
+  // Fail server 1.
+  g->peers[0].health->fails = 1;
+  g->peers[0].health->checked = clock::current_msec();
+  for (const auto& [key, port] : before) {
+    int now = pick(*g, key);
+    if (port == 1) {
+      EXPECT_NE(now, 1) << key;
+      EXPECT_EQ(pick(*g, key), now) << "rehashing is deterministic";
+    } else {
+      EXPECT_EQ(now, port) << "keys of live servers stay";
+    }
+  }
+}
+
+TEST_F(Balancer, ConsistentHashRemovingOneOfNMovesAboutOneNth) {
+  const int n = 5;
+  std::string all = "upstream b { hash $k consistent;";
+  std::string fewer = all;
+  for (int i = 1; i <= n; ++i) {
+    all += " server 127.0.0.1:" + std::to_string(i) + ";";
+    if (i != 3) fewer += " server 127.0.0.1:" + std::to_string(i) + ";";
+  }
+  Group* g = load_group(all + " }");
+  ASSERT_NE(g, nullptr);
+  const int keys = 10000;
+  std::vector<int> first(keys);
+  for (int i = 0; i < keys; ++i) first[i] = pick(*g, "key" + std::to_string(i));
+  g = load_group(fewer + " }");
+  ASSERT_NE(g, nullptr);
+  int moved = 0;
+  for (int i = 0; i < keys; ++i) {
+    int now = pick(*g, "key" + std::to_string(i));
+    if (now != first[i]) {
+      ++moved;
+      EXPECT_EQ(first[i], 3) << "only keys of the removed server move";
+    }
+  }
+  // About 1/N of the keys were on the removed server.
+  EXPECT_GT(moved, keys / n / 2);
+  EXPECT_LT(moved, keys * 2 / n);
+}
+
+TEST_F(Balancer, ConsistentHashSkipsAFailedServer) {
+  Group* g = load_group("upstream b { hash $k consistent; server 127.0.0.1:1; server 127.0.0.1:2; }");
+  ASSERT_NE(g, nullptr);
+  g->peers[0].down = true;
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(pick(*g, "k" + std::to_string(i)), 2);
+}
+
+TEST_F(Balancer, IpHashUsesThreeOctetsOfIPv4AndAllOfIPv6) {
+  Group* g = load_group(
+      "upstream b { ip_hash; server 127.0.0.1:1; server 127.0.0.1:2; server 127.0.0.1:3; server 127.0.0.1:4; }");
+  ASSERT_NE(g, nullptr);
+  auto v4 = [](const char* ip) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    ::inet_pton(AF_INET, ip, &sa.sin_addr);
+    return sa;
+  };
+  std::map<int, int> n;
+  for (int net = 0; net < 200; ++net) {
+    std::string prefix = "10." + std::to_string(net) + ".7.";
+    sockaddr_in a = v4((prefix + "1").c_str());
+    int first = pick(*g, {}, reinterpret_cast<sockaddr*>(&a));
+    ++n[first];
+    for (int host : {2, 99, 254}) {
+      sockaddr_in b = v4((prefix + std::to_string(host)).c_str());
+      EXPECT_EQ(pick(*g, {}, reinterpret_cast<sockaddr*>(&b)), first) << "same /24, same server";
+    }
+  }
+  EXPECT_EQ(n.size(), 4u) << "different networks spread over the servers";
+  // IPv6: every byte counts, so two addresses differing only at the end may differ.
+  std::set<int> v6;
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    std::string ip = "2001:db8::" + std::to_string(i + 1);
+    ::inet_pton(AF_INET6, ip.c_str(), &sa.sin6_addr);
+    int a = pick(*g, {}, reinterpret_cast<sockaddr*>(&sa));
+    EXPECT_EQ(pick(*g, {}, reinterpret_cast<sockaddr*>(&sa)), a);
+    v6.insert(a);
+  }
+  EXPECT_GT(v6.size(), 1u);
+}
+
+}  // namespace
+}  // namespace vigil::upstream
