@@ -37,9 +37,10 @@ constexpr int kMaxCpus = 64;  // worker_cpu_affinity masks are 64 bits
 // once graceful shutdown began (see close_idle).
 constexpr Msec kFreshIdleGrace = 500;
 
-EventLoop* g_loop = nullptr;
-void wake_loop() {
-  if (EventLoop* loop = g_loop) (void)loop->backend().notify();
+// The signal handlers' way to wake this worker's loop (signals::set_wake_hook
+// keeps the pointer for the life of the loop, the only process-wide one).
+void wake_loop(void* loop) {
+  (void)static_cast<EventLoop*>(loop)->backend().notify();
 }
 
 EventLoopConfig loop_config(const CoreConf& core, const EventConf& ev) {
@@ -270,8 +271,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     publish(*slot, *loop);
   }
 
-  g_loop = loop.get();
-  signals::set_wake_hook(wake_loop);
+  signals::set_wake_hook(wake_loop, loop.get());
   if (ctx.forked) {
     // The master blocks its signals outside sigsuspend(); the mask was
     // inherited. From here a signal wakes the loop through the hook.
@@ -355,7 +355,6 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   }
   if (slot != nullptr) publish(*slot, *loop);
   signals::set_wake_hook(nullptr);
-  g_loop = nullptr;
   return 0;
 }
 

@@ -46,6 +46,7 @@ class Listening {
   Status set_address(std::string_view text);
   // socket(), SO_REUSEADDR (+ SO_REUSEPORT), bind() (retried `tries` times,
   // 500 ms apart, on EADDRINUSE), listen(). Leaves fd nonblocking, close-on-exec.
+  // On port 0 the kernel's choice is written back into addr and addr_text.
   Status open(int tries = 1);
   void close();
   // The port actually bound (after binding port 0).

@@ -8,7 +8,11 @@ namespace vigil::signals {
 namespace {
 
 Flags g_flags;
-void (*volatile g_wake)() = nullptr;
+// The wake-up is process-wide state by nature: a signal is delivered to the
+// process, not to a loop, and its handler can reach nothing else. The
+// worker points it at its one loop while that loop runs.
+void (*volatile g_wake)(void*) = nullptr;
+void* volatile g_wake_arg = nullptr;
 
 void on_signal(int signo) {
   switch (signo) {
@@ -31,7 +35,7 @@ void on_signal(int signo) {
     default:
       return;
   }
-  if (auto hook = g_wake) hook();
+  if (auto hook = g_wake) hook(g_wake_arg);
 }
 
 }  // namespace
@@ -53,7 +57,13 @@ Status install() {
   return Status::ok();
 }
 
-void set_wake_hook(void (*hook)()) { g_wake = hook; }
+void set_wake_hook(void (*hook)(void*), void* arg) {
+  // The handler runs on this thread: with the hook cleared first and set
+  // last, it never sees a hook with the wrong argument.
+  g_wake = nullptr;
+  g_wake_arg = arg;
+  g_wake = hook;
+}
 
 int from_command(const char* name) {
   if (std::strcmp(name, "stop") == 0) return SIGTERM;

@@ -25,9 +25,11 @@ Flags& flags();
 // Installs the handlers (no SA_RESTART: a waiting epoll_wait returns EINTR)
 // and ignores SIGPIPE, so a write to a closed socket is an EPIPE error.
 Status install();
-// Called from the handlers after setting a flag; must be async-signal-safe
-// (Backend::notify is). Null to clear.
-void set_wake_hook(void (*hook)());
+// Called from the handlers, with `arg`, after setting a flag; must be
+// async-signal-safe (Backend::notify is). Null to clear. The worker passes
+// its loop: the one pointer to a loop the process keeps, because a signal
+// handler has no other way to find it.
+void set_wake_hook(void (*hook)(void*), void* arg = nullptr);
 
 // The signal number for `vigil -s NAME`, or 0 when NAME is unknown.
 int from_command(const char* name);
