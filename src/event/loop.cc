@@ -98,7 +98,7 @@ Status EventLoop::disable_accept_events(bool all) {
   for (Listening* ls : listening_) {
     Event& rev = *ls->connection->read;
     if (!rev.active || (ls->reuseport && !all)) continue;
-    if (Status s = backend_->del(rev, kEvDisable); !s) return s;
+    if (Status s = backend_->del(rev, kEvLevel); !s) return s;
   }
   accept_events_enabled_ = false;
   return Status::ok();

@@ -11,14 +11,15 @@
 
 namespace vigil::http {
 namespace {
-thread_local HttpWorker* t_worker = nullptr;
+// Its address is HTTP's key among the loop's contexts.
+constexpr char kContextKey = 0;
 }  // namespace
 
-HttpWorker* current_worker() {
-  return t_worker;
+HttpWorker* worker_of(const EventLoop& loop) {
+  return static_cast<HttpWorker*>(loop.context(&kContextKey));
 }
-void set_current_worker(HttpWorker* w) {
-  t_worker = w;
+bool attach_worker(EventLoop& loop, HttpWorker* w) {
+  return loop.set_context(&kContextKey, w);
 }
 
 // ---- BufferCache -------------------------------------------------------------

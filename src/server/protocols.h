@@ -26,7 +26,7 @@ struct ProtocolHooks {
   // In each worker when it exits (flush buffered logs, ...).
   void (*exit_worker)(EventLoop& loop) = nullptr;
   // On USR1 in each worker: reopen the protocol's log files.
-  void (*reopen_logs)() = nullptr;
+  void (*reopen_logs)(EventLoop& loop) = nullptr;
 };
 
 // Every protocol compiled in (src/server/protocols.cc lists them), then those

@@ -337,7 +337,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       VIGIL_LOG(log, kNotice, 0, "reopening logs");
       if (Status s = log.reopen(); !s) VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
       for (const ProtocolHooks& p : protocols()) {
-        if (p.reopen_logs != nullptr) p.reopen_logs();
+        if (p.reopen_logs != nullptr) p.reopen_logs(*loop);
       }
     }
     if (flags.reconfigure) {

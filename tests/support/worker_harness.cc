@@ -231,7 +231,7 @@ Status init_worker(const Configuration&, EventLoop&, int worker_index) {
   return Status::ok();
 }
 
-void reopen_logs() {
+void reopen_logs(EventLoop&) {
   VIGIL_LOG(Log::global(), kNotice, 0, "harness: reopen_logs");
 }
 

@@ -2,6 +2,18 @@
 // One worker's event loop: the backend, the connection pool, the timer tree and
 // the posted queues, driven by process_events_and_timers() in exactly the order
 // of seed 001 (算法 1).
+//
+// Threads: a loop belongs to the thread that runs it; one loop per thread.
+// Every call on a loop, its pool, its connections and its timers is made on
+// that thread. The one exception is backend().notify(), safe from any thread
+// and from a signal handler: it wakes a waiting loop, which then runs
+// notify_event()'s handler on its own thread (hand work over through your
+// own queue, then notify).
+//
+// Ownership: the loop owns its backend, pool (connections, events, arenas)
+// and queues. It keeps `log` (create) and every Listening (add_listening)
+// without owning them: they must outlive the loop. Destroying the loop does
+// not close connections still open: close them first (close_connection).
 
 #include <cstdint>
 #include <memory>

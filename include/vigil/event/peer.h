@@ -28,6 +28,11 @@ inline constexpr int kPeerBusy = -3;       // no live peer left
 inline constexpr unsigned kPeerFailed = 1u << 0;  // FreePeerFn state bits
 inline constexpr unsigned kPeerNext = 1u << 1;
 
+// Lifetime: the PeerConnection is the caller's (the upstream layer's or
+// yours) and must outlive the connect attempt. `connection` is set when
+// event_connect_peer returns kPeerOk or kPeerAgain; it is a pool connection
+// like any other, ended with close_connection(*pc.connection) (after which
+// set pc.connection to null: the slot is reused), or handed to pc.free.
 class PeerConnection {
  public:
   Connection* connection = nullptr;
@@ -38,10 +43,10 @@ class PeerConnection {
 
   GetPeerFn get = nullptr;
   FreePeerFn free = nullptr;
-  void* data = nullptr;
+  void* data = nullptr;  // passed to get/free; not owned
 
   int rcvbuf = -1;
-  Log* log = nullptr;
+  Log* log = nullptr;  // not owned; null: the loop's log
   bool cached = false;
 };
 
