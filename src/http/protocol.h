@@ -1,5 +1,5 @@
 #pragma once
-// HTTP's hooks for the process runtime (server/protocols.h): the listening
+// HTTP's hooks for the process runtime (server/modules.h): the listening
 // sockets of the configuration and the per-worker set-up and tear-down.
 
 #include <memory>

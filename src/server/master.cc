@@ -250,7 +250,7 @@ void Master::arm_timer(std::int64_t now) {
 }
 
 bool Master::use_accept_mutex() const {
-  if (!cycle_->conf->events().accept_mutex || cycle_->workers < 2) return false;
+  if (!event_conf(*cycle_->conf).accept_mutex || cycle_->workers < 2) return false;
   // Only shared sockets are taken in turns; reuseport ones belong to one worker.
   for (const ListenerEntry& e : cycle_->listeners.entries()) {
     if (e.worker == -1) return true;

@@ -42,7 +42,7 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
-#include "server/protocols.h"
+#include "server/modules.h"
 #include "server/runtime.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -287,10 +287,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "worker_harness: [emerg] %s\n", s.to_string().c_str());
     return 1;
   }
-  ProtocolHooks hooks{"harness"};
+  ServerModule hooks{"harness"};
   hooks.create_listeners = create_listeners;
   hooks.init_worker = init_worker;
   hooks.reopen_logs = reopen_logs;
-  add_protocol(hooks);
+  add_server_module(hooks);
   return run_server(std::move(conf).value(), lo, log);
 }
