@@ -46,6 +46,9 @@ class ServerProcess {
       : binary_(std::move(binary)), conf_name_(std::move(conf_name)) {
     char tmpl[] = "/tmp/vigil_test_XXXXXX";
     if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
+    // Searchable by everyone: run as root, workers serve as "nobody", and
+    // the prefix holds their docroot (mkdtemp makes it 0700).
+    if (!dir_.empty()) ::chmod(dir_.c_str(), 0755);
     for (const char* d : {"/conf", "/logs", "/html"}) ::mkdir((dir_ + d).c_str(), 0755);
   }
   virtual ~ServerProcess() {

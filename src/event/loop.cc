@@ -34,6 +34,15 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg,
   return loop;
 }
 
+void EventLoop::publish(WorkerSlot& slot) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+#define VIGIL_PUBLISH_LOOP(member, ...) slot.member.store(stats_.member, kRelaxed);
+#define VIGIL_PUBLISH_POOL(member, ...) slot.member.store(pool_.member(), kRelaxed);
+  VIGIL_WORKER_STATS(VIGIL_PUBLISH_LOOP, VIGIL_PUBLISH_POOL, VIGIL_STATS_SKIP)
+#undef VIGIL_PUBLISH_LOOP
+#undef VIGIL_PUBLISH_POOL
+}
+
 EventLoop::~EventLoop() {
   if (cfg_.timer_resolution > 0) clock::stop_timer_alarm();
   if (backend_) backend_->done();

@@ -26,6 +26,7 @@
 #include "vigil/core/clock.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
+#include "vigil/version.h"
 
 namespace vigil {
 
@@ -176,7 +177,7 @@ int Master::run() {
     return 1;
   }
   VIGIL_LOG(log_, kNotice, 0, "vigil/%s started, pid %d, master process, %d worker processes",
-            VIGIL_VERSION, static_cast<int>(::getpid()), cycle_->workers);
+            VIGIL_VERSION_STRING, static_cast<int>(::getpid()), cycle_->workers);
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);
 
   signals::Flags& flags = signals::flags();

@@ -24,6 +24,7 @@
 #include "vigil/event/connection.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
+#include "vigil/version.h"
 
 namespace vigil {
 
@@ -119,18 +120,7 @@ void set_cpu_affinity(const CoreConf& core, int index, Log& log) {
 // The loop's figures into this worker's shared slot: relaxed stores, once per
 // pass, so /metrics sees them within one pass and nobody waits.
 void publish(WorkerSlot& slot, EventLoop& loop) {
-  constexpr auto kRelaxed = std::memory_order_relaxed;
-  const LoopStats& st = loop.stats();
-  ConnectionPool& pool = loop.pool();
-  slot.iterations.store(st.iterations, kRelaxed);
-  slot.events.store(st.events, kRelaxed);
-  slot.empty_waits.store(st.empty_waits, kRelaxed);
-  slot.timers_expired.store(st.timers_expired, kRelaxed);
-  slot.posted_run.store(st.posted_run, kRelaxed);
-  slot.accepted.store(st.accepted, kRelaxed);
-  slot.accept_mutex_acquired.store(st.accept_mutex_acquired, kRelaxed);
-  slot.connections_used.store(pool.size() - pool.free_count(), kRelaxed);
-  slot.connections_max.store(pool.size(), kRelaxed);
+  loop.publish(slot);
 }
 
 // Connections this worker is still serving (listening sockets excluded once
@@ -285,7 +275,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
               accept_mode(*loop, cycle));
   } else {
     VIGIL_LOG(log, kNotice, 0, "vigil/%s started, pid %d, %s backend, %zu worker_connections",
-              VIGIL_VERSION, static_cast<int>(::getpid()),
+              VIGIL_VERSION_STRING, static_cast<int>(::getpid()),
               std::string(loop->backend().name()).c_str(), ev.connections);
     if (loop->listening().empty()) {
       VIGIL_LOG(log, kNotice, 0, "no listening sockets are configured");

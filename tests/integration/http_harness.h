@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -146,18 +148,45 @@ class Client {
   std::string buf_;
 };
 
-// ServerProcess running the real vigil in one process (master_process off)
-// on conf/vigil.conf, with the entry points the HTTP tests use.
+// "use <VIGIL_TEST_USE>;" unless the events block names a backend itself.
+inline std::string with_test_backend(const std::string& events) {
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  if (use == nullptr || *use == '\0' || events.find("use ") != std::string::npos) return "";
+  return std::string("\nuse ") + use + ";";
+}
+
+// Polls `done` every few milliseconds until it holds or `timeout_ms` passed
+// (test_util.h's wait_for, under the name some tests use).
+inline bool wait_until(const std::function<bool()>& done, int timeout_ms = 3000) {
+  return wait_for(done, timeout_ms, 5);
+}
+
+// ServerProcess running the real vigil on conf/vigil.conf (in one process
+// unless `main` says master_process), with the entry points the HTTP tests
+// use.
 class VigilServer : public ServerProcess {
  public:
   // Writes conf/vigil.conf: `main` directives, an events block, and `http`
   // as the body of the http block; starts the server and waits for it.
-  // Listen on port 0 and ask port() for the port the server got.
+  // Listen on port 0 and ask port() for the port the server got. The
+  // backend is the events block's `use`, or VIGIL_TEST_USE.
   bool start(const std::string& http, const std::string& main = "",
              const std::string& events = "worker_connections 1024;") {
-    write_conf("daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n" +
-               main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n");
+    write_conf(std::string("daemon off;\n") +
+               (main.find("master_process") == std::string::npos ? "master_process off;\n" : "") +
+               "error_log stderr info;\npid logs/vigil.pid;\n" + main + "\nevents {\n" + events +
+               with_test_backend(events) + "\n}\nhttp {\n" + http + "\n}\n");
     return launch("started");
+  }
+  // Writes conf/vigil.conf as given and starts the server; waits until its
+  // output shows `ready` `count` times (a master's workers log "running:").
+  bool start_raw(const std::string& conf, const std::string& ready = "started", int count = 1) {
+    write_conf(conf);
+    return launch(ready, static_cast<std::size_t>(count));
+  }
+  // Waits until `needle` appears `n` times in the output.
+  bool wait_output_count(const std::string& needle, std::size_t n, int timeout_ms = 10000) {
+    return running() && wait_log_count(needle, n, timeout_ms);
   }
   // SIGTERM and wait; an exit code other than 0, or anything a sanitizer
   // reported, fails the test. Returns the exit code.
