@@ -15,6 +15,8 @@
 #include <string>
 
 #include "core/core_module.h"
+#include "core/fault.h"
+#include "core/process/privileges.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
@@ -38,8 +40,10 @@ constexpr int kMaxCpus = 64;  // worker_cpu_affinity masks are 64 bits
 // once graceful shutdown began (see close_idle).
 constexpr Msec kFreshIdleGrace = 500;
 
-// The signal handlers' way to wake this worker's loop (signals::set_wake_hook
-// keeps the pointer for the life of the loop, the only process-wide one).
+// The signal handlers' fallback way to wake this worker's loop when its
+// backend has no wake fd (signals::set_wake_hook keeps the pointer for the
+// life of the loop: the only process-wide pointer to it, because a signal
+// handler can reach nothing else).
 void wake_loop(void* loop) {
   (void)static_cast<EventLoop*>(loop)->backend().notify();
 }
@@ -70,7 +74,7 @@ Status set_rlimits(const CoreConf& core, const EventConf& ev, Log& log) {
     VIGIL_LOG(log, kWarn, 0, "%zu worker_connections exceed open file resource limit: %lu",
               ev.connections, static_cast<unsigned long>(rl.rlim_cur));
   }
-  return Status::ok();
+  return apply_rlimit_core(core);
 }
 
 // worker_cpu_affinity: "auto" gives worker i the i-th allowed CPU (wrapping);
@@ -218,6 +222,8 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     flags.reconfigure = 0;
     flags.reopen = 0;
     flags.child = 0;
+    flags.change_binary = 0;  // USR2 and WINCH are the master's alone
+    flags.noaccept = 0;
     cycle.listeners.close_others(ctx.index);
   }
   if (Status s = set_rlimits(core, ev, log); !s) {
@@ -252,6 +258,15 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       return kWorkerFatal;
     }
   }
+  // Everything that needs root is open now (sockets came from the master,
+  // access logs were opened by init_worker): give it up. A single process
+  // (master_process off) keeps its credentials, as nginx's does.
+  if (ctx.forked) {
+    if (Status s = drop_privileges(core); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return kWorkerFatal;
+    }
+  }
 
   WorkerSlot* slot = ctx.slot >= 0 && static_cast<std::size_t>(ctx.slot) < kMaxWorkers
                          ? &shared_counters()->workers[ctx.slot]
@@ -262,6 +277,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   }
 
   signals::set_wake_hook(wake_loop, loop.get());
+  signals::set_wake_fd(loop->backend().wake_fd());  // preferred by the handlers
   if (ctx.forked) {
     // The master blocks its signals outside sigsuspend(); the mask was
     // inherited. From here a signal wakes the loop through the hook.
@@ -282,6 +298,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     }
   }
 
+  fault::arm(log);  // tests only (VIGIL_FAULT_INJECTION): start-up never fails
   bool exiting = false;
   Event shutdown_timer;
   shutdown_timer.data = loop.get();
@@ -344,6 +361,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     if (p.exit_worker != nullptr) p.exit_worker(*loop);
   }
   if (slot != nullptr) publish(*slot, *loop);
+  signals::set_wake_fd(-1);
   signals::set_wake_hook(nullptr);
   return 0;
 }

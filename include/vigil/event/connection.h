@@ -79,6 +79,9 @@ class Connection {
   Buf* buffer = nullptr;  // the protocol's read buffer: the protocol owns it
   QueueNode queue;        // the pool's reusable (idle) list
 
+  // Bumped by ConnectionPool::get on every reuse of the slot; backends tag
+  // what they register with it and drop reports of an older generation.
+  std::uint32_t generation = 0;
   std::uint64_t number = 0;    // the process-wide connection serial number
   std::uint64_t requests = 0;  // requests handled on it
 
@@ -91,8 +94,7 @@ class Connection {
   unsigned tcp_nopush : 2 = 0;
 
   static Connection* from_queue(QueueNode* n) {
-    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) -
-                                         offsetof(Connection, queue));
+    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) - offsetof(Connection, queue));
   }
 };
 

@@ -218,6 +218,7 @@ Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions
   cfg->modules_ = options.modules != nullptr ? options.modules : &core_only;
   cfg->env_.prefix = options.prefix;
   cfg->env_.allow_include = options.allow_include;
+  cfg->env_.zones = cfg->zones_.get();
 
   bool default_path = options.conf_path.empty();
   std::string path =

@@ -43,6 +43,7 @@
 #include "core/conf/module.h"
 #include "core/conf/parser.h"
 #include "core/conf/scope.h"
+#include "core/shm_zone.h"
 #include "vigil/core/result.h"
 
 namespace vigil {
@@ -96,6 +97,11 @@ class Configuration {
   const ConfScope& main_scope() const { return *main_; }
   const ModuleRegistry& modules() const { return *modules_; }
   const ConfEnv& env() const { return env_; }
+  // The shared zones the directives registered (core/shm_zone.h). Mapped by
+  // the runtime (server/cycle.cc) before it forks workers; the mappings live
+  // as long as this Configuration (and any later one that reuses them).
+  SharedZones& zones() { return *zones_; }
+  const SharedZones& zones() const { return *zones_; }
 
   // Every file read, in the order first opened (each once), for -T. -g text
   // is not a file and is not listed, as in nginx.
@@ -114,6 +120,9 @@ class Configuration {
   const void* find_conf(const Module& module, int spec, const std::type_info& type) const;
   const void* get_conf(const Module& module, int spec, const std::type_info& type) const;
 
+  // Declared before main_: the confs may keep ShmZone pointers, so the zones
+  // are destroyed after them.
+  std::unique_ptr<SharedZones> zones_ = std::make_unique<SharedZones>();
   std::unique_ptr<ConfScope> main_;
   const ModuleRegistry* modules_ = nullptr;
   ConfEnv env_;

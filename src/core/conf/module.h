@@ -114,6 +114,9 @@ class DirectiveCall {
   StatementSink& sink() const { return sink_; }
   ConfScope& scope() const { return scope_; }
   const ConfEnv& env() const { return env_; }
+  // The configuration's shared zones (core/shm_zone.h): register one with
+  // zones().add(name, size, &kTag, where()).
+  SharedZones& zones() const { return *env_.zones; }
   // For block directives that parse their own block (opens == 0).
   Status parse_block(StatementSink& sink) const { return parser_.parse_block(sink); }
 

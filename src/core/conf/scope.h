@@ -18,6 +18,8 @@
 
 namespace vigil {
 
+class SharedZones;  // core/shm_zone.h
+
 // Bitmask of contexts, nginx's NGX_*_CONF. Core names only the main context;
 // each layer that opens blocks claims its own bits next to its module, and the
 // server's module registry is where they meet, so two layers must not claim
@@ -38,6 +40,9 @@ struct ConfEnv {
   // Set while the embedded configuration is in use: compiled-in copies of
   // the files it includes (ConfLoadOptions::embedded_includes).
   std::vector<std::pair<std::string, std::string_view>> embedded_includes;
+  // The load's shared zone registry (owned by the Configuration): directive
+  // handlers register the zones they need here. Never null during a load.
+  SharedZones* zones = nullptr;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.

@@ -16,13 +16,12 @@ namespace vigil::backends {
 
 namespace {
 
-// ev.index while registered: generation | level flag | instance at arm time.
+// ev.index while registered: generation | level flag.
 constexpr std::uint32_t kGenerationMask = 0xffffu;
 constexpr std::uint32_t kLevelBit = 1u << 16;
-constexpr std::uint32_t kInstanceBit = 1u << 17;
 
 // user_data: generation in bits 48..63, the Event pointer below (user-space
-// addresses fit in 48 bits on x86-64 and arm64), the instance in bit 0.
+// addresses fit in 48 bits on x86-64 and arm64).
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
@@ -32,7 +31,7 @@ constexpr std::uint64_t kTeardownUserData =
 
 std::uint64_t user_data_of(const Event& ev) {
   return (std::uint64_t{ev.index & kGenerationMask} << kGenerationShift) |
-         reinterpret_cast<std::uintptr_t>(&ev) | ((ev.index & kInstanceBit) ? 1u : 0u);
+         reinterpret_cast<std::uintptr_t>(&ev);
 }
 
 Event* event_of(std::uint64_t user_data) {
@@ -85,7 +84,7 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   Status st = notify_.open();
   if (st) {
     Event& nev = notify_.event();
-    nev.index = ++generation_;  // multishot, instance 0
+    nev.index = ++generation_;  // multishot
     st = arm(nev, notify_.fd());
     if (st) nev.active = 1;
   }
@@ -201,7 +200,7 @@ Status UringBackend::add(Event& ev, unsigned flags) {
     return Status::error("io_uring: event address does not fit the user_data tag");
   }
   ++generation_;
-  ev.index = generation_ | (level ? kLevelBit : 0u) | (ev.instance ? kInstanceBit : 0u);
+  ev.index = generation_ | (level ? kLevelBit : 0u);
   Status st = arm(ev, ev.owner<Connection>()->fd);
   if (!st) {
     ev.index = Event::kNoIndex;
@@ -312,7 +311,9 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
   }
 
   auto* c = ev->owner<Connection>();
-  if (is_stale(*c, static_cast<unsigned>(cqe.user_data & 1u))) return;
+  // is_current() compared the registration's own generation (an Event reset
+  // by ConnectionPool::get has none): only a closed connection is left.
+  if (c->fd == -1) return;
 
   if (cqe.res == -ECANCELED) {
     // Our own cancels are never current (del resets the index), so the

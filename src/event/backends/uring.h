@@ -14,7 +14,7 @@
 //  - level (no kEvClear, e.g. listening sockets without multi_accept): a
 //    single-shot poll re-armed each time it completes, so a condition that
 //    still holds is reported again on the next pass.
-// The request's user_data is the Event pointer | instance bit | a 16-bit
+// The request's user_data is the Event pointer | a 16-bit
 // registration generation in the top bits. The generation lives in the
 // event's `index` (unused by this backend otherwise): a completion from an
 // earlier registration of the same event (del + add before the old request's
@@ -53,6 +53,7 @@ class UringBackend final : public Backend {
   Status add_conn(Connection& c) override;
   Status del_conn(Connection& c, unsigned flags) override;
   Status notify() override;
+  int wake_fd() const override { return notify_.fd(); }
   Status process_events(Msec timer, unsigned flags) override;
 
  private:
