@@ -12,28 +12,26 @@ namespace {
 
 constexpr Msec kIdleTimeout = 60000;
 
-void close_conn(Connection& c) { c.loop->pool().close_connection(c); }
-
 void on_read(Event& rev) {
   auto& c = *rev.owner<Connection>();
-  if (rev.timedout || c.close) return close_conn(c);  // idle too long, or pool drain
+  if (rev.timedout || c.close) return close_connection(c);  // idle too long, or pool drain
   char buf[16384];
   while (rev.ready) {  // a short read clears `ready`: no extra recv() for EAGAIN
     long n = c.recv(c, buf, sizeof buf);
     if (n == kIoAgain) break;
-    if (n <= 0) return close_conn(c);  // EOF or error
+    if (n <= 0) return close_connection(c);  // EOF or error
     // A client that stops reading its echo is dropped, not buffered for.
-    if (c.send(c, buf, static_cast<std::size_t>(n)) != n) return close_conn(c);
+    if (c.send(c, buf, static_cast<std::size_t>(n)) != n) return close_connection(c);
   }
   c.loop->add_timer(rev, kIdleTimeout);
-  if (!c.loop->handle_read_event(rev)) close_conn(c);
+  if (!c.loop->handle_read_event(rev)) close_connection(c);
 }
 
 void on_accept(Connection& c) {
   c.read->handler = on_read;
   c.loop->pool().reusable(c, true);  // idle echo connections may be reclaimed
   c.loop->add_timer(*c.read, kIdleTimeout);
-  if (!c.loop->handle_read_event(*c.read)) close_conn(c);
+  if (!c.loop->handle_read_event(*c.read)) close_connection(c);
 }
 
 }  // namespace

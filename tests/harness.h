@@ -1,8 +1,7 @@
 #pragma once
 // Running tests/support/worker_harness (the vigil runtime with a test-only
-// protocol) as a real server: a scratch prefix, its configuration, the
-// process, its log, and clients that talk to it. Everything it started is
-// stopped when the object goes away, workers included.
+// protocol) as a real server, through the one server harness
+// (server_harness.h), and HTTP/1.0 clients that talk to it.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,32 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "server_harness.h"
 #include "test_process.h"
 #include "test_util.h"
 
 namespace vigil::test {
-
-inline const std::string kHarness = std::string(VIGIL_SUPPORT_DIR) + "/worker_harness";
-
-// A port nothing listens on now (bound to port 0, then released).
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-inline bool alive(pid_t pid) {
-  return pid > 0 && ::kill(pid, 0) == 0;
-}
 
 inline std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -85,120 +63,48 @@ inline std::string get(int port, const std::string& path = "/", int timeout_ms =
   return body;
 }
 
+// Requests the harness's workers started (from its /metrics), this one
+// included; -1 when it does not answer.
+inline long requests_started(int port) {
+  std::string body = get(port, "/metrics");
+  std::size_t at = body.find("requests ");
+  return at == std::string::npos ? -1 : std::atol(body.c_str() + at + 9);
+}
+
 // The pid a "/" body names ("<pid> <index>\n"); 0 when there is none.
 inline pid_t body_pid(const std::string& body) {
   return body.empty() ? 0 : static_cast<pid_t>(std::atol(body.c_str()));
 }
 
-class Harness {
+// ServerProcess running worker_harness (or, after set_binary, the real
+// vigil) on conf/h.conf, with the entry points the worker tests use.
+class Harness : public ServerProcess {
  public:
-  Harness() {
-    char tmpl[] = "/tmp/vigil_workers_XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
-    // mkdtemp makes it 0700; workers started as root run as "nobody".
-    ::chmod(dir_.c_str(), 0755);
-    ::mkdir((dir_ + "/conf").c_str(), 0755);
-    ::mkdir((dir_ + "/logs").c_str(), 0755);
-  }
-  ~Harness() {
-    stop();
-    run({"rm", "-rf", dir_});
-  }
-  Harness(const Harness&) = delete;
-  Harness& operator=(const Harness&) = delete;
-
-  const std::string& dir() const { return dir_; }
-  std::string conf_path() const { return dir_ + "/conf/h.conf"; }
-  std::string pid_path() const { return dir_ + "/logs/vigil.pid"; }
+  Harness() : ServerProcess(kHarness, "h.conf") {}
 
   // Writes conf/h.conf: `main` directives, then the events block.
   void write_conf(const std::string& main, const std::string& events) {
-    std::ofstream(conf_path()) << "daemon off;\nerror_log stderr notice;\n"
-                               << main << "\nevents {\n"
-                               << events << "\n}\n";
+    ServerProcess::write_conf("daemon off;\nerror_log stderr notice;\n" + main + "\nevents {\n" +
+                              events + "\n}\n");
   }
-
   // Writes conf/h.conf as given.
-  void write_raw_conf(const std::string& text) { std::ofstream(conf_path()) << text; }
-  // Runs `binary` (the real vigil, say) instead of worker_harness.
-  void set_binary(const std::string& binary) { binary_ = binary; }
-  const std::string& binary() const { return binary_; }
+  void write_raw_conf(const std::string& text) { ServerProcess::write_conf(text); }
+
+  // A barrier with the master: SIGUSR1, then waits for the master to log
+  // its "reopening logs". The master handles signals in order, so whatever
+  // it was going to do about earlier events (a worker's exit, a reload) is
+  // logged by then. For checking that something did NOT happen.
+  bool master_barrier(int timeout_ms = 5000) {
+    const std::string line = std::to_string(master()) + "#0: reopening logs";
+    const std::size_t before = count(line);
+    signal(SIGUSR1);
+    return wait_log_count(line, before + 1, timeout_ms);
+  }
 
   // Starts the server and waits until `workers` worker processes run.
   bool start(int workers, int timeout_ms = 10000) {
-    proc_ =
-        std::make_unique<Process>(std::vector<std::string>{binary_, "-p", dir_, "-c", conf_path()});
-    return wait_log_count("running:", workers, timeout_ms);
+    return launch("running:", static_cast<std::size_t>(workers), timeout_ms);
   }
-  Process& proc() { return *proc_; }
-  pid_t master() const { return proc_ ? proc_->pid() : -1; }
-
-  // Reads what the server logged so far (without blocking long).
-  const std::string& log() {
-    if (proc_) proc_->wait_for_output("\x01\x02", 20);
-    return proc_ ? proc_->output() : empty_;
-  }
-  std::size_t count(const std::string& needle) {
-    const std::string& out = log();
-    std::size_t n = 0;
-    for (std::size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1))
-      ++n;
-    return n;
-  }
-  bool wait_log(const std::string& needle, int timeout_ms = 5000) {
-    return wait_log_count(needle, 1, timeout_ms);
-  }
-  bool wait_log_count(const std::string& needle, std::size_t n, int timeout_ms = 5000) {
-    auto deadline = now_ms() + timeout_ms;
-    while (count(needle) < n) {
-      if (now_ms() > deadline) return false;
-      if (proc_ && !alive(proc_->pid())) return count(needle) >= n;
-    }
-    return true;
-  }
-
-  // Pids of worker processes the master logged starting.
-  std::vector<pid_t> started_workers() {
-    std::vector<pid_t> pids;
-    const std::string out = log();
-    std::regex re("start worker process (\\d+)");
-    for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator();
-         ++it) {
-      pids.push_back(static_cast<pid_t>(std::stol((*it)[1])));
-    }
-    return pids;
-  }
-
-  // Waits for the master to exit (reaping it): its exit code, or -1 on timeout.
-  int wait_exit(int timeout_ms = 10000) {
-    if (!proc_) return -1;
-    if (!exited_) {
-      exit_code_ = proc_->wait(timeout_ms);
-      exited_ = exit_code_ != -1;
-    }
-    return exit_code_;
-  }
-
-  // Stops the master (TERM) and makes sure no worker outlives the test.
-  void stop() {
-    if (!proc_) return;
-    if (!exited_) {
-      proc_->signal(SIGTERM);
-      wait_exit(10000);
-    }
-    for (pid_t pid : started_workers()) {
-      if (alive(pid)) ::kill(pid, SIGKILL);
-    }
-    proc_.reset();
-  }
-
- private:
-  std::string dir_;
-  std::string binary_ = kHarness;
-  std::unique_ptr<Process> proc_;
-  bool exited_ = false;
-  int exit_code_ = -1;
-  std::string empty_;
 };
 
 // Results of a client load: how many requests succeeded per worker pid, and

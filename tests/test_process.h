@@ -59,6 +59,7 @@ class Process {
 
   // Waits for exit (reading all output); returns the exit code, 128+signal, or -1 on timeout.
   int wait(int timeout_ms = 20000) {
+    if (reaped_) return code_;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
       int status = 0;
@@ -67,16 +68,23 @@ class Process {
         reaped_ = true;
         while (read_some(50)) {
         }
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return code_;
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                       deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) return -1;
-      if (!read_some(std::min<int>(50, static_cast<int>(left)))) ::usleep(10000);
+      // Reading the output is the wait: it returns when there is some, or
+      // after 10 ms (a child that exited closes the pipe, not always at once).
+      if (!read_some(std::min<int>(10, static_cast<int>(left)))) ::usleep(1000);
     }
   }
 
-  void signal(int sig) { ::kill(pid_, sig); }
+  // Signals the process, unless it was already reaped (its pid may be reused).
+  void signal(int sig) {
+    if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+  }
+  bool reaped() const { return reaped_; }
   const std::string& output() const { return output_; }
 
  private:
@@ -94,6 +102,7 @@ class Process {
   pid_t pid_ = -1;
   int fd_ = -1;
   bool reaped_ = false;
+  int code_ = -1;
   std::string output_;
 };
 

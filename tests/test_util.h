@@ -20,19 +20,27 @@
 
 namespace vigil::test {
 
-// A blocking TCP connection to 127.0.0.1:port; -1 on failure.
-inline int connect_loopback(int port, bool nonblocking = false) {
+// A blocking TCP connection to ip:port (an IPv4 address); -1 on failure.
+inline int connect_ip(const char* ip, int port, bool nonblocking = false) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (fd == -1) return -1;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+    ::close(fd);
+    return -1;
+  }
   if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 && errno != EINPROGRESS) {
     ::close(fd);
     return -1;
   }
   return fd;
+}
+
+// A blocking TCP connection to 127.0.0.1:port; -1 on failure.
+inline int connect_loopback(int port, bool nonblocking = false) {
+  return connect_ip("127.0.0.1", port, nonblocking);
 }
 
 // Reads until `n` bytes or EOF or the timeout; returns what was read.
@@ -51,6 +59,101 @@ inline std::string read_n(int fd, std::size_t n, int timeout_ms = 5000) {
     out.append(buf, static_cast<std::size_t>(r));
   }
   return out;
+}
+
+// True when `fd` has something to read (or EOF) within the time.
+inline bool readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+// Polls `done` every `step_ms` until it is true or the time is up; returns
+// done(). Tests wait with this (or run_until) for what they then assert,
+// never with a fixed sleep.
+inline bool wait_for(const std::function<bool()>& done, int timeout_ms = 5000, int step_ms = 5) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    if (step_ms > 0) ::usleep(static_cast<useconds_t>(step_ms) * 1000);
+  }
+}
+
+// True when `cond` holds for the whole window (checked every `step_ms`):
+// for asserting that something does NOT happen within a time, the one wait
+// whose length is the point.
+inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step_ms = 10) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(window_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (!cond()) return false;
+    ::usleep(static_cast<useconds_t>(step_ms) * 1000);
+  }
+  return cond();
+}
+
+// A port where nothing listens, held for the object's life: bound but never
+// listen()ed, so a connect to it is refused and no other socket can take it
+// meanwhile (what a free port found by binding and releasing cannot promise).
+class ClosedPort {
+ public:
+  ClosedPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+      port_ = ntohs(sa.sin_port);
+    }
+  }
+  ~ClosedPort() {
+    if (fd_ != -1) ::close(fd_);
+  }
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+};
+
+// A listening socket on 127.0.0.1 at a port the kernel chose, held for the
+// object's life (a listener the server must not be able to bind, say).
+class TakenPort {
+ public:
+  TakenPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+        ::listen(fd_, 1) == 0 && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+      port_ = ntohs(sa.sin_port);
+    }
+  }
+  ~TakenPort() {
+    if (fd_ != -1) ::close(fd_);
+  }
+  TakenPort(const TakenPort&) = delete;
+  TakenPort& operator=(const TakenPort&) = delete;
+  int port() const { return port_; }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+};
+
+// Kept for tests written before port 0 was the way: a port nothing listens
+// on at the moment of the call (bound to port 0, then released). Another
+// process may take it before the caller binds it; new tests listen on port 0
+// and ask the server (ServerProcess::port), or hold a ClosedPort.
+inline int free_port() {
+  ClosedPort p;
+  return p.port();
 }
 
 // Calls step() until done() is true or the time is up; returns done().

@@ -17,6 +17,7 @@
 #include "server/upgrade.h"
 #include "vigil/core/log.h"
 #include "vigil/event/backend.h"
+#include "vigil/version.h"
 
 namespace {
 
@@ -94,7 +95,7 @@ bool parse(int argc, char** argv, Options& o) {
 }
 
 void show_version(bool full) {
-  std::fprintf(stderr, "vigil version: vigil/%s\n", VIGIL_VERSION);
+  std::fprintf(stderr, "vigil version: vigil/%s\n", VIGIL_VERSION_STRING);
   if (!full) return;
 #if defined(__clang__)
   std::fprintf(stderr, "built by clang %s\n", __clang_version__);

@@ -60,7 +60,7 @@ void back_off_accept(EventLoop& loop, Event& ev) {
 void reorder_accept_event(EventLoop& loop, Connection& lc, Event& ev) {
   if (!(loop.accept_flags() & kEvExclusive) || lc.listening->reuseport || !ev.active) return;
   if (lc.requests++ % 16 != 0 && loop.accept_disabled <= 0) return;
-  Status s = loop.backend().del(ev, kEvDisable);
+  Status s = loop.backend().del(ev, kEvLevel);
   if (s) s = loop.backend().add(ev, loop.accept_flags());
   if (!s) VIGIL_LOG(loop.log(), kAlert, s.err(), "%s", s.message().c_str());
 }
@@ -136,8 +136,14 @@ std::size_t accept_connections(Event& ev) {
     // costs: the protocol says how much it needs (nginx's pool_size).
     c->arena->reset(ls->pool_size);
     c->peer_addr = reinterpret_cast<sockaddr*>(c->arena->dup(&sa, len));
+    if (c->peer_addr == nullptr) {
+      VIGIL_LOG(log, kAlert, 0, "out of memory for an accepted connection on %s",
+                ls->addr_text.c_str());
+      pool.close_connection(*c);
+      continue;
+    }
     c->peer_addrlen = len;
-    c->addr_text = address_text(*c->arena, c->peer_addr);
+    c->addr_text = address_text(*c->arena, c->peer_addr);  // "" when out of memory
     c->recv = unix_recv;
     c->send = unix_send;
     c->recv_chain = readv_chain;

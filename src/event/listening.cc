@@ -222,6 +222,23 @@ Status Listening::open(int tries) {
 
   if (::listen(s, backlog) != 0) return fail(Status::sys("listen() to " + addr_text));
 
+  // Port 0 asked the kernel for a port: record the one it gave, so the
+  // address logged ("listening on 127.0.0.1:41235") is the one clients use,
+  // and a reload that names that port keeps this socket.
+  in_port_t* bound_port = addr.ss_family == AF_INET6
+                              ? &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                              : &reinterpret_cast<sockaddr_in*>(&addr)->sin_port;
+  if (*bound_port == 0) {
+    sockaddr_storage got{};
+    socklen_t got_len = sizeof got;
+    if (::getsockname(s, reinterpret_cast<sockaddr*>(&got), &got_len) != 0) {
+      return fail(Status::sys("getsockname() for " + addr_text));
+    }
+    *bound_port = got.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&got)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&got)->sin_port;
+    addr_text = addr_text.substr(0, addr_text.rfind(':') + 1) + std::to_string(ntohs(*bound_port));
+  }
+
   if (deferred_accept) {
     st = set_int_option(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, kDeferAcceptSeconds, "TCP_DEFER_ACCEPT",
                         addr_text);

@@ -34,6 +34,15 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg,
   return loop;
 }
 
+void EventLoop::publish(WorkerSlot& slot) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+#define VIGIL_PUBLISH_LOOP(member, ...) slot.member.store(stats_.member, kRelaxed);
+#define VIGIL_PUBLISH_POOL(member, ...) slot.member.store(pool_.member(), kRelaxed);
+  VIGIL_WORKER_STATS(VIGIL_PUBLISH_LOOP, VIGIL_PUBLISH_POOL, VIGIL_STATS_SKIP)
+#undef VIGIL_PUBLISH_LOOP
+#undef VIGIL_PUBLISH_POOL
+}
+
 EventLoop::~EventLoop() {
   if (cfg_.timer_resolution > 0) clock::stop_timer_alarm();
   if (backend_) backend_->done();
@@ -98,7 +107,7 @@ Status EventLoop::disable_accept_events(bool all) {
   for (Listening* ls : listening_) {
     Event& rev = *ls->connection->read;
     if (!rev.active || (ls->reuseport && !all)) continue;
-    if (Status s = backend_->del(rev, kEvDisable); !s) return s;
+    if (Status s = backend_->del(rev, kEvLevel); !s) return s;
   }
   accept_events_enabled_ = false;
   return Status::ok();

@@ -49,6 +49,11 @@ int event_connect_peer(EventLoop& loop, PeerConnection& pc) {
   c->recv_chain = readv_chain;
   c->send_chain = writev_chain;
   c->peer_addr = reinterpret_cast<sockaddr*>(c->arena->dup(&pc.addr, pc.addrlen));
+  if (c->peer_addr == nullptr) {
+    VIGIL_LOG(log, kAlert, 0, "out of memory connecting to %s", pc.name.c_str());
+    loop.pool().close_connection(*c);
+    return kPeerError;
+  }
   c->peer_addrlen = pc.addrlen;
   c->addr_text = pc.name;
 

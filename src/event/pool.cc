@@ -54,8 +54,6 @@ Status ConnectionPool::init(EventLoop& loop, std::size_t n) {
     c.write = &write_events_[i];
     c.arena = arenas_[i].get();
     c.fd = -1;
-    c.read->closed = 1;
-    c.write->closed = 1;
     c.write->write = 1;
     c.data = free_;
     free_ = &c;
@@ -155,8 +153,6 @@ void ConnectionPool::close_connection(Connection& c) {
   }
   PostedQueue::remove(rev);
   PostedQueue::remove(wev);
-  rev.closed = 1;
-  wev.closed = 1;
   if (c.reusable) reusable(c, false);
 
   // An accepted connection counted as active by event_accept is gone.
@@ -172,6 +168,10 @@ void ConnectionPool::close_connection(Connection& c) {
   if (!shared && ::close(fd) == -1 && log) {
     VIGIL_LOG(*log, kAlert, errno, "close() socket %d failed", fd);
   }
+}
+
+void close_connection(Connection& c) {
+  c.loop->pool().close_connection(c);
 }
 
 void ConnectionPool::reusable(Connection& c, bool on) {

@@ -202,11 +202,16 @@ void close_file(Connection& c, int fd) {
 
 void init_connection(Connection& c) {
   auto* addr = static_cast<const HttpAddress*>(c.listening->servers);
-  HttpWorker* worker = current_worker();
-  HttpConnection* hc = nullptr;
-  if (worker != nullptr) hc = c.arena->make<HttpConnection>();
-  if (hc == nullptr) {
+  HttpWorker* worker = worker_of(*c.loop);
+  if (worker == nullptr) {
     VIGIL_LOG(*c.log, kAlert, 0, "http is not initialised in this worker");
+    c.loop->pool().close_connection(c);
+    return;
+  }
+  auto* hc = c.arena->make<HttpConnection>();
+  if (hc == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for an http connection",
+              static_cast<unsigned long long>(c.number));
     c.loop->pool().close_connection(c);
     return;
   }
@@ -284,7 +289,6 @@ void wait_request_handler(Event& rev) {
 
   if (hc.keepalive) loop.del_timer(rev);  // client_header_timeout starts again when needed
   hc.keepalive = false;
-  c.idle = 0;
   set_reusable(hc, false);
   start_request(hc);
 }
@@ -334,7 +338,6 @@ void set_keepalive(HttpConnection& hc, const HttpLocConf& loc) {
   }
 
   hc.keepalive = true;
-  c.idle = 1;
   set_reusable(hc, true);
   loop.add_timer(rev, loc.keepalive_timeout);
   if (rev.ready) {

@@ -14,9 +14,6 @@ namespace {
 constexpr std::size_t kConnectionArenaSize = 256;
 static_assert(sizeof(HttpConnection) + sizeof(sockaddr_in6) + 48 <= kConnectionArenaSize,
               "an idle connection's state must fit its first arena block");
-
-// The worker of this process; one event loop per process runs HTTP.
-std::unique_ptr<HttpWorker> g_worker;
 }  // namespace
 
 Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out) {
@@ -49,14 +46,17 @@ Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index)
   if (servers == nullptr) return Status::ok();
   auto worker = std::make_unique<HttpWorker>(loop, *servers, worker_index);
   if (Status s = worker->open_logs(); !s) return s;
-  set_current_worker(worker.get());
-  g_worker = std::move(worker);
-  g_worker->publish_stats();
+  // The loop keeps the worker as its HTTP context until exit_worker.
+  if (!attach_worker(loop, worker.get())) {
+    return Status::error("no free context slot in the event loop for http");
+  }
+  worker.release()->publish_stats();
   return Status::ok();
 }
 
 void exit_worker(EventLoop& loop) {
-  if (!g_worker) return;
+  HttpWorker* worker = worker_of(loop);
+  if (worker == nullptr) return;
   // Connections still open are closed here, so their requests and buffers go
   // back to the worker before it is destroyed.
   ConnectionPool& pool = loop.pool();
@@ -67,14 +67,14 @@ void exit_worker(EventLoop& loop) {
     if (c.listening->handler != init_connection || c.data == nullptr) continue;
     close_connection(*static_cast<HttpConnection*>(c.data));
   }
-  g_worker->flush_logs();
-  g_worker->publish_stats();
-  set_current_worker(nullptr);
-  g_worker.reset();
+  worker->flush_logs();
+  worker->publish_stats();
+  attach_worker(loop, nullptr);
+  delete worker;
 }
 
-void reopen_logs(EventLoop& /*loop*/) {
-  if (g_worker) g_worker->reopen_logs();
+void reopen_logs(EventLoop& loop) {
+  if (HttpWorker* worker = worker_of(loop)) worker->reopen_logs();
 }
 
 }  // namespace vigil::http

@@ -17,6 +17,7 @@
 #include "http/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
+#include "vigil/version.h"
 
 namespace vigil::http {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 // hold the worker.
 constexpr off_t kWriteChunk = off_t{2} << 20;
 
-constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION "\r\n";
+constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
 
 struct Out {
   char* p;
@@ -114,7 +115,7 @@ struct SpecialPages {
       b += title;
       b += "</title></head>\r\n<body>\r\n<center><h1>";
       b += title;
-      b += "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION
+      b += "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION_STRING
            "</center>\r\n</body>\r\n</html>\r\n";
     }
     // The TLS refusals: a 400 whose page names the reason (nginx's 495-497).

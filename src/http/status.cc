@@ -65,6 +65,12 @@ bool take_buffer(Request& r, std::size_t size) {
   return r.obuf != nullptr;
 }
 
+// The DERIVED figures of VIGIL_WORKER_STATS, each named by its entry.
+double events_per_wait(const WorkerSlot& w) {
+  const double it = static_cast<double>(get(w.iterations));
+  return it > 0 ? static_cast<double>(get(w.events)) / it : 0.0;
+}
+
 void metric(TextBuf& t, const char* name, const char* type, const char* help,
             unsigned long long value) {
   t.printf("# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, value);
@@ -101,84 +107,34 @@ int metrics_handler(Request& r) {
   if (!take_buffer(r, 8192 + 2048 * workers + upstreams)) return 500;
   TextBuf t(r.obuf, r.obuf_size);
 
-  metric(t, "vigil_connections_active", "gauge", "Client connections open now.", get(s.active));
-  metric(t, "vigil_connections_accepted_total", "counter", "Client connections accepted.",
-         get(s.accepted));
-  metric(t, "vigil_connections_handled_total", "counter",
-         "Accepted connections that got a connection slot.", get(s.handled));
-  metric(t, "vigil_http_requests_total", "counter", "HTTP requests started.", get(s.requests));
-  metric(t, "vigil_connections_reading", "gauge", "Connections reading a request header.",
-         get(s.reading));
-  metric(t, "vigil_connections_writing", "gauge", "Connections with a request being answered.",
-         get(s.writing));
-  metric(t, "vigil_connections_waiting", "gauge", "Idle keep-alive connections.", get(s.waiting));
-  metric(t, "vigil_tls_handshakes_total", "counter", "TLS handshakes completed.",
-         get(s.tls_handshakes));
-  metric(t, "vigil_tls_handshakes_failed_total", "counter",
-         "TLS handshakes that failed (alert, garbage, timeout, reset).",
-         get(s.tls_handshakes_failed));
-  metric(t, "vigil_tls_sessions_reused_total", "counter", "TLS handshakes that resumed a session.",
-         get(s.tls_sessions_reused));
+#define VIGIL_METRIC_TOTAL(member, name, type, help) metric(t, name, type, help, get(s.member));
+  VIGIL_SHARED_TOTALS(VIGIL_METRIC_TOTAL)
+#undef VIGIL_METRIC_TOTAL
 
+  // Per worker: a HELP/TYPE header, then one sample per worker slot in use.
   struct PerWorker {
     const char* name;
     const char* type;
     const char* help;
+    void (*print)(TextBuf& t, const WorkerSlot& slot);
   };
   static constexpr PerWorker kPer[] = {
-      {"vigil_worker_loop_iterations_total", "counter", "Event loop passes."},
-      {"vigil_worker_events_total", "counter", "Events the backend reported."},
-      {"vigil_worker_events_per_wait", "gauge", "Events reported per loop pass, on average."},
-      {"vigil_worker_empty_waits_total", "counter", "Waits that returned no event."},
-      {"vigil_worker_timers_expired_total", "counter", "Timers that expired."},
-      {"vigil_worker_posted_events_total", "counter", "Posted events run."},
-      {"vigil_worker_accepted_total", "counter", "Connections this worker accepted."},
-      {"vigil_worker_accept_mutex_acquired_total", "counter", "Times the accept mutex was taken."},
-      {"vigil_worker_connections_used", "gauge", "Connection slots in use."},
-      {"vigil_worker_connections_max", "gauge", "worker_connections."},
+#define VIGIL_METRIC_SLOT(member, name, type, help) \
+  {name, type, help, [](TextBuf& tb, const WorkerSlot& ws) { tb.printf("%llu\n", get(ws.member)); }},
+#define VIGIL_METRIC_DERIVED(fn, name, type, help) \
+  {name, type, help, [](TextBuf& tb, const WorkerSlot& ws) { tb.printf("%.3f\n", fn(ws)); }},
+      VIGIL_WORKER_STATS(VIGIL_METRIC_SLOT, VIGIL_METRIC_SLOT, VIGIL_METRIC_DERIVED)
+#undef VIGIL_METRIC_SLOT
+#undef VIGIL_METRIC_DERIVED
   };
-  for (std::size_t m = 0; m < std::size(kPer); ++m) {
-    t.printf("# HELP %s %s\n# TYPE %s %s\n", kPer[m].name, kPer[m].help, kPer[m].name,
-             kPer[m].type);
+  for (const PerWorker& m : kPer) {
+    t.printf("# HELP %s %s\n# TYPE %s %s\n", m.name, m.help, m.name, m.type);
     for (std::size_t i = 0; i < kMaxWorkers; ++i) {
       const WorkerSlot& slot = s.workers[i];
       const pid_t pid = slot.pid.load(std::memory_order_acquire);
       if (pid == 0) continue;
-      t.printf("%s{worker=\"%zu\",pid=\"%d\"} ", kPer[m].name, i, static_cast<int>(pid));
-      switch (m) {
-        case 0:
-          t.printf("%llu\n", get(slot.iterations));
-          break;
-        case 1:
-          t.printf("%llu\n", get(slot.events));
-          break;
-        case 2: {
-          const double it = static_cast<double>(get(slot.iterations));
-          t.printf("%.3f\n", it > 0 ? static_cast<double>(get(slot.events)) / it : 0.0);
-          break;
-        }
-        case 3:
-          t.printf("%llu\n", get(slot.empty_waits));
-          break;
-        case 4:
-          t.printf("%llu\n", get(slot.timers_expired));
-          break;
-        case 5:
-          t.printf("%llu\n", get(slot.posted_run));
-          break;
-        case 6:
-          t.printf("%llu\n", get(slot.accepted));
-          break;
-        case 7:
-          t.printf("%llu\n", get(slot.accept_mutex_acquired));
-          break;
-        case 8:
-          t.printf("%llu\n", get(slot.connections_used));
-          break;
-        default:
-          t.printf("%llu\n", get(slot.connections_max));
-          break;
-      }
+      t.printf("%s{worker=\"%zu\",pid=\"%d\"} ", m.name, i, static_cast<int>(pid));
+      m.print(t, slot);
     }
   }
   if (t.full()) return 500;

@@ -11,14 +11,15 @@
 
 namespace vigil::http {
 namespace {
-thread_local HttpWorker* t_worker = nullptr;
+// Its address is HTTP's key among the loop's contexts.
+constexpr char kContextKey = 0;
 }  // namespace
 
-HttpWorker* current_worker() {
-  return t_worker;
+HttpWorker* worker_of(const EventLoop& loop) {
+  return static_cast<HttpWorker*>(loop.context(&kContextKey));
 }
-void set_current_worker(HttpWorker* w) {
-  t_worker = w;
+bool attach_worker(EventLoop& loop, HttpWorker* w) {
+  return loop.set_context(&kContextKey, w);
 }
 
 // ---- BufferCache -------------------------------------------------------------
@@ -131,17 +132,7 @@ void HttpWorker::publish_stats() {
   const pid_t pid = ::getpid();
   const pid_t owner = slot.pid.load(std::memory_order_acquire);
   if (owner != 0 && owner != pid) return;  // the process model publishes this slot
-  const LoopStats& st = loop_.stats();
-  ConnectionPool& pool = loop_.pool();
-  slot.iterations.store(st.iterations, std::memory_order_relaxed);
-  slot.events.store(st.events, std::memory_order_relaxed);
-  slot.empty_waits.store(st.empty_waits, std::memory_order_relaxed);
-  slot.timers_expired.store(st.timers_expired, std::memory_order_relaxed);
-  slot.posted_run.store(st.posted_run, std::memory_order_relaxed);
-  slot.accepted.store(st.accepted, std::memory_order_relaxed);
-  slot.accept_mutex_acquired.store(st.accept_mutex_acquired, std::memory_order_relaxed);
-  slot.connections_used.store(pool.size() - pool.free_count(), std::memory_order_relaxed);
-  slot.connections_max.store(pool.size(), std::memory_order_relaxed);
+  loop_.publish(slot);
   slot.pid.store(pid, std::memory_order_release);
 }
 

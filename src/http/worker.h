@@ -89,8 +89,11 @@ class HttpWorker {
   Event flush_event_;
 };
 
-// The worker of the calling thread's event loop (one per process in practice).
-HttpWorker* current_worker();
-void set_current_worker(HttpWorker* w);
+// The HTTP worker of `loop` (the loop's HTTP context, set by init_worker in
+// protocol.cc); null when HTTP does not run on that loop.
+HttpWorker* worker_of(const EventLoop& loop);
+// Makes `w` the HTTP worker of `loop` (null: none). The loop does not own
+// it. False when the loop has no free context slot.
+bool attach_worker(EventLoop& loop, HttpWorker* w);
 
 }  // namespace vigil::http

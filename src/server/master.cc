@@ -30,6 +30,7 @@
 #include "vigil/core/clock.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
+#include "vigil/version.h"
 
 namespace vigil {
 
@@ -119,7 +120,7 @@ int Master::run() {
     return 1;
   }
   VIGIL_LOG(log_, kNotice, 0, "vigil/%s started, pid %d, master process, %d worker processes",
-            VIGIL_VERSION, static_cast<int>(::getpid()), cycle_->workers);
+            VIGIL_VERSION_STRING, static_cast<int>(::getpid()), cycle_->workers);
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);
   // MAINPID too: after a binary upgrade the new master is the main process.
   tell_systemd("READY=1\nMAINPID=" + std::to_string(::getpid()));

@@ -26,6 +26,7 @@
 #include "vigil/event/connection.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
+#include "vigil/version.h"
 
 namespace vigil {
 
@@ -39,9 +40,12 @@ constexpr int kMaxCpus = 64;  // worker_cpu_affinity masks are 64 bits
 // once graceful shutdown began (see close_idle).
 constexpr Msec kFreshIdleGrace = 500;
 
-EventLoop* g_loop = nullptr;
-void wake_loop() {
-  if (EventLoop* loop = g_loop) (void)loop->backend().notify();
+// The signal handlers' fallback way to wake this worker's loop when its
+// backend has no wake fd (signals::set_wake_hook keeps the pointer for the
+// life of the loop: the only process-wide pointer to it, because a signal
+// handler can reach nothing else).
+void wake_loop(void* loop) {
+  (void)static_cast<EventLoop*>(loop)->backend().notify();
 }
 
 EventLoopConfig loop_config(const CoreConf& core, const EventConf& ev) {
@@ -120,18 +124,7 @@ void set_cpu_affinity(const CoreConf& core, int index, Log& log) {
 // The loop's figures into this worker's shared slot: relaxed stores, once per
 // pass, so /metrics sees them within one pass and nobody waits.
 void publish(WorkerSlot& slot, EventLoop& loop) {
-  constexpr auto kRelaxed = std::memory_order_relaxed;
-  const LoopStats& st = loop.stats();
-  ConnectionPool& pool = loop.pool();
-  slot.iterations.store(st.iterations, kRelaxed);
-  slot.events.store(st.events, kRelaxed);
-  slot.empty_waits.store(st.empty_waits, kRelaxed);
-  slot.timers_expired.store(st.timers_expired, kRelaxed);
-  slot.posted_run.store(st.posted_run, kRelaxed);
-  slot.accepted.store(st.accepted, kRelaxed);
-  slot.accept_mutex_acquired.store(st.accept_mutex_acquired, kRelaxed);
-  slot.connections_used.store(pool.size() - pool.free_count(), kRelaxed);
-  slot.connections_max.store(pool.size(), kRelaxed);
+  loop.publish(slot);
 }
 
 // Connections this worker is still serving (listening sockets excluded once
@@ -283,8 +276,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     publish(*slot, *loop);
   }
 
-  g_loop = loop.get();
-  signals::set_wake_hook(wake_loop);
+  signals::set_wake_hook(wake_loop, loop.get());
   signals::set_wake_fd(loop->backend().wake_fd());  // preferred by the handlers
   if (ctx.forked) {
     // The master blocks its signals outside sigsuspend(); the mask was
@@ -299,7 +291,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
               accept_mode(*loop, cycle));
   } else {
     VIGIL_LOG(log, kNotice, 0, "vigil/%s started, pid %d, %s backend, %zu worker_connections",
-              VIGIL_VERSION, static_cast<int>(::getpid()),
+              VIGIL_VERSION_STRING, static_cast<int>(::getpid()),
               std::string(loop->backend().name()).c_str(), ev.connections);
     if (loop->listening().empty()) {
       VIGIL_LOG(log, kNotice, 0, "no listening sockets are configured");
@@ -371,7 +363,6 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   if (slot != nullptr) publish(*slot, *loop);
   signals::set_wake_fd(-1);
   signals::set_wake_hook(nullptr);
-  g_loop = nullptr;
   return 0;
 }
 

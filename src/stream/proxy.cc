@@ -336,7 +336,13 @@ void start_session(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
   std::size_t n = conf->proxy_buffer_size;
   char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
-  auto* s = new (c.arena->alloc(sizeof(Session), alignof(Session))) Session();
+  auto* s = c.arena->make<Session>();
+  if (mem == nullptr || s == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream session",
+              static_cast<unsigned long long>(c.number));
+    c.loop->pool().close_connection(c);
+    return;
+  }
   s->client = &c;
   s->conf = conf;
   s->up.reset(mem, n);

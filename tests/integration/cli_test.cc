@@ -7,6 +7,7 @@
 #include <string>
 
 #include "test_process.h"
+#include "test_util.h"
 
 namespace vigil {
 namespace {
@@ -112,7 +113,7 @@ TEST_F(Cli, GlobalDirectiveOverrideTakesEffectWhenRunning) {
   std::string pid_path = dir_ + "/logs/from-g.pid";
   test::Process server({kVigil, "-p", dir_, "-c", "conf/good.conf", "-g", "pid " + pid_path + ";"});
   ASSERT_TRUE(server.wait_for_output("started")) << server.output();
-  for (int i = 0; i < 100 && ::access(pid_path.c_str(), F_OK) != 0; ++i) ::usleep(10000);
+  test::wait_for([&] { return ::access(pid_path.c_str(), F_OK) == 0; }, 1000);
   std::ifstream f(pid_path);
   int pid = 0;
   f >> pid;

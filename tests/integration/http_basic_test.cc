@@ -30,7 +30,6 @@ std::string big_content(std::size_t n) {
 class HttpBasic : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/index.html", "<h1>hello</h1>\n");
     server_.write("html/style.css", "body{}\n");
     server_.write("html/data.unknownext", "x");
@@ -39,9 +38,11 @@ class HttpBasic : public ::testing::Test {
     server_.write("conf/mime.types", "types { text/html html; text/css css; text/plain txt; }\n");
   }
   bool start(const std::string& extra = "", const std::string& server_extra = "") {
-    return server_.start("include mime.types;\ndefault_type application/octet-stream;\n" + extra +
+    if (!server_.start("include mime.types;\ndefault_type application/octet-stream;\n" + extra +
                          "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
-                         ";\n root html;\n" + server_extra + "\n}\n");
+                         ";\n root html;\n" + server_extra + "\n}\n")) return false;
+    port_ = server_.port();
+    return port_ > 0;
   }
 
   VigilServer server_;
@@ -190,6 +191,7 @@ TEST_F(HttpBasic, BuiltInTypesWhenNoneAreConfigured) {
   ASSERT_TRUE(
       server_.start("server { listen 127.0.0.1:" + std::to_string(port_) + "; root html; }"))
       << server_.output();
+  port_ = server_.port();
   EXPECT_EQ(test::get(port_, test::simple_get("/style.css")).header("content-type"), "text/css");
   EXPECT_EQ(test::get(port_, test::simple_get("/index.html")).header("content-type"), "text/html");
   // nginx's default_type default.
@@ -251,6 +253,7 @@ TEST_F(HttpBasic, ServerChosenByHostAmongServersOnOneAddress) {
                             "server { " +
                             listen + "; server_name *.wild.test; root w; }\n"))
       << server_.output();
+  port_ = server_.port();
   EXPECT_EQ(test::get(port_, test::simple_get("/", "a.test")).body, "site a\n");
   EXPECT_EQ(test::get(port_, test::simple_get("/", "B.Test")).body, "site b\n");
   EXPECT_EQ(test::get(port_, test::simple_get("/", "www.b.test:8080")).body, "site b\n");
@@ -264,19 +267,28 @@ TEST_F(HttpBasic, ServerChosenByHostAmongServersOnOneAddress) {
 }
 
 TEST_F(HttpBasic, SeveralPortsEachWithItsServers) {
-  const int port2 = test::free_port();
+  // Two addresses, each on a port the kernel picks (all of 127/8 is loopback).
   server_.write("one/index.html", "one\n");
   server_.write("two/index.html", "two\n");
-  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:" + std::to_string(port_) +
-                            "; root one; }\nserver { listen 127.0.0.1:" + std::to_string(port2) +
-                            "; root two; }\n"))
+  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:0; root one; }\n"
+                            "server { listen 127.0.0.2:0; root two; }\n"))
       << server_.output();
+  port_ = server_.port_of("127.0.0.1");
+  const int port2 = server_.port_of("127.0.0.2");
+  ASSERT_GT(port_, 0) << server_.output();
+  ASSERT_GT(port2, 0) << server_.output();
   EXPECT_EQ(test::get(port_, test::simple_get("/")).body, "one\n");
-  EXPECT_EQ(test::get(port2, test::simple_get("/")).body, "two\n");
-  // Each address is announced.
+  int fd = test::connect_ip("127.0.0.2", port2);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::send_all(fd, "GET / HTTP/1.0\r\n\r\n"));
+  std::string two = test::read_n(fd, 1 << 16);
+  ::close(fd);
+  EXPECT_EQ(two.rfind("HTTP/1.1 200", 0), 0u) << two;
+  EXPECT_TRUE(two.ends_with("\r\n\r\ntwo\n")) << two;
+  // Each address is announced, with the port it got.
   EXPECT_NE(server_.output().find("listening on 127.0.0.1:" + std::to_string(port_)),
             std::string::npos);
-  EXPECT_NE(server_.output().find("listening on 127.0.0.1:" + std::to_string(port2)),
+  EXPECT_NE(server_.output().find("listening on 127.0.0.2:" + std::to_string(port2)),
             std::string::npos);
 }
 
@@ -316,6 +328,7 @@ TEST_F(HttpBasic, IdleConnectionsAreClosedWhenSlotsRunOut) {
                                 "; root html; location = /status { stub_status; } }",
                             "", "worker_connections 32;"))
       << server_.output();
+  port_ = server_.port();
   std::vector<std::unique_ptr<Client>> idle;
   for (int i = 0; i < 29; ++i) {
     idle.push_back(std::make_unique<Client>(port_));
@@ -347,6 +360,7 @@ TEST_P(HttpBackends, KeepAlivePipeliningAndBigFile) {
       "sendfile on; server { listen 127.0.0.1:" + std::to_string(port_) + "; root html; }", "",
       "worker_connections 256; use " + GetParam() + ";"))
       << server_.output();
+  port_ = server_.port();
   Client c(port_);
   ASSERT_TRUE(c.send(test::simple_get("/index.html") + test::simple_get("/big.bin") +
                      test::simple_get("/index.html")));

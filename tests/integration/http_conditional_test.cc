@@ -25,7 +25,6 @@ std::string http_date(std::time_t t) {
 class HttpConditional : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/f.txt", "0123456789abcdef");  // 16 bytes
     mtime_ = 1700000000;
     utimbuf t{mtime_, mtime_};
@@ -36,6 +35,7 @@ class HttpConditional : public ::testing::Test {
     ASSERT_TRUE(server_.start(extra() + "server {\n listen 127.0.0.1:" + std::to_string(port_) +
                               ";\n root html;\n}\n"))
         << server_.output();
+    port_ = server_.port();
   }
   virtual std::string extra() { return ""; }
   Response req(const std::string& headers, const std::string& method = "GET") {

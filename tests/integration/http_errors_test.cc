@@ -17,13 +17,13 @@ using test::VigilServer;
 class HttpErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/index.html", "index\n");
     server_.write("html/a.txt", "a\n");
     server_.write("secret.txt", "SECRET\n");  // beside the root, never to be served
     ASSERT_TRUE(server_.start("client_max_body_size 100;\nserver {\n listen 127.0.0.1:" +
                               std::to_string(port_) + ";\n root html;\n}\n"))
         << server_.output();
+    port_ = server_.port();
   }
 
   // Sends `request`, expects `status` and the connection closed after it.

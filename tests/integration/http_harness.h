@@ -1,8 +1,7 @@
 #pragma once
-// Runs the real vigil binary for the HTTP integration tests: a temporary
-// prefix (conf/, logs/, html/), a configuration written by the test, free
-// ports found by binding port 0, and small socket clients that speak just
-// enough HTTP/1.1 to check what the server sends.
+// The real vigil binary for the HTTP integration tests, through the one
+// server harness (server_harness.h), and small socket clients that speak
+// just enough HTTP/1.1 to check what the server sends.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -24,27 +24,11 @@
 
 #include <gtest/gtest.h>
 
+#include "server_harness.h"
 #include "test_process.h"
 #include "test_util.h"
 
 namespace vigil::test {
-
-inline const std::string kVigil = VIGIL_BINARY;
-
-// A port nothing listens on right now (the kernel's choice for port 0).
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
-    socklen_t len = sizeof sa;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) port = ntohs(sa.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 inline bool send_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -164,104 +148,55 @@ class Client {
   std::string buf_;
 };
 
-// A temporary prefix with a running vigil.
-class VigilServer {
+// "use <VIGIL_TEST_USE>;" unless the events block names a backend itself.
+inline std::string with_test_backend(const std::string& events) {
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  if (use == nullptr || *use == '\0' || events.find("use ") != std::string::npos) return "";
+  return std::string("\nuse ") + use + ";";
+}
+
+// Polls `done` every few milliseconds until it holds or `timeout_ms` passed
+// (test_util.h's wait_for, under the name some tests use).
+inline bool wait_until(const std::function<bool()>& done, int timeout_ms = 3000) {
+  return wait_for(done, timeout_ms, 5);
+}
+
+// ServerProcess running the real vigil on conf/vigil.conf (in one process
+// unless `main` says master_process), with the entry points the HTTP tests
+// use.
+class VigilServer : public ServerProcess {
  public:
-  VigilServer() {
-    char tmpl[] = "/tmp/vigil_http_XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
-    // mkdtemp makes it 0700: run as root with a master, the workers serve as
-    // "nobody" (the default user) and must be able to reach html/.
-    ::chmod(dir_.c_str(), 0755);
-    for (const char* d : {"/conf", "/logs", "/html"}) ::mkdir((dir_ + d).c_str(), 0755);
-  }
-  ~VigilServer() {
-    stop();
-    if (!dir_.empty()) run({"rm", "-rf", dir_});
-  }
-  VigilServer(const VigilServer&) = delete;
-  VigilServer& operator=(const VigilServer&) = delete;
-
-  const std::string& dir() const { return dir_; }
-  std::string path(const std::string& rel) const { return dir_ + "/" + rel; }
-  void write(const std::string& rel, const std::string& content) {
-    std::string full = path(rel);
-    // Create parent directories.
-    for (std::size_t i = dir_.size() + 1; i < full.size(); ++i) {
-      if (full[i] == '/') ::mkdir(full.substr(0, i).c_str(), 0755);
-    }
-    std::ofstream(full, std::ios::binary) << content;
-  }
-  std::string read(const std::string& rel) const {
-    std::ifstream f(path(rel), std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-
   // Writes conf/vigil.conf: `main` directives, an events block, and `http`
   // as the body of the http block; starts the server and waits for it.
+  // Listen on port 0 and ask port() for the port the server got. The
+  // backend is the events block's `use`, or VIGIL_TEST_USE.
   bool start(const std::string& http, const std::string& main = "",
              const std::string& events = "worker_connections 1024;") {
-    std::string conf =
-        std::string("daemon off;\n") +
-        (main.find("master_process") == std::string::npos ? "master_process off;\n" : "") +
-        "error_log stderr info;\n"
-        "pid logs/vigil.pid;\n" +
-        main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n";
-    write("conf/vigil.conf", conf);
-    proc_ = std::make_unique<Process>(
-        std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});
-    return proc_->wait_for_output("started");
+    write_conf(std::string("daemon off;\n") +
+               (main.find("master_process") == std::string::npos ? "master_process off;\n" : "") +
+               "error_log stderr info;\npid logs/vigil.pid;\n" + main + "\nevents {\n" + events +
+               with_test_backend(events) + "\n}\nhttp {\n" + http + "\n}\n");
+    return launch("started");
   }
   // Writes conf/vigil.conf as given and starts the server; waits until its
   // output shows `ready` `count` times (a master's workers log "running:").
   bool start_raw(const std::string& conf, const std::string& ready = "started", int count = 1) {
-    write("conf/vigil.conf", conf);
-    proc_ = std::make_unique<Process>(
-        std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});
-    return wait_output_count(ready, count);
+    write_conf(conf);
+    return launch(ready, static_cast<std::size_t>(count));
   }
   // Waits until `needle` appears `n` times in the output.
   bool wait_output_count(const std::string& needle, std::size_t n, int timeout_ms = 10000) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (proc_) {
-      const std::string& out = proc_->output();
-      std::size_t k = 0;
-      for (auto at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) ++k;
-      if (k >= n) return true;
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      proc_->wait_for_output("\x01\x02", 20);
-    }
-    return false;
+    return running() && wait_log_count(needle, n, timeout_ms);
   }
-  // SIGTERM and wait; returns the exit code.
-  int stop() {
-    if (!proc_) return 0;
-    proc_->signal(SIGTERM);
-    int rc = proc_->wait();
-    last_output_ = proc_->output();
-    proc_.reset();
-    // Under the asan preset the server is instrumented too: anything it
-    // reported fails the test that ran it.
-    if (last_output_.find("Sanitizer") != std::string::npos ||
-        last_output_.find("runtime error:") != std::string::npos) {
-      ADD_FAILURE() << "the server reported:\n" << last_output_;
-    }
-    if (rc != 0) ADD_FAILURE() << "the server exited with " << rc << ":\n" << last_output_;
-    return rc;
-  }
-  Process& process() { return *proc_; }
+  // SIGTERM and wait; an exit code other than 0, or anything a sanitizer
+  // reported, fails the test. Returns the exit code.
+  int stop() { return ServerProcess::stop(true); }
+  Process& process() { return proc(); }
   // Waits until the server's output (error log on stderr) contains `needle`.
   bool wait_output(const std::string& needle, int timeout_ms = 3000) {
-    return proc_ && proc_->wait_for_output(needle, timeout_ms);
+    return running() && wait_log(needle, timeout_ms);
   }
-  std::string output() const { return proc_ ? proc_->output() : last_output_; }
-
- private:
-  std::string dir_;
-  std::unique_ptr<Process> proc_;
-  std::string last_output_;
+  std::string output() { return log(); }
 };
 
 // One request on a fresh connection.

@@ -20,12 +20,12 @@ using test::VigilServer;
 class HttpPipeline : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     for (int i = 0; i < 10; ++i)
       server_.write("html/" + std::to_string(i) + ".txt", "file " + std::to_string(i) + "\n");
     ASSERT_TRUE(server_.start("server {\n listen 127.0.0.1:" + std::to_string(port_) +
                               ";\n root html;\n}\n"))
         << server_.output();
+    port_ = server_.port();
   }
   VigilServer server_;
   int port_ = 0;

@@ -24,50 +24,46 @@ using Clock = std::chrono::steady_clock;
 class HttpWorkers : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/index.html", "index\n");
     big_ = std::string(24 << 20, 'z');
     server_.write("html/big.bin", big_);
   }
   bool start(const std::string& main_extra) {
     // VigilServer::start writes "master_process off"; this one needs a master.
-    const std::string conf =
+    server_.write_conf(
         "daemon off;\nmaster_process on;\nworker_processes 2;\nerror_log stderr info;\n"
         "pid logs/vigil.pid;\n" +
         main_extra +
         "\nevents { worker_connections 256; }\nhttp {\n sendfile on;\n server {\n"
-        "  listen 127.0.0.1:" +
-        std::to_string(port_) +
-        ";\n  root html;\n  location = /status { stub_status; }\n"
-        "  location = /metrics { metrics; }\n }\n}\n";
-    server_.write("conf/vigil.conf", conf);
-    proc_ = std::make_unique<test::Process>(
-        std::vector<std::string>{test::kVigil, "-p", server_.dir(), "-c", "conf/vigil.conf"});
+        "  listen 127.0.0.1:0;\n  root html;\n  location = /status { stub_status; }\n"
+        "  location = /metrics { metrics; }\n }\n}\n");
     // Both workers announce themselves.
-    return proc_->wait_for_output("started") && wait_workers(2);
+    if (!server_.launch("running:", 2)) return false;
+    port_ = server_.port();
+    return port_ > 0 && wait_workers(2);
   }
+  // Until /metrics shows `n` workers' figures.
   bool wait_workers(int n) {
-    for (int i = 0; i < 100; ++i) {
-      Response r = test::get(port_, test::simple_get("/metrics"));
-      std::size_t count = 0, pos = 0;
-      while ((pos = r.body.find("vigil_worker_connections_max{", pos)) != std::string::npos) {
-        ++count;
-        ++pos;
-      }
-      if (static_cast<int>(count) >= n) return true;
-      ::usleep(50000);
-    }
-    return false;
+    return test::wait_for(
+        [&] {
+          Response r = test::get(port_, test::simple_get("/metrics"));
+          std::size_t count = 0, pos = 0;
+          while ((pos = r.body.find("vigil_worker_connections_max{", pos)) != std::string::npos) {
+            ++count;
+            ++pos;
+          }
+          return static_cast<int>(count) >= n;
+        },
+        5000, 20);
   }
 
   VigilServer server_;
-  std::unique_ptr<test::Process> proc_;
   int port_ = 0;
   std::string big_;
 };
 
 TEST_F(HttpWorkers, TwoWorkersServeAndPublishTheirFigures) {
-  ASSERT_TRUE(start("")) << (proc_ ? proc_->output() : "");
+  ASSERT_TRUE(start("")) << server_.output();
   for (int i = 0; i < 50; ++i) {
     ASSERT_EQ(test::get(port_, test::simple_get("/index.html")).body, "index\n");
   }
@@ -84,27 +80,29 @@ TEST_F(HttpWorkers, TwoWorkersServeAndPublishTheirFigures) {
   // stub_status sums over the workers. The clients above closed their
   // connections; the workers notice at their own pace, so wait for it.
   Response s;
-  for (int i = 0; i < 100; ++i) {
-    s = test::get(port_, test::simple_get("/status"));
-    if (s.body.find("Active connections: 1 ") != std::string::npos) break;
-    ::usleep(20000);
-  }
+  test::wait_for(
+      [&] {
+        s = test::get(port_, test::simple_get("/status"));
+        return s.body.find("Active connections: 1 ") != std::string::npos;
+      },
+      2000, 20);
   EXPECT_NE(s.body.find("Active connections: 1 "), std::string::npos) << s.body;
-  proc_->signal(SIGTERM);
-  EXPECT_EQ(proc_->wait(), 0) << proc_->output();
+  server_.proc().signal(SIGTERM);
+  EXPECT_EQ(server_.wait_exit(), 0) << server_.output();
 }
 
 TEST_F(HttpWorkers, GracefulStopFinishesResponsesAndClosesIdleConnections) {
-  ASSERT_TRUE(start("")) << (proc_ ? proc_->output() : "");
+  ASSERT_TRUE(start("")) << server_.output();
   Client idle(port_);
   ASSERT_TRUE(idle.send(test::simple_get("/index.html")));
   ASSERT_EQ(idle.read_response().status, 200);
 
   Client slow(port_);
   ASSERT_TRUE(slow.send(test::simple_get("/big.bin")));
-  ::usleep(200000);  // the response is under way, stalled on this reader
+  // The response is under way (its first bytes arrived), stalled on this reader.
+  ASSERT_TRUE(test::readable(slow.fd(), 5000));
 
-  proc_->signal(SIGQUIT);
+  server_.proc().signal(SIGQUIT);
   // The idle connection is closed promptly...
   EXPECT_TRUE(idle.closed_within(3000));
   // ...the download completes...
@@ -114,21 +112,21 @@ TEST_F(HttpWorkers, GracefulStopFinishesResponsesAndClosesIdleConnections) {
   EXPECT_EQ(r.header("connection"), "keep-alive");  // promised before the stop began
   // ...and then the connection is closed and the server exits.
   EXPECT_TRUE(slow.closed_within(5000));
-  EXPECT_EQ(proc_->wait(10000), 0) << proc_->output();
+  EXPECT_EQ(server_.wait_exit(10000), 0) << server_.output();
 }
 
 TEST_F(HttpWorkers, ShutdownTimeoutEndsAStalledResponse) {
-  ASSERT_TRUE(start("worker_shutdown_timeout 1s;")) << (proc_ ? proc_->output() : "");
+  ASSERT_TRUE(start("worker_shutdown_timeout 1s;")) << server_.output();
   Client slow(port_);
   int small = 4096;
   ::setsockopt(slow.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   ASSERT_TRUE(slow.send(test::simple_get("/big.bin")));
-  ::usleep(200000);
+  ASSERT_TRUE(test::readable(slow.fd(), 5000));  // the response is under way
   auto t0 = Clock::now();
-  proc_->signal(SIGQUIT);
-  EXPECT_EQ(proc_->wait(10000), 0) << proc_->output();
+  server_.proc().signal(SIGQUIT);
+  EXPECT_EQ(server_.wait_exit(10000), 0) << server_.output();
   EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 5000);
-  EXPECT_EQ(proc_->output().find("Sanitizer"), std::string::npos) << proc_->output();
+  EXPECT_EQ(server_.output().find("Sanitizer"), std::string::npos) << server_.output();
 }
 
 }  // namespace

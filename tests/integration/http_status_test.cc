@@ -26,13 +26,14 @@ struct StubStatus {
 class HttpStatus : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/index.html", "index\n");
   }
   bool start(const std::string& extra = "") {
-    return server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
+    if (!server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
                          ";\n root html;\n location = /status { stub_status; }\n"
-                         " location = /metrics { metrics; }\n}\n");
+                         " location = /metrics { metrics; }\n}\n")) return false;
+    port_ = server_.port();
+    return port_ > 0;
   }
   StubStatus stub(Client* c = nullptr) {
     Response r;
@@ -82,26 +83,38 @@ TEST_F(HttpStatus, StubStatusCountsAsNginxDoes) {
     ASSERT_EQ(k->read_response().status, 200);
   }
   ASSERT_TRUE(half.send("GET / HTTP/1.1\r\n"));
-  ::usleep(100000);
-  StubStatus s1 = stub();
+  // Until the server has read the half header (each poll is a request).
+  StubStatus s1;
+  int polls = 0;
+  ASSERT_TRUE(test::wait_for([&] {
+    s1 = stub();
+    ++polls;
+    return s1.reading == 1;
+  }));
   EXPECT_EQ(s1.active, 5);
   EXPECT_EQ(s1.waiting, 3);
   EXPECT_EQ(s1.reading, 1);
   EXPECT_EQ(s1.writing, 1);
-  EXPECT_EQ(s1.accepts, s0.accepts + 5);
-  EXPECT_EQ(s1.requests, s0.requests + 5);  // 3 GETs, the half one, this status
+  EXPECT_EQ(s1.accepts, s0.accepts + 4 + polls);
+  EXPECT_EQ(s1.requests, s0.requests + 4 + polls);  // 3 GETs, the half one, the polls
 
   // Connections go away: the counts follow.
   k1.close();
   k2.close();
   half.close();
-  ::usleep(200000);
-  StubStatus s2 = stub(&k3);  // through a kept-alive connection: not waiting now
-  EXPECT_EQ(s2.active, 1);
+  // Through a kept-alive connection (not waiting now), until the server
+  // has seen the three closes.
+  StubStatus s2;
+  polls = 0;
+  ASSERT_TRUE(test::wait_for([&] {
+    s2 = stub(&k3);
+    ++polls;
+    return s2.active == 1;
+  }));
   EXPECT_EQ(s2.waiting, 0);
   EXPECT_EQ(s2.reading, 0);
   EXPECT_EQ(s2.writing, 1);
-  EXPECT_EQ(s2.requests, s1.requests + 1);
+  EXPECT_EQ(s2.requests, s1.requests + polls);
 }
 
 TEST_F(HttpStatus, StubStatusAllowsOnlyGetAndHead) {
@@ -178,10 +191,7 @@ TEST_F(HttpStatus, AccessLogIsCombinedAndFlushedWithinASecond) {
   test::get(port_, test::simple_get("/nope"));
   EXPECT_EQ(server_.read("logs/access.log"), "") << "buffered, not yet written";
   std::string log;
-  for (int i = 0; i < 30 && log.empty(); ++i) {
-    ::usleep(100000);
-    log = server_.read("logs/access.log");
-  }
+  EXPECT_TRUE(test::wait_for([&] { return !(log = server_.read("logs/access.log")).empty(); }, 3000));
   static const std::regex line1(
       "127\\.0\\.0\\.1 - - \\[\\d\\d/[A-Z][a-z]{2}/\\d{4}:\\d\\d:\\d\\d:\\d\\d [+-]\\d{4}\\] "
       "\"GET /index\\.html\\?q=1 HTTP/1\\.1\" 200 6 \"http://ref/\" \"agent \\\\x22007\\\\x22\"\n"
@@ -197,8 +207,8 @@ TEST_F(HttpStatus, AccessLogIsFlushedAtExitAndReopenedOnUsr1) {
       ::rename(server_.path("logs/access.log").c_str(), server_.path("logs/access.log.1").c_str()),
       0);
   server_.process().signal(SIGUSR1);
+  // Logged where the worker reopens, before it runs another event.
   ASSERT_TRUE(server_.wait_output("reopening logs")) << server_.output();
-  ::usleep(100000);
   test::get(port_, test::simple_get("/second"));
   EXPECT_EQ(server_.stop(), 0) << server_.output();
   // The line buffered before the reopen went to the old file; the later one
@@ -221,9 +231,9 @@ TEST_F(HttpStatus, TimedOutRequestIsLoggedAs408) {
   Client c(port_);
   ASSERT_TRUE(c.send("GET /slow HTTP/1.1\r\n"));
   EXPECT_TRUE(c.closed_within(4000));
-  ::usleep(100000);
-  EXPECT_NE(server_.read("logs/access.log").find("\"GET /slow HTTP/1.1\" 408 0"), std::string::npos)
-      << server_.read("logs/access.log");
+  EXPECT_TRUE(test::wait_for([&] {
+    return server_.read("logs/access.log").find("\"GET /slow HTTP/1.1\" 408 0") != std::string::npos;
+  })) << server_.read("logs/access.log");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // client_body_timeout, send_timeout), configured to 1s, and a slow reader
 // that gets its whole response in the end.
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -31,14 +32,15 @@ std::string pattern(std::size_t n) {
 class HttpTimeouts : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = test::free_port();
     server_.write("html/index.html", "index\n");
     big_ = pattern(16 << 20);
     server_.write("html/big.bin", big_);
   }
   bool start(const std::string& extra) {
-    return server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
-                         ";\n root html;\n}\n");
+    if (!server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
+                         ";\n root html;\n}\n")) return false;
+    port_ = server_.port();
+    return port_ > 0;
   }
   VigilServer server_;
   int port_ = 0;
@@ -112,10 +114,11 @@ TEST_F(HttpTimeouts, ReaderThatNeverReadsIsDroppedAfterSendTimeout) {
   int small = 4096;
   ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   ASSERT_TRUE(c.send(test::simple_get("/big.bin")));
-  ::sleep(3);  // read nothing: the server's writes stall, then time out
+  // Read nothing: the server's writes stall, then time out.
+  EXPECT_TRUE(server_.wait_output("client timed out sending the response", 5000))
+      << server_.output();
   std::string got = test::read_n(c.fd(), big_.size() + 1000, 3000);
   EXPECT_LT(got.size(), big_.size()) << "the response cannot have been sent whole";
-  EXPECT_TRUE(server_.wait_output("client timed out sending the response")) << server_.output();
   // The worker is fine.
   EXPECT_EQ(test::get(port_, test::simple_get("/")).status, 200);
 }
@@ -129,11 +132,15 @@ TEST_P(HttpSlowReader, GetsTheWholeResponseLater) {
   // has to wait for this client to read.
   ASSERT_TRUE(c.send(test::simple_get("/big.bin") + test::simple_get("/index.html")));
   // Meanwhile other clients are served: the worker never blocks on this one.
-  ::usleep(300000);
+  // Once the first 64 KiB wait unread in this client's socket, the server
+  // has a response it cannot finish sending.
+  ASSERT_TRUE(test::wait_for([&] {
+    int queued = 0;
+    return ::ioctl(c.fd(), FIONREAD, &queued) == 0 && queued >= 65536;
+  }));
   auto t0 = Clock::now();
   EXPECT_EQ(test::get(port_, test::simple_get("/index.html")).body, "index\n");
   EXPECT_LT(ms_since(t0), 1000);
-  ::sleep(1);
   Response r = c.read_response(false, 30000);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 200);

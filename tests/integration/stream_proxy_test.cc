@@ -78,10 +78,10 @@ class StreamProxy : public ::testing::TestWithParam<std::string> {
 TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  int port = free_port();
-  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() +
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() +
                     ";\n  proxy_buffer_size 4k;\n }\n}\n"))
       << server_.output();
+  const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.ok());
   const std::string hello = "hello through the proxy\n";
@@ -104,8 +104,8 @@ TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
 TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  int port = free_port();
-  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() + ";\n }\n}\n"));
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() + ";\n }\n}\n"));
+  const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.send("abc"));
   ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
@@ -119,12 +119,13 @@ TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
 TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  int dead = free_port();  // nobody listens there
-  int port = free_port();
-  ASSERT_TRUE(start(stream_block(port, "upstream pair {\n server 127.0.0.1:" + std::to_string(dead) +
+  ClosedPort closed;  // bound, never listening: refused
+  const int dead = closed.port();
+  ASSERT_TRUE(start(stream_block(0, "upstream pair {\n server 127.0.0.1:" + std::to_string(dead) +
                                            ";\n server " + echo.addr() + ";\n}\n") +
                     "  proxy_pass pair;\n }\n}\n"))
       << server_.output();
+  const int port = server_.port();
   // Round robin starts on the dead server half of the time: every client
   // must still reach the live one.
   for (int i = 0; i < 4; ++i) {
@@ -138,10 +139,11 @@ TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
 }
 
 TEST_P(StreamProxy, NoLiveUpstreamClosesTheClient) {
-  int dead = free_port();
-  int port = free_port();
-  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass 127.0.0.1:" + std::to_string(dead) +
+  ClosedPort closed;
+  const int dead = closed.port();
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass 127.0.0.1:" + std::to_string(dead) +
                     ";\n }\n}\n"));
+  const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c.closed_within(3000));
@@ -152,9 +154,9 @@ TEST_P(StreamProxy, NoLiveUpstreamClosesTheClient) {
 TEST_P(StreamProxy, IdleSessionsEndAfterProxyTimeout) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  int port = free_port();
-  ASSERT_TRUE(start(stream_block(port, "") + "  proxy_pass " + echo.addr() +
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() +
                     ";\n  proxy_timeout 1s;\n }\n}\n"));
+  const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.send("x"));
   EXPECT_EQ(read_n(c.fd(), 1), "x");

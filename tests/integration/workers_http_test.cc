@@ -23,15 +23,17 @@ std::string http_conf(int port, int workers, const std::string& extra = "") {
          std::to_string(port) + ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
 }
 
-void start_http(Harness& h, int port, int workers) {
-  // Run as root, the workers serve as "nobody" (the default user): the
-  // prefix must be searchable by it, as a real docroot is.
-  ::chmod(h.dir().c_str(), 0755);
-  ::mkdir((h.dir() + "/html").c_str(), 0755);
-  std::ofstream(h.dir() + "/html/index.html") << "hello\n";
+// Starts vigil with `workers` workers on a port the kernel picks, then
+// writes that port into the configuration (a reload then keeps the socket);
+// the port, or -1.
+int start_http(Harness& h, int workers) {
+  h.write("html/index.html", "hello\n");
   h.set_binary(VIGIL_BINARY);
+  h.write_raw_conf(http_conf(0, workers));
+  if (!h.start(workers)) return -1;
+  const int port = h.port();
   h.write_raw_conf(http_conf(port, workers));
-  ASSERT_TRUE(h.start(workers)) << h.log();
+  return port;
 }
 
 // One HTTP/1.0 request on a fresh connection: the whole response, "" on failure.
@@ -50,8 +52,8 @@ bool ok_hello(const std::string& response) {
 
 TEST(WorkersHttp, MetricsShowEveryWorkerAndWhatItAccepted) {
   Harness h;
-  int port = test::free_port();
-  start_http(h, port, 2);
+  const int port = start_http(h, 2);
+  ASSERT_GT(port, 0) << h.log();
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(ok_hello(http_get(port, "/"))) << i;
   std::string metrics = http_get(port, "/metrics");
   std::vector<pid_t> workers = h.started_workers();
@@ -72,8 +74,8 @@ TEST(WorkersHttp, MetricsShowEveryWorkerAndWhatItAccepted) {
 
 TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
   Harness h;
-  int port = test::free_port();
-  start_http(h, port, 2);
+  const int port = start_http(h, 2);
+  ASSERT_GT(port, 0) << h.log();
   std::atomic<bool> done{false};
   std::atomic<std::size_t> ok{0}, failed{0};
   std::vector<std::thread> clients;
@@ -83,8 +85,13 @@ TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
     });
   }
   const int kReloads = 4;
+  // Load runs between reloads: at least 50 answers each time.
+  auto some_load = [&] {
+    const std::size_t from = ok.load();
+    return test::wait_for([&] { return ok.load() >= from + 50; }, 10000);
+  };
   for (int i = 0; i < kReloads; ++i) {
-    ::usleep(250000);
+    ASSERT_TRUE(some_load());
     // Every other reload through the command line, as an operator does it.
     if (i % 2 == 0) {
       auto [rc, out] =
@@ -95,7 +102,7 @@ TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
     }
     ASSERT_TRUE(h.wait_log_count("reconfigured:", static_cast<std::size_t>(i + 1))) << h.log();
   }
-  ::usleep(300000);
+  EXPECT_TRUE(some_load());  // the last generation answers too
   done = true;
   for (auto& t : clients) t.join();
   EXPECT_EQ(failed.load(), 0u) << h.log();
@@ -107,8 +114,8 @@ TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
 
 TEST(WorkersHttp, GracefulQuitFinishesARequestInFlightAndClosesIdleKeepAlive) {
   Harness h;
-  int port = test::free_port();
-  start_http(h, port, 1);
+  const int port = start_http(h, 1);
+  ASSERT_GT(port, 0) << h.log();
   pid_t worker = h.started_workers().at(0);
 
   // An idle keep-alive connection: one request answered, then nothing.
@@ -119,14 +126,17 @@ TEST(WorkersHttp, GracefulQuitFinishesARequestInFlightAndClosesIdleKeepAlive) {
   // A request whose head is half sent.
   int half = test::send_request(port, "GET / HTTP/1.0\r\nHost: t\r\n");
   ASSERT_GE(half, 0);
-  ::usleep(200000);
+  // The worker has read it: one connection reading a request header.
+  ASSERT_TRUE(test::wait_for([&] {
+    return http_get(port, "/metrics").find("\nvigil_connections_reading 1\n") != std::string::npos;
+  })) << http_get(port, "/metrics");
 
   h.proc().signal(SIGQUIT);
   auto t0 = test::now_ms();
   EXPECT_EQ(test::read_n(idle, 1, 3000), "") << "the idle keep-alive connection is closed";
   EXPECT_LT(test::now_ms() - t0, 1000);
-  ::usleep(700000);
-  EXPECT_TRUE(test::alive(worker)) << "the request in flight keeps its worker";
+  EXPECT_TRUE(test::holds_for([&] { return test::alive(worker); }, 700))
+      << "the request in flight keeps its worker";
   ASSERT_EQ(::write(half, "\r\n", 2), 2);
   EXPECT_TRUE(ok_hello(test::read_n(half, 1 << 16, 3000)));
   EXPECT_EQ(h.wait_exit(5000), 0) << h.log();

@@ -32,9 +32,9 @@ std::map<pid_t, std::uint64_t> metrics(int port) {
 
 TEST(Workers, MasterForksWorkersThatServeAndPublishTheirCounters) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "worker_connections 64;");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "worker_connections 64;");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   EXPECT_NE(h.log().find("master process, 2 worker processes"), std::string::npos) << h.log();
 
   // The master serves nothing itself: every answer comes from a worker.
@@ -70,9 +70,9 @@ TEST(Workers, MasterForksWorkersThatServeAndPublishTheirCounters) {
 
 TEST(Workers, RespawnsAWorkerKilledWithSigkill) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   pid_t victim = test::body_pid(test::get(port));
   ASSERT_GT(victim, 0);
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
@@ -103,9 +103,9 @@ TEST(Workers, RespawnsAWorkerKilledWithSigkill) {
 // the worker, and expects the waiting connection served within a second.
 TEST(Workers, ForceUnlocksTheAcceptMutexOfAKilledWorker) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "accept_mutex on;");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "accept_mutex on;");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   std::string held = test::get(port, "/hold-accept-mutex");
   ASSERT_EQ(held.rfind("held ", 0), 0u) << held << h.log();
   pid_t holder = static_cast<pid_t>(std::atol(held.c_str() + 5));
@@ -133,9 +133,9 @@ TEST(Workers, ForceUnlocksTheAcceptMutexOfAKilledWorker) {
 
 TEST(Workers, FatalExitCodeIsNotRespawnedOtherCodesAre) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   std::vector<pid_t> first = h.started_workers();
 
   // Code 3: an ordinary failure, respawned.
@@ -152,17 +152,19 @@ TEST(Workers, FatalExitCodeIsNotRespawnedOtherCodesAre) {
   EXPECT_EQ(test::read_n(fd, 1, 3000), "");
   ::close(fd);
   ASSERT_TRUE(h.wait_log("exited with fatal code 2 and cannot be respawned")) << h.log();
-  ::usleep(300000);
+  ASSERT_TRUE(h.master_barrier()) << h.log();
   EXPECT_EQ(h.count("start worker process"), 3u) << h.log();
   EXPECT_GT(test::body_pid(test::get(port)), 0) << "the remaining worker serves";
 }
 
 TEST(Workers, RespawnBacksOffWhenAWorkerKeepsDyingYoung) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 1;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 1;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(1)) << h.log();
-  ::usleep(1100000);  // the first worker is not young when it dies
+  const int port = h.port();
+  // The mechanism's own clock: a worker that dies within 1000 ms of its
+  // start is "young". This one must not be.
+  ::usleep(1100000);
   for (std::size_t round = 1; round <= 3; ++round) {
     ASSERT_TRUE(h.wait_log_count("running:", round)) << h.log();
     int fd = test::send_request(port, "GET /exit/3 HTTP/1.0\r\n\r\n");
@@ -180,9 +182,9 @@ TEST(Workers, RespawnBacksOffWhenAWorkerKeepsDyingYoung) {
 
 TEST(Workers, FastStopWithTermEndsEveryProcess) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 3;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 3;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(3)) << h.log();
+  const int port = h.port();
   std::vector<pid_t> workers = h.started_workers();
   // An idle connection does not delay a fast stop.
   int idle = test::send_request(port, "");
@@ -202,9 +204,9 @@ TEST(Workers, FastStopWithTermEndsEveryProcess) {
 // are refused meanwhile.
 TEST(Workers, GracefulQuitFinishesRequestsInFlightAndClosesIdleConnections) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 1;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 1;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(1)) << h.log();
+  const int port = h.port();
   pid_t worker = h.started_workers().at(0);
 
   int half = test::send_request(port, "GET / HTTP/1.0\r\n");
@@ -213,21 +215,22 @@ TEST(Workers, GracefulQuitFinishesRequestsInFlightAndClosesIdleConnections) {
   ASSERT_GE(half, 0);
   ASSERT_GE(idle, 0);
   ASSERT_GE(slow, 0);
-  // All three are accepted (and the half head read) before QUIT.
-  ASSERT_TRUE(test::run_until([] { ::usleep(10000); },
-                              [&] {
-                                std::string m = test::get(port, "/metrics");
-                                return m.find(" used 5 ") !=
-                                       std::string::npos;  // listener + 3 + this request
-                              }))
-      << test::get(port, "/metrics");
-  ::usleep(100000);
+  // All three are accepted and both heads read (requests started: the half
+  // one, the slow one, and each /metrics request so far) before QUIT.
+  long polls = 0;
+  ASSERT_TRUE(test::wait_for([&] {
+    std::string m = test::get(port, "/metrics");
+    ++polls;
+    std::size_t at = m.find("requests ");
+    return m.find(" used 5 ") != std::string::npos &&  // listener + 3 + this request
+           at != std::string::npos && std::atol(m.c_str() + at + 9) == 2 + polls;
+  })) << test::get(port, "/metrics");
 
   h.proc().signal(SIGQUIT);
   EXPECT_EQ(test::read_n(idle, 1, 2000), "") << "the idle connection is closed";
   ASSERT_TRUE(h.wait_log(std::to_string(worker) + "#0: gracefully shutting down")) << h.log();
-  ::usleep(300000);
-  EXPECT_TRUE(test::alive(worker)) << "requests in flight keep the worker";
+  EXPECT_TRUE(test::holds_for([&] { return test::alive(worker); }, 300))
+      << "requests in flight keep the worker";
   EXPECT_EQ(test::connect_loopback(port), -1) << "the listening socket is closed";
 
   // The slow request completes on its own.
@@ -243,14 +246,20 @@ TEST(Workers, GracefulQuitFinishesRequestsInFlightAndClosesIdleConnections) {
 
 TEST(Workers, WorkerShutdownTimeoutClosesWhatIsLeft) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 1;\nworker_shutdown_timeout 300ms;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 1;\nworker_shutdown_timeout 300ms;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(1)) << h.log();
+  const int port = h.port();
   int half = test::send_request(port, "GET / HTTP/1.0\r\n");
   ASSERT_GE(half, 0);
-  ASSERT_TRUE(test::run_until(
-      [] { ::usleep(10000); },
-      [&] { return test::get(port, "/metrics").find(" used 3 ") != std::string::npos; }));
+  // Accepted and its head begun (requests: the half one + each /metrics).
+  long polls = 0;
+  ASSERT_TRUE(test::wait_for([&] {
+    std::string m = test::get(port, "/metrics");
+    ++polls;
+    std::size_t at = m.find("requests ");
+    return m.find(" used 3 ") != std::string::npos && at != std::string::npos &&
+           std::atol(m.c_str() + at + 9) == 1 + polls;
+  }));
   h.proc().signal(SIGQUIT);
   auto t0 = test::now_ms();
   EXPECT_EQ(test::read_n(half, 1, 3000), "");
@@ -266,9 +275,9 @@ TEST(Workers, WorkerShutdownTimeoutClosesWhatIsLeft) {
 
 TEST(Workers, ReopenIsForwardedToWorkersAndProtocols) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   h.proc().signal(SIGUSR1);
   EXPECT_TRUE(h.wait_log_count("reopening logs", 3)) << h.log();  // master + 2 workers
   EXPECT_TRUE(h.wait_log_count("harness: reopen_logs", 2)) << h.log();
@@ -278,9 +287,9 @@ TEST(Workers, ReopenIsForwardedToWorkersAndProtocols) {
 
 TEST(Workers, BadConfigurationOnReloadKeepsTheOldWorkersServing) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   std::vector<pid_t> workers = h.started_workers();
 
   std::ofstream(h.conf_path(), std::ios::app) << "bogus_directive on;\n";
@@ -290,7 +299,7 @@ TEST(Workers, BadConfigurationOnReloadKeepsTheOldWorkersServing) {
   ASSERT_TRUE(h.wait_log("unknown directive \"bogus_directive\" in " + h.conf_path() + ":9"))
       << h.log();
   EXPECT_TRUE(std::regex_search(h.log(), std::regex("\\[emerg\\] \\d+#0: unknown directive")));
-  ::usleep(200000);
+  ASSERT_TRUE(h.master_barrier()) << h.log();
   EXPECT_EQ(h.count("start worker process"), 2u) << h.log();
   for (pid_t pid : workers) EXPECT_TRUE(test::alive(pid));
   auto r = test::run_load(port, 100, 2);
@@ -298,14 +307,9 @@ TEST(Workers, BadConfigurationOnReloadKeepsTheOldWorkersServing) {
   for (auto [pid, n] : r.per_pid) EXPECT_TRUE(pid == workers[0] || pid == workers[1]) << pid;
 
   // A listener that cannot be opened is refused the same way.
-  int taken = test::free_port();
-  int blocker = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(taken));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(blocker, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(blocker, 1), 0);
+  test::TakenPort blocker;
+  const int taken = blocker.port();
+  ASSERT_GT(taken, 0);
   h.write_conf("worker_processes 2;\n" + listen_line(port) + listen_line(taken), "");
   h.proc().signal(SIGHUP);
   ASSERT_TRUE(h.wait_log("bind() to 127.0.0.1:" + std::to_string(taken) + " failed (98", 8000))
@@ -313,22 +317,24 @@ TEST(Workers, BadConfigurationOnReloadKeepsTheOldWorkersServing) {
   EXPECT_EQ(h.log().find("Address already in use) (98"), std::string::npos) << "said once";
   EXPECT_EQ(h.count("start worker process"), 2u) << h.log();
   EXPECT_EQ(test::body_pid(test::get(port)) > 0, true);
-  ::close(blocker);
 }
 
 TEST(Workers, ReloadChangesListenersAndReplacesWorkers) {
   Harness h;
-  int a = test::free_port();
-  int b = test::free_port();
-  h.write_conf("worker_processes 2;\n" + listen_line(a), "");
+  h.write_conf("worker_processes 2;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int a = h.port();
   std::vector<pid_t> old_workers = h.started_workers();
-  EXPECT_EQ(test::connect_loopback(b), -1);
 
-  h.write_conf("worker_processes 3;\n" + listen_line(b), "");
+  // Another address (127.0.0.1:0 again: a new port, as port 0 always asks).
+  h.write_conf("worker_processes 3;\n" + listen_line(0), "");
   h.proc().signal(SIGHUP);
   ASSERT_TRUE(h.wait_log("reconfigured: 3 worker processes started, 2 told to stop")) << h.log();
   ASSERT_TRUE(h.wait_log_count("running:", 5)) << h.log();
+  std::vector<int> ports = h.listen_ports();
+  ASSERT_EQ(ports.size(), 2u) << h.log();
+  const int b = ports.back();
+  EXPECT_NE(a, b);
   for (pid_t pid : old_workers) {
     EXPECT_TRUE(h.wait_log("worker process " + std::to_string(pid) + " exited with code 0"))
         << h.log();
@@ -372,12 +378,12 @@ class WorkerModes : public ::testing::TestWithParam<Mode> {};
 TEST_P(WorkerModes, EveryWorkerAcceptsAndNoConnectionIsLost) {
   const Mode& m = GetParam();
   Harness h;
-  int port = test::free_port();
   h.write_conf(
-      "worker_processes " + std::to_string(m.workers) + ";\n" + listen_line(port, m.listen_options),
+      "worker_processes " + std::to_string(m.workers) + ";\n" + listen_line(0, m.listen_options),
       "worker_connections " + std::to_string(m.connections) + ";\naccept_mutex_delay 20ms;\n" +
           m.events);
   ASSERT_TRUE(h.start(m.workers)) << h.log();
+  const int port = h.port();
   EXPECT_NE(h.log().find(std::string(m.name)), std::string::npos) << h.log();
 
   auto r = test::run_load(port, 2000, kClients, "/sleep/2");
@@ -394,10 +400,10 @@ TEST_P(WorkerModes, EveryWorkerAcceptsAndNoConnectionIsLost) {
 // lock_file selects seed 004's fallback: the accept mutex as an fcntl() lock.
 TEST(Workers, AcceptMutexOnAFileLockSharesTheWork) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\nlock_file logs/accept.lock;\n" + listen_line(port, ""),
+  h.write_conf("worker_processes 2;\nlock_file logs/accept.lock;\n" + listen_line(0, ""),
                "worker_connections 64;\naccept_mutex on;\naccept_mutex_delay 20ms;\n");
   ASSERT_TRUE(h.start(2)) << h.log();
+  const int port = h.port();
   EXPECT_NE(h.log().find("accept_mutex"), std::string::npos) << h.log();
   auto r = test::run_load(port, 2000, kClients, "/sleep/2");
   EXPECT_EQ(r.failed, 0u) << h.log();
@@ -425,13 +431,18 @@ class ReloadUnderLoad : public ::testing::TestWithParam<Mode> {};
 TEST_P(ReloadUnderLoad, LosesNoConnection) {
   const Mode& m = GetParam();
   Harness h;
-  int port = test::free_port();
+  h.write_conf(
+      "worker_processes " + std::to_string(m.workers) + ";\n" + listen_line(0, m.listen_options),
+      m.events);
+  ASSERT_TRUE(h.start(m.workers)) << h.log();
+  const int port = h.port();
+  // The reloads name the port the server got, so they keep its socket.
   h.write_conf(
       "worker_processes " + std::to_string(m.workers) + ";\n" + listen_line(port, m.listen_options),
       m.events);
-  ASSERT_TRUE(h.start(m.workers)) << h.log();
 
   std::atomic<bool> done{false};
+  std::atomic<std::size_t> answered{0};
   test::LoadResult result;
   std::thread client([&] {
     std::vector<std::thread> threads;
@@ -444,6 +455,7 @@ TEST_P(ReloadUnderLoad, LosesNoConnection) {
           if (pid > 0) {
             ++r.per_pid[pid];
             ++r.ok;
+            ++answered;
           } else {
             ++r.failed;
           }
@@ -457,8 +469,13 @@ TEST_P(ReloadUnderLoad, LosesNoConnection) {
     for (auto& th : threads) th.join();
   });
   const int kReloads = 4;
+  // Load runs between reloads: at least 50 answers each time.
+  auto some_load = [&] {
+    const std::size_t from = answered.load();
+    return test::wait_for([&] { return answered.load() >= from + 50; }, 10000);
+  };
   for (int i = 0; i < kReloads; ++i) {
-    ::usleep(250000);
+    ASSERT_TRUE(some_load());
     if (i % 2 == 0) {
       auto [rc, out] =
           test::run({test::kHarness, "-p", h.dir(), "-c", "conf/h.conf", "-s", "reload"});
@@ -468,7 +485,7 @@ TEST_P(ReloadUnderLoad, LosesNoConnection) {
     }
     ASSERT_TRUE(h.wait_log_count("reconfigured:", static_cast<std::size_t>(i + 1))) << h.log();
   }
-  ::usleep(300000);
+  EXPECT_TRUE(some_load());  // the last generation answers too
   done = true;
   client.join();
   EXPECT_EQ(result.failed, 0u) << h.log();
@@ -489,10 +506,10 @@ INSTANTIATE_TEST_SUITE_P(Accept, ReloadUnderLoad,
 
 TEST(Workers, SingleProcessServesItselfWithMasterProcessOff) {
   Harness h;
-  int port = test::free_port();
-  h.write_conf("master_process off;\nworker_processes 4;\n" + listen_line(port), "");
+  h.write_conf("master_process off;\nworker_processes 4;\n" + listen_line(0), "");
   h.start(0);
   ASSERT_TRUE(h.wait_log("started, pid")) << h.log();
+  const int port = h.port();
   EXPECT_EQ(test::body_pid(test::get(port)), h.master());
   EXPECT_EQ(h.count("start worker process"), 0u);
   h.proc().signal(SIGHUP);
@@ -503,31 +520,36 @@ TEST(Workers, SingleProcessServesItselfWithMasterProcessOff) {
 
 TEST(Workers, DaemonDetachesAndStopsThroughThePidFile) {
   Harness h;
-  int port = test::free_port();
   std::ofstream(h.conf_path())
       << "daemon on;\nerror_log logs/error.log notice;\nworker_processes 2;\n"
-      << listen_line(port) << "events {}\n";
+      << listen_line(0) << "events {}\n";
   auto [rc, out] = test::run({test::kHarness, "-p", h.dir(), "-c", "conf/h.conf"});
   EXPECT_EQ(rc, 0) << out;
   pid_t master = 0;
-  for (int i = 0; i < 200 && master == 0; ++i) {
+  test::wait_for([&] {
     std::ifstream f(h.pid_path());
     f >> master;
-    if (master == 0) ::usleep(10000);
-  }
+    return master != 0;
+  });
   ASSERT_GT(master, 0);
   EXPECT_TRUE(test::alive(master));
+  // The daemon logs to logs/error.log: its port is there.
+  int port = -1;
+  test::wait_for([&] {
+    std::smatch m;
+    std::string log = h.read("logs/error.log");
+    if (std::regex_search(log, m, std::regex("listening on 127\\.0\\.0\\.1:(\\d+)")))
+      port = std::stoi(m[1]);
+    return port > 0;
+  });
+  ASSERT_GT(port, 0) << h.read("logs/error.log");
   pid_t worker = 0;
-  for (int i = 0; i < 200 && worker == 0; ++i) {
-    worker = test::body_pid(test::get(port));
-    if (worker == 0) ::usleep(10000);
-  }
+  test::wait_for([&] { return (worker = test::body_pid(test::get(port))) != 0; });
   EXPECT_GT(worker, 0);
   EXPECT_NE(worker, master);
   auto [rc2, out2] = test::run({test::kHarness, "-p", h.dir(), "-c", "conf/h.conf", "-s", "stop"});
   EXPECT_EQ(rc2, 0) << out2;
-  for (int i = 0; i < 300 && test::alive(master); ++i) ::usleep(10000);
-  EXPECT_FALSE(test::alive(master));
+  EXPECT_TRUE(test::wait_for([&] { return !test::alive(master); }));
   EXPECT_FALSE(test::alive(worker));
   EXPECT_NE(::access(h.pid_path().c_str(), F_OK), 0);
   if (test::alive(master)) ::kill(master, SIGKILL);
@@ -538,8 +560,7 @@ TEST(Workers, CpuAffinityAutoPinsEachWorkerToOneCpu) {
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 2) GTEST_SKIP() << "needs two CPUs";
   Harness h;
-  int port = test::free_port();
-  h.write_conf("worker_processes 2;\nworker_cpu_affinity auto;\n" + listen_line(port), "");
+  h.write_conf("worker_processes 2;\nworker_cpu_affinity auto;\n" + listen_line(0), "");
   ASSERT_TRUE(h.start(2)) << h.log();
   std::vector<pid_t> workers = h.started_workers();
   ASSERT_EQ(workers.size(), 2u);

@@ -20,7 +20,9 @@
 //                        then blocks with the lock held until killed (the
 //                        respawn/force-unlock test)
 //   /metrics             one line per used slot of the shared counters:
-//                        "slot I pid P accepted A used U max M iterations N"
+//                        "slot I pid P accepted A used U max M iterations N",
+//                        then "requests R": requests started (first byte
+//                        read) by every worker, this one included
 //   /exit/CODE           the worker exits at once with CODE
 // On USR1 the protocol's reopen_logs hook logs "harness: reopen_logs".
 #include <signal.h>
@@ -133,6 +135,7 @@ std::string metrics_body() {
            std::to_string(s.connections_max.load()) + " iterations " +
            std::to_string(s.iterations.load()) + "\n";
   }
+  out += "requests " + std::to_string(sc->requests.get()) + "\n";
   return out;
 }
 
@@ -191,6 +194,7 @@ void on_read(Event& rev) {
     if (c.reusable) {
       c.loop->pool().reusable(c, false);
       ++c.requests;
+      shared_counters()->requests.add();
     }
     if (head_complete(r)) return handle(c, r);
   }

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "vigil/core/stats.h"
+
 namespace vigil {
 
 inline constexpr std::size_t kCacheLine = 128;
@@ -24,33 +26,25 @@ struct alignas(kCacheLine) SharedCounter {
   std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
 };
 
-// One worker's event-loop figures, published by the worker (copied from its
-// LoopStats at most once per loop pass) for /metrics.
+// One worker's event-loop figures (VIGIL_WORKER_STATS's LOOP and POOL
+// entries), published by the worker (copied from its LoopStats and pool at
+// most once per loop pass) for /metrics.
 struct alignas(kCacheLine) WorkerSlot {
   std::atomic<pid_t> pid{0};  // 0: slot unused
-  std::atomic<std::uint64_t> iterations{0};
-  std::atomic<std::uint64_t> events{0};
-  std::atomic<std::uint64_t> empty_waits{0};
-  std::atomic<std::uint64_t> timers_expired{0};
-  std::atomic<std::uint64_t> posted_run{0};
-  std::atomic<std::uint64_t> accepted{0};
-  std::atomic<std::uint64_t> accept_mutex_acquired{0};
-  std::atomic<std::uint64_t> connections_used{0};
-  std::atomic<std::uint64_t> connections_max{0};
+#define VIGIL_SLOT_FIELD(member, ...) std::atomic<std::uint64_t> member{0};
+  VIGIL_WORKER_STATS(VIGIL_SLOT_FIELD, VIGIL_SLOT_FIELD, VIGIL_STATS_SKIP)
+#undef VIGIL_SLOT_FIELD
 };
 
 struct SharedCounters {
-  // stub_status, as nginx counts them.
-  SharedCounter accepted;  // accept4() succeeded
-  SharedCounter handled;   // ... and got a connection from the pool
-  SharedCounter active;    // accepted connections open now
-  SharedCounter requests;  // requests started
-  SharedCounter reading;   // connections reading a request header
-  SharedCounter writing;   // connections with a request being answered
-  SharedCounter waiting;   // idle keep-alive connections
-  SharedCounter tls_handshakes;         // TLS handshakes completed (server and client side)
-  SharedCounter tls_handshakes_failed;  // ... that failed (alert, garbage, timeout, reset)
-  SharedCounter tls_sessions_reused;    // ... that resumed a session
+  // stub_status's figures as nginx counts them, and more (VIGIL_SHARED_TOTALS):
+  // accepted (accept4() succeeded), handled (... and got a connection from
+  // the pool), active (accepted connections open now), requests (started),
+  // reading (a request header), writing (a request being answered), waiting
+  // (idle keep-alive).
+#define VIGIL_TOTAL_FIELD(member, ...) SharedCounter member;
+  VIGIL_SHARED_TOTALS(VIGIL_TOTAL_FIELD)
+#undef VIGIL_TOTAL_FIELD
   WorkerSlot workers[kMaxWorkers];
 };
 

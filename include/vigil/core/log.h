@@ -17,6 +17,10 @@ std::string_view log_level_name(LogLevel level);
 // Parses "debug".."emerg" (nginx spells error as "error"); false when unknown.
 bool parse_log_level(std::string_view name, LogLevel* out);
 
+// Lifetime: everything that keeps a Log* (EventLoop, Listening, Connection,
+// Event, PeerConnection) keeps it unowned; the Log must outlive them all. A
+// Log owns its file descriptor (closed by the destructor, or by reopen()).
+// Log::global() lives for the whole process.
 class Log {
  public:
   Log();  // stderr, level notice

@@ -34,8 +34,6 @@ class Backend {
   // kEvClose, del only clears the bookkeeping: the fd is about to be closed.
   virtual Status add(Event& ev, unsigned flags) = 0;
   virtual Status del(Event& ev, unsigned flags) = 0;
-  virtual Status enable(Event& ev, unsigned flags) { return add(ev, flags); }
-  virtual Status disable(Event& ev, unsigned flags) { return del(ev, flags); }
 
   // Both directions at once, edge-triggered, for the connection's lifetime.
   // Level-triggered backends register the read direction only.

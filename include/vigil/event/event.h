@@ -41,17 +41,21 @@ struct QueueNode {
   bool linked() const { return next != nullptr; }
 };
 
+// Lifetime: a connection's events belong to the pool (see connection.h). An
+// Event of your own (a timer, say) must outlive its armed timer and any
+// posting: delete the timer (EventLoop::del_timer) and remove it from a
+// posted queue (PostedQueue::remove) before it goes away.
 class Event {
  public:
-  void* data = nullptr;  // the owner: usually the Connection
+  // The owner, not owned: the Connection for a connection's events, anything
+  // for an Event of your own (owner<T>() casts it back).
+  void* data = nullptr;
   EventHandler handler = nullptr;
 
   unsigned write : 1 = 0;     // write event (0: read event)
   unsigned accept : 1 = 0;    // read event of a listening socket
   unsigned active : 1 = 0;    // registered with the backend
-  unsigned disabled : 1 = 0;
   unsigned ready : 1 = 0;  // the kernel said readable/writable; cleared on EAGAIN
-  unsigned oneshot : 1 = 0;
   unsigned eof : 1 = 0;  // the peer closed its side
   unsigned error : 1 = 0;
   unsigned timedout : 1 = 0;
@@ -60,7 +64,6 @@ class Event {
   unsigned deferred_accept : 1 = 0;
   unsigned pending_eof : 1 = 0;  // EPOLLRDHUP seen: a short read means EOF
   unsigned posted : 1 = 0;
-  unsigned closed : 1 = 0;
   unsigned cancelable : 1 = 0;  // a timer that must not delay graceful shutdown
 
   // read: bytes known to be readable, -1 when unknown; accept: 1 = multi_accept.
@@ -70,7 +73,7 @@ class Event {
   std::uint32_t index = kNoIndex;
   static constexpr std::uint32_t kNoIndex = 0xffffffffu;
 
-  Log* log = nullptr;
+  Log* log = nullptr;  // not owned; must outlive the event's use
   TimerNode timer;
   QueueNode queue;
 
@@ -89,19 +92,14 @@ class Event {
 // ---- backend capability flags (nginx's ngx_event_flags) ----------------------
 inline constexpr unsigned kCapLevel = 1u << 0;   // level-triggered (poll, select)
 inline constexpr unsigned kCapClear = 1u << 1;   // edge-triggered (epoll ET, io_uring)
-inline constexpr unsigned kCapGreedy = 1u << 2;  // a read that filled the buffer must be retried
 inline constexpr unsigned kCapEpoll = 1u << 3;   // EPOLLRDHUP / pending_eof available
-inline constexpr unsigned kCapFd = 1u << 4;      // events are per fd (poll/select table)
 inline constexpr unsigned kCapExclusive = 1u << 5;  // EPOLLEXCLUSIVE on listening sockets
 
 // ---- flags for add/del ------------------------------------------------------
 inline constexpr unsigned kEvLevel = 0;
 inline constexpr unsigned kEvClear = 1u << 0;      // edge-triggered registration
-inline constexpr unsigned kEvOneshot = 1u << 1;
 inline constexpr unsigned kEvExclusive = 1u << 2;  // EPOLLEXCLUSIVE
 inline constexpr unsigned kEvClose = 1u << 3;      // del: the fd is about to be closed
-inline constexpr unsigned kEvDisable = 1u << 4;
-inline constexpr unsigned kEvFlush = 1u << 5;
 
 // ---- flags for process_events -----------------------------------------------
 inline constexpr unsigned kProcUpdateTime = 1u << 0;  // refresh the cached time after the wait

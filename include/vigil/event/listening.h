@@ -35,17 +35,26 @@ class Listening {
   bool ipv6only = true;
 
   Handler handler = nullptr;  // called with every accepted connection
-  void* servers = nullptr;    // the protocol's configuration for this address
+  // The protocol's configuration for this address, not owned: it must live
+  // as long as the Listening (the server keeps the configuration that made
+  // it until every worker using it has exited).
+  void* servers = nullptr;
   std::size_t pool_size = 512;  // first arena block of accepted connections (grows as needed)
+  // Not owned; the log of accepted connections. Must outlive the Listening
+  // and its connections.
   Log* log = nullptr;
 
-  Connection* connection = nullptr;  // its connection in the worker's pool
-  bool inherited = false;            // received from the previous master (reload)
+  // Its connection in a loop's pool, set by EventLoop::add_listening and
+  // valid until EventLoop::close_listening or the loop's end. The Listening
+  // itself must outlive its registration with a loop.
+  Connection* connection = nullptr;
+  bool inherited = false;  // received from the previous master (reload)
 
   // Parses "127.0.0.1:8080", "[::1]:8080", "*:8080", "8080" into addr/addr_text.
   Status set_address(std::string_view text);
   // socket(), SO_REUSEADDR (+ SO_REUSEPORT), bind() (retried `tries` times,
   // 500 ms apart, on EADDRINUSE), listen(). Leaves fd nonblocking, close-on-exec.
+  // On port 0 the kernel's choice is written back into addr and addr_text.
   Status open(int tries = 1);
   void close();
   // The port actually bound (after binding port 0).

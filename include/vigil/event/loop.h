@@ -2,14 +2,28 @@
 // One worker's event loop: the backend, the connection pool, the timer tree and
 // the posted queues, driven by process_events_and_timers() in exactly the order
 // of seed 001 (算法 1).
+//
+// Threads: a loop belongs to the thread that runs it; one loop per thread.
+// Every call on a loop, its pool, its connections and its timers is made on
+// that thread. The one exception is backend().notify(), safe from any thread
+// and from a signal handler: it wakes a waiting loop, which then runs
+// notify_event()'s handler on its own thread (hand work over through your
+// own queue, then notify).
+//
+// Ownership: the loop owns its backend, pool (connections, events, arenas)
+// and queues. It keeps `log` (create) and every Listening (add_listening)
+// without owning them: they must outlive the loop. Destroying the loop does
+// not close connections still open: close them first (close_connection).
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "vigil/core/counters.h"
 #include "vigil/core/process_mutex.h"
 #include "vigil/core/result.h"
+#include "vigil/core/stats.h"
 #include "vigil/event/backend.h"
 #include "vigil/event/pool.h"
 #include "vigil/event/posted.h"
@@ -29,15 +43,12 @@ struct EventLoopConfig {
   Msec timer_resolution = 0;  // 0: refresh the time after every wait
 };
 
-// Figures for /metrics and the tests.
+// Figures for /metrics and the tests: the LOOP entries of VIGIL_WORKER_STATS
+// (vigil/core/stats.h), where each is described. A new one is a line there.
 struct LoopStats {
-  std::uint64_t iterations = 0;
-  std::uint64_t events = 0;            // events reported by the backend
-  std::uint64_t empty_waits = 0;       // waits that returned nothing
-  std::uint64_t timers_expired = 0;
-  std::uint64_t posted_run = 0;
-  std::uint64_t accepted = 0;
-  std::uint64_t accept_mutex_acquired = 0;
+#define VIGIL_LOOP_FIELD(member, ...) std::uint64_t member = 0;
+  VIGIL_WORKER_STATS(VIGIL_LOOP_FIELD, VIGIL_STATS_SKIP, VIGIL_STATS_SKIP)
+#undef VIGIL_LOOP_FIELD
 };
 
 class EventLoop {
@@ -54,6 +65,9 @@ class EventLoop {
   Log& log() { return *log_; }
   const EventLoopConfig& config() const { return cfg_; }
   LoopStats& stats() { return stats_; }
+  // Copies the figures (LoopStats and the pool's) into `slot` for /metrics;
+  // the slot's pid is the caller's business.
+  void publish(WorkerSlot& slot);
 
   PostedQueue& posted_accept() { return posted_accept_; }
   PostedQueue& posted() { return posted_; }

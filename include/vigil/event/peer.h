@@ -34,6 +34,11 @@ inline constexpr unsigned kPeerNext = 1u << 1;
 // may keep it in the keepalive cache and then sets pc.connection to null.
 inline constexpr unsigned kPeerKeepalive = 1u << 2;
 
+// Lifetime: the PeerConnection is the caller's (the upstream layer's or
+// yours) and must outlive the connect attempt. `connection` is set when
+// event_connect_peer returns kPeerOk or kPeerAgain; it is a pool connection
+// like any other, ended with close_connection(*pc.connection) (after which
+// set pc.connection to null: the slot is reused), or handed to pc.free.
 class PeerConnection {
  public:
   Connection* connection = nullptr;
@@ -44,10 +49,10 @@ class PeerConnection {
 
   GetPeerFn get = nullptr;
   FreePeerFn free = nullptr;
-  void* data = nullptr;
+  void* data = nullptr;  // passed to get/free; not owned
 
   int rcvbuf = -1;
-  Log* log = nullptr;
+  Log* log = nullptr;  // not owned; null: the loop's log
   bool cached = false;
 };
 

@@ -12,7 +12,11 @@ namespace vigil::signals {
 namespace {
 
 Flags g_flags;
-void (*volatile g_wake)() = nullptr;
+// The wake-up is process-wide state by nature: a signal is delivered to the
+// process, not to a loop, and its handler can reach nothing else. The
+// worker points it at its one loop while that loop runs.
+void (*volatile g_wake)(void*) = nullptr;
+void* volatile g_wake_arg = nullptr;
 volatile std::sig_atomic_t g_wake_fd = -1;
 
 // Async-signal-safe (signal-safety(7)): it sets a flag and makes one write(2)
@@ -56,7 +60,7 @@ void on_signal(int signo) {
       n = ::write(fd, &one, sizeof one);
     } while (n == -1 && errno == EINTR);
   } else if (auto hook = g_wake) {
-    hook();
+    hook(g_wake_arg);
   }
   errno = saved_errno;
 }
@@ -82,7 +86,11 @@ Status install() {
   return Status::ok();
 }
 
-void set_wake_hook(void (*hook)()) {
+void set_wake_hook(void (*hook)(void*), void* arg) {
+  // The handler runs on this thread: with the hook cleared first and set
+  // last, it never sees a hook with the wrong argument.
+  g_wake = nullptr;
+  g_wake_arg = arg;
   g_wake = hook;
 }
 

@@ -28,10 +28,12 @@ Flags& flags();
 // Installs the handlers (no SA_RESTART: a waiting epoll_wait returns EINTR)
 // and ignores SIGPIPE, so a write to a closed socket is an EPIPE error.
 Status install();
-// Called from the handlers after setting a flag when no wake fd is set; must
-// be async-signal-safe, allocation included (Backend::notify is not on its
-// failure path: prefer set_wake_fd). Null to clear.
-void set_wake_hook(void (*hook)());
+// Called from the handlers, with `arg`, after setting a flag when no wake fd
+// is set; must be async-signal-safe, allocation included (Backend::notify is
+// not on its failure path: prefer set_wake_fd). Null to clear. The worker
+// passes its loop: the one pointer to a loop the process keeps, because a
+// signal handler has no other way to find it.
+void set_wake_hook(void (*hook)(void*), void* arg = nullptr);
 // An eventfd the handlers write 1 to after setting a flag (the backend's
 // notify fd, Backend::wake_fd()); -1 to clear. Takes precedence over the hook.
 void set_wake_fd(int fd);

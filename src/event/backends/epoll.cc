@@ -41,7 +41,7 @@ int wait_timeout(Msec timer) {
 }  // namespace
 
 unsigned EpollBackend::capabilities() const {
-  unsigned caps = kCapClear | kCapGreedy | kCapEpoll;
+  unsigned caps = kCapClear | kCapEpoll;
 #ifdef EPOLLEXCLUSIVE
   caps |= kCapExclusive;
 #endif

@@ -16,7 +16,7 @@ namespace vigil::backends {
 
 class LevelBackend : public Backend {
  public:
-  unsigned capabilities() const override { return kCapLevel | kCapFd; }
+  unsigned capabilities() const override { return kCapLevel; }
   Status add_conn(Connection& c) override { return add(*c.read, 0); }
   // Deletes whichever directions are registered.
   Status del_conn(Connection& c, unsigned flags) override {

@@ -43,7 +43,7 @@ class UringBackend final : public Backend {
   UringBackend& operator=(const UringBackend&) = delete;
 
   std::string_view name() const override { return "io_uring"; }
-  unsigned capabilities() const override { return kCapClear | kCapGreedy | kCapEpoll; }
+  unsigned capabilities() const override { return kCapClear | kCapEpoll; }
 
   Status init(EventLoop& loop, const BackendConfig& cfg) override;
   void done() override;

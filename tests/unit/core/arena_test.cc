@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory_resource>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,74 @@ TEST(Arena, DupCopies) {
   const char text[] = "abc";
   char* d = arena.dup(text, 3);
   EXPECT_EQ(std::string(d, 3), "abc");
+}
+
+// An upstream that gives `budget` bytes and then fails as std::pmr does: by
+// throwing std::bad_alloc.
+class Limited : public std::pmr::memory_resource {
+ public:
+  explicit Limited(std::size_t budget) : budget_(budget) {}
+  std::size_t failures = 0;
+  void set_budget(std::size_t b) { budget_ = b; }
+
+ private:
+  void* do_allocate(std::size_t n, std::size_t a) override {
+    if (n > budget_) {
+      ++failures;
+      throw std::bad_alloc();
+    }
+    budget_ -= n;
+    return std::pmr::new_delete_resource()->allocate(n, a);
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t a) override {
+    std::pmr::new_delete_resource()->deallocate(p, n, a);
+  }
+  bool do_is_equal(const memory_resource& o) const noexcept override { return this == &o; }
+  std::size_t budget_;
+};
+
+struct Pair {
+  int a = 1;
+  int b = 2;
+};
+
+TEST(Arena, AllocationFailureIsNullNotAnException) {
+  Limited up(0);  // nothing at all
+  Arena arena(256, &up);
+  static_assert(noexcept(arena.alloc(1)));
+  static_assert(noexcept(arena.dup("x", 1)));
+  static_assert(noexcept(arena.make<Pair>()));
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_NO_THROW(p = arena.alloc(64));
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(arena.make<Pair>(), nullptr);
+  EXPECT_EQ(arena.dup("abc", 3), nullptr);
+  EXPECT_EQ(up.failures, 3u);
+
+  // Memory again: the same arena works.
+  up.set_budget(1 << 20);
+  Pair* pair = arena.make<Pair>();
+  ASSERT_NE(pair, nullptr);
+  EXPECT_EQ(pair->b, 2);
+  char* d = arena.dup("abc", 3);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(std::string(d, 3), "abc");
+}
+
+TEST(Arena, FailsWhenTheBlocksRunOutMidway) {
+  Limited up(4096);
+  Arena arena(1024, &up);
+  std::size_t ok = 0;
+  void* last = nullptr;
+  for (int i = 0; i < 100; ++i) {
+    last = arena.alloc(512);
+    if (last == nullptr) break;
+    ++ok;
+  }
+  EXPECT_EQ(last, nullptr) << "4 KiB cannot hold 100 x 512 bytes";
+  EXPECT_GE(ok, 1u);
+  EXPECT_LT(ok, 8u);
+  EXPECT_GE(up.failures, 1u);
 }
 
 }  // namespace

@@ -148,8 +148,9 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
     std::uint64_t handled0 = counters->handled.get();
     std::uint64_t active0 = counters->active.get();
     std::vector<int> clients;
+    // Blocking connects: each returns once its connection is in the queue.
     for (int i = 0; i < 5; ++i) clients.push_back(test::connect_loopback(ls.port()));
-    ::usleep(20000);
+    ASSERT_TRUE(test::readable(ls.fd, 2000));
     g_accepted = 0;
     loop.process_events_and_timers();
     // Without multi_accept one readiness report accepts one connection.

@@ -79,7 +79,7 @@ TEST(LoopAccept, ExclusiveAcceptsBeforeOtherHandlers) {
   ASSERT_EQ(::write(sv[1], "x", 1), 1);  // ready first
   int client = test::connect_loopback(f.ls.port());
   ASSERT_GE(client, 0);
-  ::usleep(20000);
+  ASSERT_TRUE(test::readable(f.ls.fd, 2000)) << "the connection waits in the listen queue";
   g_order.clear();
   f.loop->process_events_and_timers();
   ASSERT_EQ(g_order.size(), 2u);
@@ -138,7 +138,7 @@ TEST(LoopAccept, BusyWorkerGivesUpItsListeningEvents) {
   f.loop->accept_disabled = 2;
   int client = test::connect_loopback(f.ls.port());
   ASSERT_GE(client, 0);
-  ::usleep(20000);
+  ASSERT_TRUE(test::readable(f.ls.fd, 2000)) << "the connection waits in the listen queue";
   g_order.clear();
   pass(*f.loop);
   EXPECT_FALSE(f.ls.connection->read->active);

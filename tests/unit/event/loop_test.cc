@@ -79,7 +79,7 @@ TEST_P(LoopOrder, OnePassRunsStagesInSeedOrder) {
   // A client waiting in the listen queue.
   int client = test::connect_loopback(ls.port());
   ASSERT_GE(client, 0);
-  ::usleep(20000);
+  ASSERT_TRUE(test::readable(ls.fd, 2000)) << "the connection waits in the listen queue";
 
   loop.process_events_and_timers();
   std::vector<std::string> want{"accept", "unlock", "timer", "next", "read"};

@@ -1,0 +1,68 @@
+// The figures are defined once (vigil/core/stats.h): LoopStats, WorkerSlot,
+// the publisher and /metrics all come from the lists, so every figure the
+// loop counts reaches the slot, under a valid, unique metric name.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+
+#include "vigil/core/counters.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil {
+namespace {
+
+TEST(Stats, PublishCopiesEveryLoopAndPoolFigure) {
+  EventLoopConfig cfg;
+  cfg.connections = 37;
+  auto created = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(created) << created.status().to_string();
+  EventLoop& loop = *created.value();
+  std::uint64_t v = 1000;
+#define SET_FIGURE(member, ...) loop.stats().member = ++v;
+  VIGIL_WORKER_STATS(SET_FIGURE, VIGIL_STATS_SKIP, VIGIL_STATS_SKIP)
+#undef SET_FIGURE
+  Connection* c = loop.pool().get(-1, Log::global());
+  ASSERT_NE(c, nullptr);
+
+  WorkerSlot slot;
+  loop.publish(slot);
+  v = 1000;
+  int figures = 0;
+#define CHECK_FIGURE(member, ...) \
+  EXPECT_EQ(slot.member.load(), ++v) << #member; \
+  ++figures;
+  VIGIL_WORKER_STATS(CHECK_FIGURE, VIGIL_STATS_SKIP, VIGIL_STATS_SKIP)
+#undef CHECK_FIGURE
+  EXPECT_GE(figures, 7);
+  EXPECT_EQ(slot.connections_used.load(), 1u);
+  EXPECT_EQ(slot.connections_max.load(), 37u);
+  EXPECT_EQ(slot.pid.load(), 0) << "the pid is the caller's to set";
+  loop.pool().free(*c);
+}
+
+TEST(Stats, MetricNamesAreUniqueAndFollowPrometheusConventions) {
+  struct Figure {
+    std::string name, type, help;
+  };
+  std::vector<Figure> all;
+#define COLLECT(member, name, type, help) all.push_back({name, type, help});
+  VIGIL_SHARED_TOTALS(COLLECT)
+  VIGIL_WORKER_STATS(COLLECT, COLLECT, COLLECT)
+#undef COLLECT
+  std::set<std::string> names;
+  const std::regex valid("vigil_[a-z_]+");
+  for (const Figure& f : all) {
+    EXPECT_TRUE(std::regex_match(f.name, valid)) << f.name;
+    EXPECT_TRUE(names.insert(f.name).second) << "twice: " << f.name;
+    EXPECT_TRUE(f.type == "counter" || f.type == "gauge") << f.name;
+    EXPECT_EQ(f.type == "counter", f.name.ends_with("_total")) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+  }
+  EXPECT_GE(all.size(), 17u) << "7 totals and 10 per-worker figures at least";
+}
+
+}  // namespace
+}  // namespace vigil
