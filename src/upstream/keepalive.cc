@@ -139,7 +139,6 @@ Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer) {
     i->peer = nullptr;
     loop.pool().reusable(*c, false);
     loop.del_timer(*c->read);
-    c->idle = 0;
     c->data = nullptr;
     c->read->handler = dummy_handler;
     c->write->handler = dummy_handler;
@@ -161,7 +160,6 @@ bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c) {
 
   c.data = &item;
   c.log = &loop.log();
-  c.idle = 1;
   c.read->handler = close_handler;
   c.write->handler = dummy_handler;
   loop.del_timer(*c.write);

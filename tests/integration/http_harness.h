@@ -212,17 +212,3 @@ inline std::string simple_get(const std::string& target, const std::string& host
 }
 
 }  // namespace vigil::test
-
-namespace vigil::test {
-
-// Polls `done` every few milliseconds until it holds or `timeout_ms` passed.
-inline bool wait_until(const std::function<bool()>& done, int timeout_ms = 3000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    ::usleep(5000);
-  }
-}
-
-}  // namespace vigil::test
