@@ -304,7 +304,7 @@ void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc) {
   // Our FIN goes out after the response; reading what the client still sends
   // keeps the kernel from answering it with a RST that could destroy the
   // response in flight (RFC 9112 §9.6).
-  if (::shutdown(c.fd, SHUT_WR) == -1) {
+  if (shutdown_write(c) == -1) {
     VIGIL_LOG(*c.log, kInfo, errno, "*%llu shutdown() failed",
               static_cast<unsigned long long>(c.number));
     close_connection(hc);

@@ -125,6 +125,12 @@ int metrics_handler(Request& r) {
       {"vigil_worker_accept_mutex_acquired_total", "counter", "Times the accept mutex was taken."},
       {"vigil_worker_connections_used", "gauge", "Connection slots in use."},
       {"vigil_worker_connections_max", "gauge", "worker_connections."},
+      {"vigil_worker_uring_sqes_submitted_total", "counter", "io_uring requests submitted."},
+      {"vigil_worker_uring_cqes_reaped_total", "counter", "io_uring completions reaped."},
+      {"vigil_worker_uring_enters_per_pass", "gauge",
+       "io_uring_enter calls per loop pass, on average."},
+      {"vigil_worker_uring_buffer_ring_misses_total", "counter",
+       "Receives that found the provided buffer ring empty."},
   };
   for (std::size_t m = 0; m < std::size(kPer); ++m) {
     t.printf("# HELP %s %s\n# TYPE %s %s\n", kPer[m].name, kPer[m].help, kPer[m].name,
@@ -164,8 +170,22 @@ int metrics_handler(Request& r) {
         case 8:
           t.printf("%llu\n", get(slot.connections_used));
           break;
-        default:
+        case 9:
           t.printf("%llu\n", get(slot.connections_max));
+          break;
+        case 10:
+          t.printf("%llu\n", get(slot.sqes_submitted));
+          break;
+        case 11:
+          t.printf("%llu\n", get(slot.cqes_reaped));
+          break;
+        case 12: {
+          const double it = static_cast<double>(get(slot.iterations));
+          t.printf("%.3f\n", it > 0 ? static_cast<double>(get(slot.enters)) / it : 0.0);
+          break;
+        }
+        default:
+          t.printf("%llu\n", get(slot.ring_buffer_misses));
           break;
       }
     }

@@ -130,6 +130,10 @@ void publish(WorkerSlot& slot, EventLoop& loop) {
   slot.accept_mutex_acquired.store(st.accept_mutex_acquired, kRelaxed);
   slot.connections_used.store(pool.size() - pool.free_count(), kRelaxed);
   slot.connections_max.store(pool.size(), kRelaxed);
+  slot.sqes_submitted.store(st.sqes_submitted, kRelaxed);
+  slot.cqes_reaped.store(st.cqes_reaped, kRelaxed);
+  slot.enters.store(st.enters, kRelaxed);
+  slot.ring_buffer_misses.store(st.ring_buffer_misses, kRelaxed);
 }
 
 // Connections this worker is still serving (listening sockets excluded once

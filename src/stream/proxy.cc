@@ -92,7 +92,7 @@ bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_s
   // Everything the side sent is delivered: pass its EOF on as a half-close.
   if (src_eof && buf.pos == buf.last && !dst_shut) {
     dst_shut = true;
-    if (::shutdown(dst.fd, SHUT_WR) == -1 && errno != ENOTCONN) return false;
+    if (shutdown_write(dst) == -1 && errno != ENOTCONN) return false;
   }
   return true;
 }

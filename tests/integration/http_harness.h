@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -43,6 +44,13 @@ inline int free_port() {
   }
   ::close(fd);
   return port;
+}
+
+// "use <VIGIL_TEST_USE>;" unless the events block names a backend itself.
+inline std::string with_test_backend(const std::string& events) {
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  if (use == nullptr || *use == '\0' || events.find("use ") != std::string::npos) return "";
+  return std::string("\nuse ") + use + ";";
 }
 
 inline bool send_all(int fd, std::string_view data) {
@@ -197,12 +205,15 @@ class VigilServer {
 
   // Writes conf/vigil.conf: `main` directives, an events block, and `http`
   // as the body of the http block; starts the server and waits for it.
+  // The backend is the events block's `use`, or VIGIL_TEST_USE (CTest runs
+  // the HTTP suites once more with VIGIL_TEST_USE=io_uring).
   bool start(const std::string& http, const std::string& main = "",
              const std::string& events = "worker_connections 1024;") {
     std::string conf =
         "daemon off;\nmaster_process off;\nerror_log stderr info;\n"
         "pid logs/vigil.pid;\n" +
-        main + "\nevents {\n" + events + "\n}\nhttp {\n" + http + "\n}\n";
+        main + "\nevents {\n" + events + with_test_backend(events) + "\n}\nhttp {\n" + http +
+        "\n}\n";
     write("conf/vigil.conf", conf);
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{kVigil, "-p", dir_, "-c", "conf/vigil.conf"});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -16,10 +17,17 @@ namespace {
 
 using test::Harness;
 
+// The backend: VIGIL_TEST_USE when set (CTest runs this suite on io_uring too).
+std::string events_block() {
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  if (use == nullptr || *use == '\0') return "events { }\n";
+  return std::string("events { use ") + use + "; }\n";
+}
+
 std::string http_conf(int port, int workers, const std::string& extra = "") {
   return "daemon off;\nerror_log stderr notice;\nworker_processes " + std::to_string(workers) +
-         ";\n" + extra +
-         "events { }\nhttp {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
+         ";\n" + extra + events_block() +
+         "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
          std::to_string(port) + ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
 }
 

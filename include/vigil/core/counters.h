@@ -37,6 +37,11 @@ struct alignas(kCacheLine) WorkerSlot {
   std::atomic<std::uint64_t> accept_mutex_acquired{0};
   std::atomic<std::uint64_t> connections_used{0};
   std::atomic<std::uint64_t> connections_max{0};
+  // io_uring (zero on the other backends).
+  std::atomic<std::uint64_t> sqes_submitted{0};
+  std::atomic<std::uint64_t> cqes_reaped{0};
+  std::atomic<std::uint64_t> enters{0};
+  std::atomic<std::uint64_t> ring_buffer_misses{0};
 };
 
 struct SharedCounters {

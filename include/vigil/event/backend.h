@@ -53,6 +53,17 @@ class Backend {
   // to posted). Stale events (fd == -1 or instance mismatch) are dropped.
   // EINTR is not an error.
   virtual Status process_events(Msec timer, unsigned flags) = 0;
+
+  // Completion-based I/O (io_uring): the backend may give a connection of its
+  // loop's pool its own recv/send functions. The default installs the socket
+  // primitives (unix_recv, unix_send, readv_chain, writev_chain).
+  virtual void init_io(Connection& c);
+  // close_connection() of a ring connection (c.ring): the backend stops its
+  // requests. True: the backend took over closing c.fd (sends still in
+  // flight drain first); false: the caller closes it.
+  virtual bool release(Connection& /*c*/) { return false; }
+  // shutdown(SHUT_WR) after the data already accepted for sending.
+  virtual int shutdown_write(Connection& c);
 };
 
 // Names of the backends compiled in, best first.

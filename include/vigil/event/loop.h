@@ -38,6 +38,13 @@ struct LoopStats {
   std::uint64_t posted_run = 0;
   std::uint64_t accepted = 0;
   std::uint64_t accept_mutex_acquired = 0;
+  // io_uring only (zero elsewhere): requests handed to the kernel, completions
+  // reaped, io_uring_enter calls, and receives that found the provided buffer
+  // ring empty (the connection fell back to recv(2)).
+  std::uint64_t sqes_submitted = 0;
+  std::uint64_t cqes_reaped = 0;
+  std::uint64_t enters = 0;
+  std::uint64_t ring_buffer_misses = 0;
 };
 
 class EventLoop {
