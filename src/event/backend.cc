@@ -62,4 +62,13 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view name) {
   return backend;
 }
 
+Status probe_backend(std::string_view name) {
+  auto backend = make_backend(name);
+  if (!backend) return backend.status();
+#if VIGIL_HAVE_URING
+  if (name == "io_uring") return backends::UringBackend::probe();
+#endif
+  return Status::ok();
+}
+
 }  // namespace vigil

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test_process.h"
 
@@ -156,6 +157,31 @@ TEST_F(Cli, StartsOnTheEmbeddedDefaultAndStopsOnSigterm) {
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(), 0) << server.output();
 }
+
+
+#if VIGIL_HAVE_URING
+// `use io_uring` on a kernel without it (io_uring_setup fails with ENOSYS,
+// simulated by a seccomp filter): a clear [emerg] with file:line at -t and
+// at start, never a worker that dies later.
+TEST_F(Cli, UseIoUringOnAKernelWithoutItIsAnEmerg) {
+  write("conf/u.conf", "daemon off;\nmaster_process off;\nerror_log stderr notice;\n"
+                       "events {\n    use io_uring;\n}\n");
+  const std::string wrap = std::string(VIGIL_SUPPORT_DIR) + "/without_io_uring";
+  for (bool test_only : {true, false}) {
+    std::vector<std::string> argv{wrap, kVigil, "-p", dir_, "-c", "conf/u.conf"};
+    if (test_only) argv.push_back("-t");
+    auto [rc, out] = test::run(argv);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("[emerg] io_uring is not available on this kernel"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find(dir_ + "/conf/u.conf:5"), std::string::npos) << out;
+    if (test_only) EXPECT_NE(out.find("test failed"), std::string::npos) << out;
+  }
+  // The same file is fine where io_uring works.
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/u.conf", "-t"});
+  EXPECT_EQ(rc, 0) << out;
+}
+#endif
 
 }  // namespace
 }  // namespace vigil

@@ -70,5 +70,8 @@ class Backend {
 std::vector<std::string_view> backend_names();
 // "epoll", "poll", "select", "io_uring"; empty: the best available.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name);
+// Whether `name` can run here: compiled in, and (io_uring) a ring can be set
+// up on this kernel. The error says why not.
+Status probe_backend(std::string_view name);
 
 }  // namespace vigil

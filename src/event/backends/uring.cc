@@ -51,6 +51,17 @@ unsigned poll_mask(const Event& ev) {
 
 }  // namespace
 
+Status UringBackend::probe() {
+  io_uring ring{};
+  const int rc = ::io_uring_queue_init(2, &ring, 0);
+  if (rc < 0) {
+    return Status::error("io_uring is not available on this kernel: io_uring_queue_init() failed",
+                         -rc);
+  }
+  ::io_uring_queue_exit(&ring);
+  return Status::ok();
+}
+
 Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   done();
   loop_ = &loop;

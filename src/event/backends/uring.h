@@ -78,6 +78,10 @@ class UringBackend final : public Backend {
   std::string_view name() const override { return "io_uring"; }
   unsigned capabilities() const override { return kCapClear | kCapGreedy | kCapEpoll; }
 
+  // Can this kernel set up a ring at all (io_uring_setup: ENOSYS on old
+  // kernels, EPERM when io_uring_disabled or seccomp refuse it)?
+  static Status probe();
+
   Status init(EventLoop& loop, const BackendConfig& cfg) override;
   void done() override;
 
