@@ -182,6 +182,10 @@ void BM_PingPong_vigil(benchmark::State& state, const char* backend) {
 }
 BENCHMARK_CAPTURE(BM_PingPong_vigil, epoll, "epoll")->Arg(1)->Arg(100)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PingPong_vigil, poll, "poll")->Arg(1)->Arg(100)->UseRealTime();
+#if VIGIL_HAVE_URING
+// Completion-based: accepted connections recv/send through the ring.
+BENCHMARK_CAPTURE(BM_PingPong_vigil, io_uring, "io_uring")->Arg(1)->Arg(100)->UseRealTime();
+#endif
 
 // ---- libevent ------------------------------------------------------------------
 #ifdef VIGIL_HAVE_LIBEVENT

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <new>
 
@@ -70,22 +71,31 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   // queue is sized for all of them; the kernel keeps overflow (FEAT_NODROP)
   // but that costs a syscall to flush.
   const auto sq_entries = static_cast<unsigned>(std::clamp<std::size_t>(cfg.events, 64, 4096));
-  // Only this thread submits and reaps (SINGLE_ISSUER, 6.0), and completion
-  // work does not interrupt the worker with an IPI (COOP_TASKRUN, 5.19): it
-  // runs when we enter anyway. Each is dropped when the kernel refuses it
-  // (EINVAL). DEFER_TASKRUN is not used: Linux 6.x runs at most 20 deferred
-  // completions per wait of one, so a pass with a thousand ready sockets
-  // takes fifty enters (measured by AThousandConnectionsAllReported).
+  // Completion work does not interrupt the worker with an IPI (COOP_TASKRUN,
+  // 5.19): it runs when we enter anyway. Dropped when the kernel refuses it
+  // (EINVAL). Not used:
+  //  - SINGLE_ISSUER makes the creating thread the only one that may submit,
+  //    and a library loop may be created on one thread and run on another
+  //    (bench/micro/pingpong_bench.cc does);
+  //  - DEFER_TASKRUN (which needs SINGLE_ISSUER) runs at most 20 deferred
+  //    completions per wait of one on Linux 6.x, so a pass with a thousand
+  //    ready sockets takes fifty enters (AThousandConnectionsAllReported).
   const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
   const unsigned tries[] = {
-      base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
       base | IORING_SETUP_COOP_TASKRUN,
       base,
       0,  // a kernel older than CQSIZE/CLAMP: default sizes
   };
+  // VIGIL_URING_SETUP (a number) replaces the first choice: for measuring
+  // the flags, not for production.
+  unsigned first = tries[0];
+  if (const char* env = std::getenv("VIGIL_URING_SETUP"); env != nullptr && *env != '\0') {
+    first = base | static_cast<unsigned>(std::strtoul(env, nullptr, 0));
+  }
   io_uring_params params{};
   int rc = -EINVAL;
   for (unsigned f : tries) {
+    if (f == tries[0]) f = first;
     params = io_uring_params{};
     params.flags = f;
     params.cq_entries = static_cast<unsigned>(
@@ -116,24 +126,15 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
     st = arm(nev, notify_.fd());
     if (st) nev.active = 1;
   }
-  if (st) {
-    rc = ::io_uring_submit(&ring_);
-    if (rc < 0) st = Status::sys("io_uring_submit()", -rc);
+  // Multishot poll needs Linux 5.13, which also brought IORING_FEAT_RSRC_TAGS:
+  // without it the notify poll would fail, which would only show as a dead
+  // notify. Nothing is submitted here: the loop's thread submits at its
+  // first pass, so the requests' completion work runs on that thread (a
+  // loop may be created on one thread and run on another).
+  if (st && (params.features & IORING_FEAT_RSRC_TAGS) == 0) {
+    st = Status::error("io_uring is not usable: this kernel has no multishot poll (Linux 5.13)");
   }
-  if (st) {
-    // Multishot poll needs Linux 5.13; an older kernel fails the request at
-    // once, which would otherwise only show as a dead notify.
-    io_uring_cqe* cqe = nullptr;
-    if (::io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr && cqe->res < 0) {
-      st = Status::error("io_uring is not usable: multishot poll failed", -cqe->res);
-      ::io_uring_cqe_seen(&ring_, cqe);
-    }
-  }
-  if (st) {
-    // One fewer fd lookup per io_uring_enter (5.18); optional.
-    (void)::io_uring_register_ring_fd(&ring_);
-    st = init_ring_io(cfg);
-  }
+  if (st) st = init_ring_io(cfg);
   if (!st) {
     done();
     return st;
@@ -178,6 +179,7 @@ void UringBackend::done() {
     done_ring_io();
     ::io_uring_queue_exit(&ring_);
     ring_open_ = false;
+    ring_fd_registered_ = false;
   }
   notify_.close();
   cqes_.reset();
@@ -315,6 +317,14 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
   if (lingering_ > 0) {
     expire_lingering();
     timer = linger_wait(timer);
+  }
+  if (!ring_fd_registered_) {
+    // One fewer fd lookup per io_uring_enter (5.18; optional). The
+    // registration belongs to the calling thread, so it is made by the
+    // thread that runs the loop, at its first pass, not by the one that
+    // created it.
+    ring_fd_registered_ = true;
+    (void)::io_uring_register_ring_fd(&ring_);
   }
   LoopStats& stats = loop_->stats();
   stats.sqes_submitted += ::io_uring_sq_ready(&ring_);

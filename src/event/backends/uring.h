@@ -186,6 +186,7 @@ class UringBackend final : public Backend {
   EventLoop* loop_ = nullptr;
   io_uring ring_{};
   bool ring_open_ = false;
+  bool ring_fd_registered_ = false;
   bool skip_success_ = false;  // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
   std::unique_ptr<io_uring_cqe*[]> cqes_;
   std::unique_ptr<Completion[]> batch_;
