@@ -241,7 +241,7 @@ Status UringBackend::cancel(std::uint64_t user_data) {
 
 Status UringBackend::add(Event& ev, unsigned flags) {
   auto* rc = ev.owner<Connection>();
-  if (rc->ring) {
+  if (rc->ring && !leave_ring_if_replaced(*rc)) {
     // A ring connection: reads are completions of its receive, writes the
     // completions of its sends; nothing is polled.
     ev.active = 1;
@@ -291,7 +291,7 @@ Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see 
 }
 
 Status UringBackend::add_conn(Connection& c) {
-  if (c.ring) {
+  if (c.ring && !leave_ring_if_replaced(c)) {
     Status st = add(*c.read, kEvClear);
     c.write->active = 1;
     return st;

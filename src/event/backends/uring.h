@@ -168,6 +168,7 @@ class UringBackend final : public Backend {
   Status init_ring_io(const BackendConfig& cfg);
   void done_ring_io();
   Slot* slot_of(const Connection& c);
+  bool leave_ring_if_replaced(Connection& c);
   Connection* owner_of(std::uint64_t user_data);
   Status arm_recv(Connection& c, Slot& s);
   void recycle(std::uint32_t bid);

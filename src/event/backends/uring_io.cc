@@ -141,6 +141,21 @@ void UringBackend::init_io(Connection& c) {
   s = Slot{};
 }
 
+bool UringBackend::leave_ring_if_replaced(Connection& c) {
+  if (c.recv == recv_fn && c.send == send_fn && c.recv_chain == recv_chain_fn &&
+      c.send_chain == send_chain_fn) {
+    return false;
+  }
+  // The protocol installed its own I/O (TLS reads the socket itself): the
+  // connection goes back to readiness, if the ring holds nothing of it yet.
+  Slot* s = slot_of(c);
+  if (s != nullptr && (s->recv_live || s->pending > 0 || s->out != nullptr || s->pollout_live)) {
+    return false;
+  }
+  c.ring = 0;
+  return true;
+}
+
 UringBackend::Slot* UringBackend::slot_of(const Connection& c) {
   if (!slots_) return nullptr;
   const Connection* base = loop_->pool().connections();

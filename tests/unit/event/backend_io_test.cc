@@ -91,6 +91,29 @@ TEST_P(BackendIoTest, RecvUntilAgainThenReadyAgainOnNewData) {
   EXPECT_EQ(p.recv_errno, 0);
 }
 
+// A protocol that installs its own I/O functions after accept (TLS reads
+// the socket itself) gets plain readiness: nothing of its data is taken by
+// the backend.
+TEST_P(BackendIoTest, ReplacedIoFunctionsGetReadiness) {
+  auto [fd, peer] = tcp_pair();
+  ASSERT_NE(fd, -1);
+  Probe p;
+  p.consume = true;
+  Connection* c = attach(fd, &p, on_read, on_write);  // on_read: recv(2) on the fd
+  ASSERT_NE(c, nullptr);
+  loop_->backend().init_io(*c);
+  c->recv = unix_recv;
+  c->send = unix_send;
+  c->recv_chain = readv_chain;
+  c->send_chain = writev_chain;
+  ASSERT_OK(loop_->handle_read_event(*c->read));
+  EXPECT_FALSE(c->ring);
+  write_some(peer.get(), "direct");
+  ASSERT_TRUE(run_until([&] { return p.data == "direct"; }));
+  write_some(peer.get(), " again");
+  ASSERT_TRUE(run_until([&] { return p.data == "direct again"; }));
+}
+
 // Sends go out in order and completely while the peer reads slowly: every
 // short send (a full socket buffer) is finished later.
 TEST_P(BackendIoTest, ShortSendIsCompletedLater) {
