@@ -175,6 +175,7 @@ void UringBackend::done() {
     // peer would not see our FIN. Cancel and reap here, so done() leaves
     // nothing behind. (The exit work still queues task work to this thread,
     // which ends its next blocking wait once with EINTR: harmless.)
+    drain_lingering();
     cancel_everything();
     done_ring_io();
     ::io_uring_queue_exit(&ring_);

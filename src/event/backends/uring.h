@@ -171,6 +171,7 @@ class UringBackend final : public Backend {
   bool leave_ring_if_replaced(Connection& c);
   Connection* owner_of(std::uint64_t user_data);
   Status arm_recv(Connection& c, Slot& s);
+  bool rearm(Connection& c, Slot& s);  // arm_recv, logging a failure as the connection's error
   void recycle(std::uint32_t bid);
   void drop_received(Slot& s);
   Chunk* get_chunk(Connection& c);
@@ -181,6 +182,7 @@ class UringBackend final : public Backend {
   void on_poll(Connection* c, bool write, const Completion& cqe, unsigned flags);
   void make_ready_write(Connection& c, unsigned flags);
   void finish_orphan(Chunk& k);
+  void drain_lingering();
   void expire_lingering();
   Msec linger_wait(Msec timer) const;
 

@@ -299,11 +299,13 @@ long UringBackend::ring_recv(Connection& c, char* buf, std::size_t size) {
     if (s.pending == 0) {
       if (s.eof) {
         rev.eof = 1;  // the next call returns 0
-      } else if (s.error == 0 && s.recv_live) {
-        rev.ready = 0;  // the next completion makes it ready again
+      } else if (s.error == 0) {
+        // Drained: the next completion makes it ready again. A receive that
+        // stopped (no buffers, too much pending) starts again now, so a
+        // handler that stops reading here is still told of new data.
+        rev.ready = 0;
+        if (!s.recv_live) rearm(c, s);
       }
-      // Not live (stopped or cancelled): stay ready, the next call reads
-      // the socket itself.
     }
     return static_cast<long>(copied);
   }
@@ -332,15 +334,21 @@ long UringBackend::ring_recv(Connection& c, char* buf, std::size_t size) {
   // never started): read the socket directly, and arm the receive again
   // once it is drained.
   const long n = unix_recv(c, buf, size);
-  if (n == kIoAgain) {
-    if (Status st = arm_recv(c, s); !st) {
-      rev.error = 1;
-      c.error = 1;
-      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: %s", st.message().c_str());
-      return kIoError;
-    }
+  // Drained (kIoAgain, or a short read): the receive goes on in the kernel.
+  if (n == kIoAgain || (n > 0 && !rev.ready)) {
+    if (!rearm(c, s)) return kIoError;
   }
   return n;
+}
+
+bool UringBackend::rearm(Connection& c, Slot& s) {
+  if (Status st = arm_recv(c, s); !st) {
+    c.read->error = 1;
+    c.error = 1;
+    VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: %s", st.message().c_str());
+    return false;
+  }
+  return true;
 }
 
 long UringBackend::ring_recv_chain(Connection& c, Chain* chain, off_t limit) {

@@ -238,6 +238,30 @@ Msec UringBackend::linger_wait(Msec timer) const {
   return timer;
 }
 
+void UringBackend::drain_lingering() {
+  // The loop is going away (a graceful stop ends when the last connection is
+  // closed): give the sends of closed connections up to a second to finish,
+  // so the last responses are not cut off by the cancel that follows.
+  for (int i = 0; i < 100 && lingering_ > 0; ++i) {
+    if (submit() < 0) return;
+    __kernel_timespec ts{};
+    ts.tv_nsec = 10 * 1000 * 1000;
+    io_uring_cqe* cqe = nullptr;
+    const int rc = ::io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    if (rc < 0 && rc != -ETIME && rc != -EINTR) return;
+    while (::io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+      const Completion done{cqe->user_data, cqe->res, cqe->flags};
+      ::io_uring_cqe_seen(&ring_, cqe);
+      if ((done.user_data >> 63) && uring_tag::kind(done.user_data) == kSend) {
+        const std::uint32_t index = uring_tag::index(done.user_data);
+        if (index < chunks_.size() && chunks_[index]->orphan) on_send(done, 0);
+      } else if ((done.user_data >> 63) && (done.flags & IORING_CQE_F_BUFFER)) {
+        --free_buffers_;  // done_ring_io() frees the buffers anyway
+      }
+    }
+  }
+}
+
 bool UringBackend::release(Connection& c) {
   Slot* s = slot_of(c);
   if (s == nullptr) return false;

@@ -211,6 +211,33 @@ TEST_P(BackendIoTest, SendsInFlightAtCloseAreDelivered) {
   EXPECT_TRUE(got == out.substr(0, got.size()));
 }
 
+// A response sent, the connection closed and the loop destroyed at once (a
+// worker's graceful stop ends so): the peer still gets it all, then the FIN.
+TEST_P(BackendIoTest, SendsJustBeforeTheLoopEndsAreDelivered) {
+  auto [fd, peer] = tcp_pair();
+  ASSERT_NE(fd, -1);
+  Probe p;
+  Connection* c = attach_io(*this, fd, &p);
+  ASSERT_NE(c, nullptr);
+  const std::string out = pattern(12000, 9);
+  ASSERT_EQ(c->send(*c, out.data(), out.size()), static_cast<long>(out.size()));
+  loop_->pool().close_connection(*c);
+  destroy_loop();
+  std::string got;
+  char buf[4096];
+  for (int i = 0; i < 1000; ++i) {
+    const ssize_t r = ::recv(peer.get(), buf, sizeof buf, 0);
+    if (r > 0) {
+      got.append(buf, static_cast<std::size_t>(r));
+      continue;
+    }
+    if (r == 0) break;
+    ASSERT_EQ(errno, EAGAIN) << std::strerror(errno);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(got == out) << got.size() << " of " << out.size() << " bytes";
+}
+
 // The same close, then the slot goes to a new connection at once while the
 // old peer still sends: nothing of the old connection (its data, its
 // receive's or send's completions) reaches the new owner. (ASan checks the
@@ -373,6 +400,13 @@ TEST_P(BackendIoTest, TenThousandConcurrentConnections) {
   ASSERT_NE(child, -1);
   if (child == 0) ::_exit(run_clients(ls.port(), kClients));
 
+  // A tick every 50 ms, so a loop that is told nothing still comes back
+  // to check the child and the deadline (a lost registration fails the
+  // test instead of hanging it).
+  Event tick;
+  tick.data = loop_.get();
+  tick.handler = [](Event& ev) { static_cast<EventLoop*>(ev.data)->add_timer(ev, 50); };
+  loop_->add_timer(tick, 50);
   int status = -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -383,6 +417,7 @@ TEST_P(BackendIoTest, TenThousandConcurrentConnections) {
   if (::waitpid(child, &status, WNOHANG) == 0) {
     ::kill(child, SIGKILL);
     ::waitpid(child, &status, 0);
+    loop_->del_timer(tick);
     FAIL() << "the clients did not finish";
   }
   ASSERT_TRUE(WIFEXITED(status));
@@ -393,6 +428,7 @@ TEST_P(BackendIoTest, TenThousandConcurrentConnections) {
     loop_->process_events_and_timers();
   }
   EXPECT_EQ(loop_->pool().free_count() + 1, loop_->pool().size());
+  loop_->del_timer(tick);
   loop_->close_listening();
 }
 
