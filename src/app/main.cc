@@ -11,6 +11,7 @@
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
+#include "server/modules.h"
 #include "server/runtime.h"
 #include "vigil/core/log.h"
 #include "vigil/event/backend.h"
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
   if (o.help) usage();
   if (o.version || o.help) return 0;
 
-  ConfLoadOptions lo;
+  ConfLoadOptions lo = server_load_options();
   lo.prefix = o.prefix;
   lo.conf_path = o.conf;
   lo.extra_directives = o.directives;

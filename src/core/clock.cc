@@ -17,9 +17,9 @@
 namespace vigil::clock {
 namespace {
 
-constexpr std::size_t kHttpDateLen = sizeof("Sat, 21 Nov 2026 19:03:32 GMT") - 1;
+constexpr std::size_t kImfFixdateLen = sizeof("Sat, 21 Nov 2026 19:03:32 GMT") - 1;
 constexpr std::size_t kErrLogTimeLen = sizeof("2026/11/21 19:03:32") - 1;
-constexpr std::size_t kHttpLogTimeLen = sizeof("21/Nov/2026:19:03:32 +0000") - 1;
+constexpr std::size_t kCommonLogTimeLen = sizeof("21/Nov/2026:19:03:32 +0000") - 1;
 constexpr std::size_t kIso8601Len = sizeof("2026-11-21T19:03:32+00:00") - 1;
 
 constexpr const char kWeekDays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -38,9 +38,9 @@ struct CachedTime {
   std::time_t formatted_sec = 0;
   int formatted_gmtoff = 0;
 
-  char http_date[kHttpDateLen + 1] = {};
+  char imf_fixdate[kImfFixdateLen + 1] = {};
   char err_log_time[kErrLogTimeLen + 1] = {};
-  char http_log_time[kHttpLogTimeLen + 1] = {};
+  char common_log_time[kCommonLogTimeLen + 1] = {};
   char iso8601[kIso8601Len + 1] = {};
 };
 
@@ -122,7 +122,7 @@ char* put_offset(char* p, int minutes, bool colon) {
   return put2(p, m % 60);
 }
 
-std::size_t write_http_date(const Civil& g, char* out) {
+std::size_t write_imf_fixdate(const Civil& g, char* out) {
   char* p = out;
   p = put3(p, kWeekDays[g.wday]);
   *p++ = ',';
@@ -145,7 +145,7 @@ std::size_t write_http_date(const Civil& g, char* out) {
 }
 
 void format_strings(CachedTime& t) {
-  write_http_date(civil_from_seconds(t.sec), t.http_date);
+  write_imf_fixdate(civil_from_seconds(t.sec), t.imf_fixdate);
 
   const Civil l = civil_from_seconds(static_cast<long long>(t.sec) + t.gmtoff_minutes * 60LL);
 
@@ -163,7 +163,7 @@ void format_strings(CachedTime& t) {
   p = put2(p, l.sec);
   *p = '\0';
 
-  p = t.http_log_time;  // 21/Nov/2026:19:03:32 +0000
+  p = t.common_log_time;  // 21/Nov/2026:19:03:32 +0000
   p = put2(p, l.day);
   *p++ = '/';
   p = put3(p, kMonths[l.month - 1]);
@@ -260,14 +260,14 @@ unsigned now_msec_part() {
   return cache().msec;
 }
 
-std::string_view http_date() {
-  return {cache().http_date, kHttpDateLen};
+std::string_view imf_fixdate() {
+  return {cache().imf_fixdate, kImfFixdateLen};
 }
 std::string_view err_log_time() {
   return {cache().err_log_time, kErrLogTimeLen};
 }
-std::string_view http_log_time() {
-  return {cache().http_log_time, kHttpLogTimeLen};
+std::string_view common_log_time() {
+  return {cache().common_log_time, kCommonLogTimeLen};
 }
 std::string_view iso8601() {
   return {cache().iso8601, kIso8601Len};
@@ -281,8 +281,8 @@ void time_update_fixed(std::time_t sec, unsigned msec, Msec mono_msec, int gmtof
   store(t_cache, sec, msec, mono_msec, gmtoff_minutes);
 }
 
-std::size_t format_http_date(std::time_t sec, char* out) {
-  return write_http_date(civil_from_seconds(sec), out);
+std::size_t format_imf_fixdate(std::time_t sec, char* out) {
+  return write_imf_fixdate(civil_from_seconds(sec), out);
 }
 
 bool start_timer_alarm(Msec ms) {

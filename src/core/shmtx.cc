@@ -42,6 +42,16 @@ Status Shmtx::create(ShmtxShared* shared, Mode mode, const std::string& lock_fil
   sh_->wait.store(0);
   // Without a semaphore, waiters fall back to sched_yield(): correct but busier.
   semaphore_ = ::sem_init(&sh_->sem, 1, 0) == 0;
+  sh_->has_sem.store(semaphore_ ? 1 : 0);
+  return Status::ok();
+}
+
+Status Shmtx::attach(ShmtxShared* shared, unsigned spin) {
+  if (shared == nullptr) return Status::error("shmtx: no shared memory given");
+  mode_ = Mode::kAtomic;
+  spin_ = spin;
+  sh_ = shared;
+  semaphore_ = sh_->has_sem.load() != 0;
   return Status::ok();
 }
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <string>
 
-#include "vigil/core/result.h"
 #include "vigil/core/process_mutex.h"
+#include "vigil/core/result.h"
 
 namespace vigil {
 
@@ -24,6 +24,7 @@ struct ShmtxShared {
   std::atomic<std::uint64_t> lock{0};  // 0 or the owner's pid
   std::atomic<std::int64_t> wait{0};   // processes asleep on the semaphore
   sem_t sem;
+  std::atomic<std::uint32_t> has_sem{0};  // create() initialised sem (for attach())
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shmtx needs lock-free atomics");
 
@@ -43,6 +44,10 @@ class Shmtx : public ProcessMutex {
   // a process its own descriptor when it wants one.
   Status create(ShmtxShared* shared, Mode mode = Mode::kAtomic, const std::string& lock_file = "",
                 unsigned spin = kDefaultSpin);
+  // kAtomic only: a second handle on a lock another Shmtx create()d in
+  // `shared` (a shared zone reused across a reload). Unlike create() it
+  // resets nothing: the lock may be held right now.
+  Status attach(ShmtxShared* shared, unsigned spin = kDefaultSpin);
   Status reopen();  // after fork, kFileLock only
   void destroy();   // in the master, after the workers are gone
 

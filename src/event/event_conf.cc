@@ -43,6 +43,10 @@ Module* make_event_module() {
 
 }  // namespace
 
+const EventConf& event_conf(const Configuration& conf) {
+  return conf.get<EventConf>(event_module());
+}
+
 const Module& event_module() {
   static const Module* module = make_event_module();  // never destroyed: used until exit
   return *module;

@@ -5,10 +5,14 @@
 #include <cstddef>
 #include <string>
 
+#include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
+
+// The "events { }" block's context (core knows only the main context).
+inline constexpr ConfContextMask kEventsConf = 1u << 1;
 
 // After a successful load every field holds a final value (nginx's defaults
 // where the block did not set one).
@@ -22,5 +26,9 @@ struct EventConf {
 };
 
 const Module& event_module();
+
+// The events block's settings of a loaded configuration (loading fails
+// without one when event_module() is among the modules).
+const EventConf& event_conf(const Configuration& conf);
 
 }  // namespace vigil

@@ -130,7 +130,7 @@ bool AccessLog::write(const AccessLogLine& l, Log& log) {
   char* p = line;
   p = put(p, l.remote_addr.empty() ? std::string_view("-") : l.remote_addr);
   p = put(p, " - - [");
-  p = put(p, clock::http_log_time());
+  p = put(p, clock::common_log_time());
   p = put(p, "] \"");
   p = escape_log_value(l.request, p);
   p = put(p, "\" ");

@@ -19,6 +19,14 @@
 #include "http/types.h"
 #include "vigil/core/clock.h"
 
+namespace vigil {
+// The http block's contexts (core knows only the main context).
+inline constexpr ConfContextMask kHttpMainConf = 1u << 2;
+inline constexpr ConfContextMask kHttpSrvConf = 1u << 3;
+inline constexpr ConfContextMask kHttpLocConf = 1u << 4;
+inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
+}  // namespace vigil
+
 namespace vigil::http {
 
 class HttpServers;

@@ -72,7 +72,7 @@ void exit_worker(EventLoop& loop) {
   g_worker.reset();
 }
 
-void reopen_logs() {
+void reopen_logs(EventLoop& /*loop*/) {
   if (g_worker) g_worker->reopen_logs();
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// HTTP's hooks for the process runtime (server/protocols.h): the listening
+// HTTP's hooks for the process runtime (server/modules.h): the listening
 // sockets of the configuration and the per-worker set-up and tear-down.
 
 #include <memory>
@@ -15,6 +15,6 @@ namespace vigil::http {
 Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out);
 Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index);
 void exit_worker(EventLoop& loop);
-void reopen_logs();
+void reopen_logs(EventLoop& loop);
 
 }  // namespace vigil::http

@@ -190,7 +190,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
   o.put("\r\n");
   o.put(kServer);
   o.put("Date: ");
-  o.put(clock::http_date());
+  o.put(clock::imf_fixdate());
   o.put("\r\n");
   if (!h.content_type.empty()) {
     o.put("Content-Type: ");
@@ -213,7 +213,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
     thread_local char cached_text[32];
     thread_local std::size_t cached_len = 0;
     if (h.last_modified != cached_time) {
-      cached_len = clock::format_http_date(h.last_modified, cached_text);
+      cached_len = clock::format_imf_fixdate(h.last_modified, cached_text);
       cached_time = h.last_modified;
     }
     o.put("Last-Modified: ");

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "server/protocols.h"
+#include "server/modules.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
@@ -82,7 +82,7 @@ bool same_listener(const Listening& a, int a_worker, const Listening& b, int b_w
 
 Result<ListenerSet> ListenerSet::create(const Configuration& conf, int workers, Log& log) {
   ListenerSet set;
-  for (const ProtocolHooks& p : protocols()) {
+  for (const ServerModule& p : server_modules()) {
     if (p.create_listeners == nullptr) continue;
     std::vector<std::unique_ptr<Listening>> out;
     if (Status s = p.create_listeners(conf, out); !s) return s;

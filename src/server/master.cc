@@ -250,7 +250,7 @@ void Master::arm_timer(std::int64_t now) {
 }
 
 bool Master::use_accept_mutex() const {
-  if (!cycle_->conf->events().accept_mutex || cycle_->workers < 2) return false;
+  if (!event_conf(*cycle_->conf).accept_mutex || cycle_->workers < 2) return false;
   // Only shared sockets are taken in turns; reuseport ones belong to one worker.
   for (const ListenerEntry& e : cycle_->listeners.entries()) {
     if (e.worker == -1) return true;
@@ -334,6 +334,13 @@ void Master::on_exit(const Child& child, int status) {
   if (accept_mutex_.force_unlock(child.pid)) {
     VIGIL_LOG(log_, kAlert, 0, "the accept mutex was held by exited worker process %d: unlocked",
               pid);
+  }
+  // The same for every shared zone's lock (nginx's ngx_unlock_mutexes). The
+  // zone's data may be half updated; the lock at least is not lost.
+  for (const std::string& zone : cycle_->conf->zones().force_unlock(child.pid)) {
+    VIGIL_LOG(log_, kAlert, 0,
+              "shared memory zone \"%s\" was locked by exited worker process %d: unlocked",
+              zone.c_str(), pid);
   }
   free_slot(child.slot);
 

@@ -14,7 +14,7 @@ namespace vigil {
 // Runs until told to stop; returns the process exit code. `log` is the error
 // log, already opened by the caller from the configuration. `options` are the
 // ones `conf` was loaded with: a reload (SIGHUP) loads them again. Protocols
-// added with add_protocol() (server/protocols.h) must be added before.
+// added with add_server_module() (server/modules.h) must be added before.
 int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log);
 
 }  // namespace vigil

@@ -18,7 +18,7 @@
 #include "core/process/signals.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
-#include "server/protocols.h"
+#include "server/modules.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
@@ -221,7 +221,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   Cycle& cycle = *ctx.cycle;
   const Configuration& conf = *cycle.conf;
   const CoreConf& core = conf.core();
-  const EventConf& ev = conf.events();
+  const EventConf& ev = event_conf(conf);
   signals::Flags& flags = signals::flags();
 
   if (ctx.forked) {
@@ -258,7 +258,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       return kWorkerFatal;
     }
   }
-  for (const ProtocolHooks& p : protocols()) {
+  for (const ServerModule& p : server_modules()) {
     if (p.init_worker == nullptr) continue;
     if (Status s = p.init_worker(conf, *loop, ctx.index); !s) {
       VIGIL_LOG(log, kEmerg, s.err(), "%s: %s", p.name, s.message().c_str());
@@ -340,8 +340,8 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       flags.reopen = 0;
       VIGIL_LOG(log, kNotice, 0, "reopening logs");
       if (Status s = log.reopen(); !s) VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
-      for (const ProtocolHooks& p : protocols()) {
-        if (p.reopen_logs != nullptr) p.reopen_logs();
+      for (const ServerModule& p : server_modules()) {
+        if (p.reopen_logs != nullptr) p.reopen_logs(*loop);
       }
     }
     if (flags.reconfigure) {
@@ -354,7 +354,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
 
   loop->del_timer(shutdown_timer);
   loop->del_timer(fresh_grace);
-  for (const ProtocolHooks& p : protocols()) {
+  for (const ServerModule& p : server_modules()) {
     if (p.exit_worker != nullptr) p.exit_worker(*loop);
   }
   if (slot != nullptr) publish(*slot, *loop);

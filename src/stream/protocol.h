@@ -1,5 +1,5 @@
 #pragma once
-// The stream proxy's hooks for the process runtime (server/protocols.h).
+// The stream proxy's hooks for the process runtime (server/modules.h).
 
 #include <memory>
 #include <vector>

@@ -24,6 +24,13 @@
 #include "event/listen_conf.h"
 #include "vigil/core/clock.h"
 
+namespace vigil {
+// The stream block's contexts (core knows only the main context).
+inline constexpr ConfContextMask kStreamMainConf = 1u << 8;
+inline constexpr ConfContextMask kStreamSrvConf = 1u << 9;
+inline constexpr ConfContextMask kStreamUpsConf = 1u << 10;
+}  // namespace vigil
+
 namespace vigil::stream {
 
 struct PeerAddress {

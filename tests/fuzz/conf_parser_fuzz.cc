@@ -18,6 +18,7 @@
 #include "core/conf/tree.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "server/modules.h"
 
 namespace {
 
@@ -34,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
   vigil::ConfLoadOptions options;
+  options.modules = &vigil::server_conf_modules();
   options.prefix = "/nonexistent-vigil-fuzz-prefix";
   options.allow_include = false;
   if (text.substr(0, 2) == "-g") {
@@ -53,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const vigil::CoreConf& core = (*conf)->core();
-  const vigil::EventConf& ev = (*conf)->events();
+  const vigil::EventConf& ev = vigil::event_conf(**conf);
   check(core.worker_processes >= 1, "worker_processes >= 1");
   check(!core.pid_path.empty(), "pid path set");
   check(!core.error_log.empty(), "error_log set");

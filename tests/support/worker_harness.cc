@@ -40,7 +40,7 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
-#include "server/protocols.h"
+#include "server/modules.h"
 #include "server/runtime.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -227,7 +227,7 @@ Status init_worker(const Configuration&, EventLoop&, int worker_index) {
   return Status::ok();
 }
 
-void reopen_logs() {
+void reopen_logs(EventLoop&) {
   VIGIL_LOG(Log::global(), kNotice, 0, "harness: reopen_logs");
 }
 
@@ -283,10 +283,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "worker_harness: [emerg] %s\n", s.to_string().c_str());
     return 1;
   }
-  ProtocolHooks hooks{"harness"};
+  ServerModule hooks{"harness"};
   hooks.create_listeners = create_listeners;
   hooks.init_worker = init_worker;
   hooks.reopen_logs = reopen_logs;
-  add_protocol(hooks);
+  add_server_module(hooks);
   return run_server(std::move(conf).value(), lo, log);
 }

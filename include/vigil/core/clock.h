@@ -27,9 +27,9 @@ std::time_t now_sec();
 unsigned now_msec_part();
 
 // Preformatted strings, valid until the next time_update() that changes the second.
-std::string_view http_date();      // "Sat, 21 Nov 2026 19:03:32 GMT"          (RFC 9110 IMF-fixdate)
+std::string_view imf_fixdate();      // "Sat, 21 Nov 2026 19:03:32 GMT"          (RFC 9110 IMF-fixdate)
 std::string_view err_log_time();   // "2026/11/21 19:03:32"                    (local time)
-std::string_view http_log_time();  // "21/Nov/2026:19:03:32 +0000"             (local time, offset)
+std::string_view common_log_time();  // "21/Nov/2026:19:03:32 +0000"             (local time, offset)
 std::string_view iso8601();        // "2026-11-21T19:03:32+00:00"             (local time, offset)
 
 // Reads the clocks and refreshes the cache. Called by the backend after each
@@ -40,8 +40,8 @@ void time_update();
 // value, formatting in the given UTC offset (minutes east of UTC).
 void time_update_fixed(std::time_t sec, unsigned msec, Msec mono_msec, int gmtoff_minutes = 0);
 
-// Formats `sec` as an HTTP date into `out` (at least 30 bytes); returns its length.
-std::size_t format_http_date(std::time_t sec, char* out);
+// Formats `sec` as an IMF-fixdate (the HTTP date) into `out` (at least 30 bytes); returns its length.
+std::size_t format_imf_fixdate(std::time_t sec, char* out);
 
 // timer_resolution (seed 002, 9.7.2): SIGALRM every `ms`; the handler only sets
 // a flag, and the next process_events refreshes the time when it is set.

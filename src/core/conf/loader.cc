@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <deque>
 
+#include "core/core_module.h"
+
 namespace vigil {
 
 namespace {
@@ -212,14 +214,16 @@ Status Loader::merge_down(const void* parent_conf, ConfScope& scope, std::size_t
 
 Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions& options) {
   std::unique_ptr<Configuration> cfg(new Configuration());
-  cfg->modules_ = options.modules != nullptr ? options.modules : &ModuleRegistry::builtin();
+  static const ModuleRegistry core_only{&core_module()};
+  cfg->modules_ = options.modules != nullptr ? options.modules : &core_only;
   cfg->env_.prefix = options.prefix;
   cfg->env_.allow_include = options.allow_include;
+  cfg->env_.zones = cfg->zones_.get();
 
   bool default_path = options.conf_path.empty();
   std::string path =
       join_conf_path(options.prefix, default_path ? kDefaultConfPath : options.conf_path);
-  if (default_path && options.allow_embedded) {
+  if (default_path && options.allow_embedded && !options.embedded_text.empty()) {
     struct stat st {};
     cfg->used_embedded_ = ::stat(path.c_str(), &st) != 0 && errno == ENOENT;
   }
@@ -294,6 +298,14 @@ std::string dump_conf_sources(const std::vector<ConfSource>& sources) {
     out += '\n';
   }
   return out;
+}
+
+}  // namespace vigil
+
+namespace vigil {
+
+const CoreConf& Configuration::core() const {
+  return get<CoreConf>(core_module());
 }
 
 }  // namespace vigil

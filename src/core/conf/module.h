@@ -11,40 +11,40 @@
 //     arguments into one field of one of its confs. Typed slot helpers
 //     (ConfSlot<Conf>::flag/number/size/msec/sec/string/one_of) cover the
 //     common cases and carry the default, so most directives need no code.
-//   - block directives: add_block("events", kMainConf, Arity::none(),
-//     kEventsConf) makes the loader open a child scope of that context, create
-//     the confs of every module that keeps one there, parse the block into it
-//     and finish it. A block directive with opens == 0 instead parses its
-//     block itself (call.parse_block(its own StatementSink)), which is how a
-//     "types { text/html html; }" block of free-form lines can be done.
+//   - block directives: add_block("box", kMainConf, Arity::none(), kBoxConf)
+//     makes the loader open a child scope of that context, create the confs
+//     of every module that keeps one there, parse the block into it and
+//     finish it. A block directive with opens == 0 instead parses its block
+//     itself (call.parse_block(its own StatementSink)), which is how a block
+//     of free-form lines ("types { text/html html; }") can be done.
 //
 // Duplicates: a directive may appear once per scope unless `multiple` is set.
-// `required` makes its absence an error when the scope closes (nginx's
-// 'no "events" section in configuration').
+// `required` makes its absence an error when the scope closes ('no "box"
+// section in configuration').
 //
-// How HTTP fits later (nothing here needs to change):
-//   constexpr contexts kHttpMainConf, kHttpSrvConf, kHttpLocConf exist above.
-//   Module http("http");
-//   http.add_block("http", kMainConf, Arity::none(), kHttpMainConf);
-//   http.add_block("server", kHttpMainConf, Arity::none(), kHttpSrvConf).multiple = true;
-//   http.add_block("location", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2),
-//                  kHttpLocConf).multiple = true;   // scope.args() holds "/x"
-//   auto main = http.add_conf<HttpMainConf>(kHttpMainConf, init_main);
-//   auto srv  = http.add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
-//   auto loc  = http.add_conf<HttpLocConf>(kHttpMainConf | kHttpSrvConf | kHttpLocConf,
-//                                          {}, merge_loc);
-//   http.add("sendfile", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::on_off(),
-//            loc.flag(&HttpLocConf::sendfile, false));
-//   http.add("listen", kHttpSrvConf, Arity::one_or_more(), srv.custom(parse_listen))
+// Core names no context but main: a module declares its own bits and nests
+// blocks with them. A protocol with three levels looks like this:
+//   constexpr ConfContextMask kBoxMain = 1u << 20, kBoxSrv = 1u << 21, kBoxLoc = 1u << 22;
+//   Module box("box");
+//   box.add_block("box", kMainConf, Arity::none(), kBoxMain);
+//   box.add_block("server", kBoxMain, Arity::none(), kBoxSrv).multiple = true;
+//   box.add_block("location", kBoxSrv | kBoxLoc, Arity::between(1, 2), kBoxLoc)
+//       .multiple = true;                                 // scope.args() holds "/x"
+//   auto main = box.add_conf<BoxMainConf>(kBoxMain, init_main);
+//   auto srv  = box.add_conf<BoxSrvConf>(kBoxMain | kBoxSrv, {}, merge_srv);
+//   auto loc  = box.add_conf<BoxLocConf>(kBoxMain | kBoxSrv | kBoxLoc, {}, merge_loc);
+//   box.add("sendfile", kBoxMain | kBoxSrv | kBoxLoc, Arity::on_off(),
+//           loc.flag(&BoxLocConf::sendfile, false));
+//   box.add("listen", kBoxSrv, Arity::one_or_more(), srv.custom(parse_listen))
 //       .multiple = true;
-// "sendfile" in a server block writes that server's HttpLocConf (the nearest
-// scope holding the spec). When the http scope closes — the outermost scope
+// "sendfile" in a server block writes that server's BoxLocConf (the nearest
+// scope holding the spec). When the box scope closes — the outermost scope
 // holding each spec, its "root" — the loader applies defaults and init to the
 // root conf, then walks the descendants top-down: for every slot directive a
 // child did not set it copies the parent's value (ngx_conf_merge_*_value), then
 // calls merge(parent, child) for what slots cannot express. init is never
-// called on descendants: merge finishes them. This runs after the whole http
-// block is parsed, so "http { server { } sendfile on; }" still reaches the
+// called on descendants: merge finishes them. This runs after the whole box
+// block is parsed, so "box { server { } sendfile on; }" still reaches the
 // server, as in nginx.
 
 #include <cstdint>
@@ -114,6 +114,9 @@ class DirectiveCall {
   StatementSink& sink() const { return sink_; }
   ConfScope& scope() const { return scope_; }
   const ConfEnv& env() const { return env_; }
+  // The configuration's shared zones (core/shm_zone.h): register one with
+  // zones().add(name, size, &kTag, where()).
+  SharedZones& zones() const { return *env_.zones; }
   // For block directives that parse their own block (opens == 0).
   Status parse_block(StatementSink& sink) const { return parser_.parse_block(sink); }
 
@@ -349,9 +352,6 @@ class ModuleRegistry {
   void add(const Module& module) { modules_.push_back(&module); }
   const std::vector<const Module*>& modules() const { return modules_; }
   std::size_t index_of(const Module& module) const;
-
-  // core_module() and event_module(): what the vigil program loads.
-  static const ModuleRegistry& builtin();
 
  private:
   std::vector<const Module*> modules_;

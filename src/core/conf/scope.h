@@ -1,7 +1,6 @@
 #pragma once
 // A ConfScope is one instance of a context while loading: the main context,
-// one "events { }" block, and later each "http", "server" and "location"
-// block. It holds the confs modules keep at that level and remembers which
+// and each block a module opens inside it (a "server", a "location", ...). It holds the confs modules keep at that level and remembers which
 // directives were set in it (and where), which is how duplicates are caught,
 // defaults filled and values inherited without "unset" sentinel values in the
 // typed conf structs.
@@ -19,18 +18,14 @@
 
 namespace vigil {
 
-// Bitmask of contexts, nginx's NGX_*_CONF. Bits 0-15 are named here; a module
-// that needs a context of its own may claim a bit from 16 up.
+class SharedZones;  // core/shm_zone.h
+
+// Bitmask of contexts, nginx's NGX_*_CONF. Core names only the main context;
+// each layer that opens blocks claims its own bits next to its module, and the
+// server's module registry is where they meet, so two layers must not claim
+// the same bit: the registry's test checks that.
 using ConfContextMask = std::uint32_t;
 inline constexpr ConfContextMask kMainConf = 1u << 0;
-inline constexpr ConfContextMask kEventsConf = 1u << 1;
-inline constexpr ConfContextMask kHttpMainConf = 1u << 2;
-inline constexpr ConfContextMask kHttpSrvConf = 1u << 3;
-inline constexpr ConfContextMask kHttpLocConf = 1u << 4;
-inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
-inline constexpr ConfContextMask kStreamMainConf = 1u << 8;
-inline constexpr ConfContextMask kStreamSrvConf = 1u << 9;
-inline constexpr ConfContextMask kStreamUpsConf = 1u << 10;
 inline constexpr ConfContextMask kAnyConf = ~0u;
 
 // "prefix" + "/" + "path" unless path is absolute or prefix is empty (the
@@ -45,6 +40,9 @@ struct ConfEnv {
   // Set while the embedded configuration is in use: compiled-in copies of
   // the files it includes (ConfLoadOptions::embedded_includes).
   std::vector<std::pair<std::string, std::string_view>> embedded_includes;
+  // The load's shared zone registry (owned by the Configuration): directive
+  // handlers register the zones they need here. Never null during a load.
+  SharedZones* zones = nullptr;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.
@@ -107,7 +105,7 @@ class ConfInit {
   const ConfScope& scope() const { return scope_; }
   // The registry index of the module whose conf is being finished, so an init
   // can read the module's confs in other scopes (scope.conf(module(), spec)):
-  // how http builds its server tables once the whole block is merged.
+  // how a protocol builds its server tables once the whole block is merged.
   std::size_t module() const { return module_; }
   bool is_set(std::string_view directive) const { return scope_.find_set(directive) != nullptr; }
   // " in F:L" where `directive` was set in this scope, or "".

@@ -26,9 +26,9 @@ struct Expect {
 void expect_strings(const Expect& e) {
   SCOPED_TRACE(std::to_string(e.sec) + " offset " + std::to_string(e.gmtoff));
   clock::time_update_fixed(e.sec, 0, 1000, e.gmtoff);
-  EXPECT_EQ(clock::http_date(), e.http_date);
+  EXPECT_EQ(clock::imf_fixdate(), e.http_date);
   EXPECT_EQ(clock::err_log_time(), e.err_log);
-  EXPECT_EQ(clock::http_log_time(), e.http_log);
+  EXPECT_EQ(clock::common_log_time(), e.http_log);
   EXPECT_EQ(clock::iso8601(), e.iso);
 }
 
@@ -101,27 +101,27 @@ TEST(Clock, HttpDateAgreesWithTheCLibrary) {
     struct tm tm;
     ASSERT_NE(gmtime_r(&sec, &tm), nullptr);
     const std::size_t n = strftime(theirs, sizeof(theirs), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    ASSERT_EQ(clock::format_http_date(sec, ours), 29u);
+    ASSERT_EQ(clock::format_imf_fixdate(sec, ours), 29u);
     ASSERT_EQ(std::string(ours, 29), std::string(theirs, n)) << "t=" << t;
   }
 }
 
 TEST(Clock, StringsStayWithinASecondAndChangeWithIt) {
   clock::time_update_fixed(1795287812, 100, 5000, 0);
-  const std::string_view date = clock::http_date();
+  const std::string_view date = clock::imf_fixdate();
   const std::string before(date);
   const std::string iso_before(clock::iso8601());
 
   clock::time_update_fixed(1795287812, 999, 5899, 0);
-  EXPECT_EQ(clock::http_date(), before);
+  EXPECT_EQ(clock::imf_fixdate(), before);
   EXPECT_EQ(clock::iso8601(), iso_before);
   EXPECT_EQ(clock::now_msec_part(), 999u);
   EXPECT_EQ(clock::current_msec(), 5899u);
   // The view is into the cache itself: no copy, same storage.
-  EXPECT_EQ(clock::http_date().data(), date.data());
+  EXPECT_EQ(clock::imf_fixdate().data(), date.data());
 
   clock::time_update_fixed(1795287813, 0, 5900, 0);
-  EXPECT_EQ(clock::http_date(), "Sat, 21 Nov 2026 19:03:33 GMT");
+  EXPECT_EQ(clock::imf_fixdate(), "Sat, 21 Nov 2026 19:03:33 GMT");
   EXPECT_EQ(clock::err_log_time(), "2026/11/21 19:03:33");
   EXPECT_EQ(clock::now_sec(), 1795287813);
   EXPECT_EQ(clock::now_msec_part(), 0u);
@@ -135,11 +135,11 @@ TEST(Clock, RealTimeUpdateTracksTheSystem) {
   EXPECT_LE(std::llabs(static_cast<long long>(clock::now_sec() - sys)), 1);
   EXPECT_LT(clock::now_msec_part(), 1000u);
   EXPECT_TRUE(std::regex_match(
-      std::string(clock::http_date()),
+      std::string(clock::imf_fixdate()),
       std::regex(R"([A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT)")));
   EXPECT_TRUE(std::regex_match(std::string(clock::err_log_time()),
                                std::regex(R"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)")));
-  EXPECT_TRUE(std::regex_match(std::string(clock::http_log_time()),
+  EXPECT_TRUE(std::regex_match(std::string(clock::common_log_time()),
                                std::regex(R"(\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})")));
   EXPECT_TRUE(std::regex_match(std::string(clock::iso8601()),
                                std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d)")));
@@ -152,7 +152,7 @@ TEST(Clock, RealTimeUpdateUsesTheSystemOffset) {
   clock::time_update_fixed(0, 0, 0, 0);  // forget any offset cached for this second
   clock::time_update();
   const std::string iso(clock::iso8601());
-  const std::string log_time(clock::http_log_time());
+  const std::string log_time(clock::common_log_time());
   ASSERT_EQ(setenv("TZ", "UTC0", 1), 0);
   tzset();
   EXPECT_EQ(iso.substr(iso.size() - 6), "+05:30") << iso;
@@ -185,7 +185,7 @@ TEST(Clock, EveryThreadHasItsOwnInitialisedCache) {
   std::thread t([&] {
     // First use in this thread: initialised from the real clocks, not zero.
     other_msec = clock::current_msec();
-    other_date = std::string(clock::http_date());
+    other_date = std::string(clock::imf_fixdate());
   });
   t.join();
   EXPECT_GT(other_msec, 0u);

@@ -8,6 +8,7 @@
 #include "http/conf.h"
 #include "http/servers.h"
 #include "http/types.h"
+#include "server/modules.h"
 #include "unit/core/conf/conf_test_util.h"
 
 namespace vigil::http {
@@ -240,7 +241,7 @@ TEST_F(HttpConf, ErrorPagesAndHandlers) {
 
 TEST_F(HttpConf, EmbeddedConfigurationServesHtmlWithItsMimeTypes) {
   // Under a prefix with no conf/mime.types the compiled-in copy is used.
-  ConfLoadOptions o;
+  ConfLoadOptions o = server_load_options();
   auto r = Configuration::load(o);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_TRUE(r.value()->used_embedded());

@@ -17,6 +17,7 @@
 #include "core/conf/loader.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "server/modules.h"
 
 namespace vigil::testing {
 
@@ -47,6 +48,7 @@ class ConfDirTest : public ::testing::Test {
 
   ConfLoadOptions options(std::string extra = {}) {
     ConfLoadOptions o;
+    o.modules = &server_conf_modules();
     o.extra_directives = std::move(extra);
     o.allow_embedded = false;
     return o;

@@ -54,7 +54,7 @@ TEST_F(IncludeTest, RelativeToConfigurationDirectoryNotCwd) {
   auto r = Configuration::load(o);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_FALSE((*r)->core().daemon);
-  EXPECT_EQ((*r)->events().connections, 33u);
+  EXPECT_EQ(event_conf(**r).connections, 33u);
 }
 
 TEST_F(IncludeTest, AbsolutePattern) {
@@ -68,9 +68,9 @@ TEST_F(IncludeTest, InsideEventsContext) {
   write("conf/events.conf", "# event tuning\nworker_connections 2048;\nmulti_accept on;\n");
   auto r = load("events {\n  include events.conf;\n  accept_mutex on;\n}\n");
   ASSERT_TRUE(r) << r.status().message();
-  EXPECT_EQ((*r)->events().connections, 2048u);
-  EXPECT_TRUE((*r)->events().multi_accept);
-  EXPECT_TRUE((*r)->events().accept_mutex);
+  EXPECT_EQ(event_conf(**r).connections, 2048u);
+  EXPECT_TRUE(event_conf(**r).multi_accept);
+  EXPECT_TRUE(event_conf(**r).accept_mutex);
   // A main-context directive in a file included from events is rejected there.
   write("conf/events.conf", "daemon off;\n");
   EXPECT_EQ(error_of("events {\n  include events.conf;\n}\n"),
@@ -81,7 +81,7 @@ TEST_F(IncludeTest, WholeEventsBlockFromAFile) {
   write("conf/ev.conf", "events {\n  worker_connections 64;\n}\n");
   auto r = load("include ev.conf;\n");
   ASSERT_TRUE(r) << r.status().message();
-  EXPECT_EQ((*r)->events().connections, 64u);
+  EXPECT_EQ(event_conf(**r).connections, 64u);
 }
 
 TEST_F(IncludeTest, Nested) {
@@ -168,6 +168,7 @@ TEST_F(IncludeTest, DepthIsLimited) {
 TEST_F(IncludeTest, FromEmbeddedResolvesUnderPrefixConf) {
   write("conf/extra.conf", "worker_processes 5;");
   ConfLoadOptions o;
+  o.modules = &server_conf_modules();
   o.embedded_text = "include extra.conf;\nevents {}\n";
   // conf/vigil.conf does not exist, so the embedded text is used; its
   // includes resolve under <prefix>/conf/.

@@ -31,7 +31,7 @@ TEST_F(LoaderTest, DefaultsFilledByInit) {
   EXPECT_EQ(core.worker_rlimit_nofile, -1);
   EXPECT_EQ(core.timer_resolution, 0u);
   EXPECT_EQ(core.worker_shutdown_timeout, 0u);
-  const EventConf& ev = (*r)->events();
+  const EventConf& ev = event_conf(**r);
   EXPECT_EQ(ev.connections, 512u);
   EXPECT_EQ(ev.use, "");
   EXPECT_FALSE(ev.multi_accept);
@@ -71,7 +71,7 @@ TEST_F(LoaderTest, EveryDirectiveSet) {
   EXPECT_EQ(core.worker_rlimit_nofile, 65535);
   EXPECT_EQ(core.timer_resolution, 100u);
   EXPECT_EQ(core.worker_shutdown_timeout, 90000u);
-  const EventConf& ev = (*r)->events();
+  const EventConf& ev = event_conf(**r);
   EXPECT_EQ(ev.connections, 4096u);
   EXPECT_EQ(ev.use, "epoll");
   EXPECT_TRUE(ev.multi_accept);
@@ -214,11 +214,11 @@ TEST_F(LoaderTest, UseValidatesTheEventMethod) {
   for (const char* name : {"epoll", "poll", "select", "io_uring"}) {
     auto r = load(std::string("events { use ") + name + "; }");
     ASSERT_TRUE(r) << r.status().message();
-    EXPECT_EQ((*r)->events().use, name);
+    EXPECT_EQ(event_conf(**r).use, name);
   }
   auto r = load("events { use EPOLL; }");  // keywords are case-insensitive
   ASSERT_TRUE(r) << r.status().message();
-  EXPECT_EQ((*r)->events().use, "epoll");
+  EXPECT_EQ(event_conf(**r).use, "epoll");
   EXPECT_EQ(error_of("events {\n use kqueue;\n}"),
             "invalid value \"kqueue\" in \"use\" directive, it must be \"epoll\", \"poll\", "
             "\"select\" or \"io_uring\" in conf/vigil.conf:2");
@@ -298,12 +298,13 @@ TEST_F(LoaderTest, ExtraDirectivesFromCommandLine) {
 
 TEST_F(LoaderTest, EmbeddedWhenDefaultFileMissing) {
   ConfLoadOptions o;
+  o.modules = &server_conf_modules();
   o.embedded_text = "daemon off;\nevents {\n worker_connections 77;\n}\n";
   auto r = Configuration::load(o);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_TRUE((*r)->used_embedded());
   EXPECT_EQ((*r)->main_path(), "conf/vigil.conf (embedded)");
-  EXPECT_EQ((*r)->events().connections, 77u);
+  EXPECT_EQ(event_conf(**r).connections, 77u);
   EXPECT_FALSE((*r)->core().daemon);
   ASSERT_EQ((*r)->sources().size(), 1u);
   EXPECT_EQ((*r)->sources()[0].path, "conf/vigil.conf (embedded)");
@@ -318,11 +319,11 @@ TEST_F(LoaderTest, EmbeddedWhenDefaultFileMissing) {
   r = Configuration::load(o);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_FALSE((*r)->used_embedded());
-  EXPECT_EQ((*r)->events().connections, 5u);
+  EXPECT_EQ(event_conf(**r).connections, 5u);
 }
 
 TEST_F(LoaderTest, RealEmbeddedConfigurationLoads) {
-  ConfLoadOptions o;  // embedded_text defaults to the compiled-in conf/vigil.conf
+  ConfLoadOptions o = server_load_options();  // the compiled-in conf/vigil.conf
   auto r = Configuration::load(o);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_TRUE((*r)->used_embedded());
@@ -332,7 +333,7 @@ TEST_F(LoaderTest, RealEmbeddedConfigurationLoads) {
   EXPECT_FALSE((*r)->core().master_process);
   EXPECT_EQ((*r)->core().error_log, "stderr");
   EXPECT_EQ((*r)->core().error_log_level, LogLevel::kNotice);
-  EXPECT_EQ((*r)->events().connections, 1024u);
+  EXPECT_EQ(event_conf(**r).connections, 1024u);
 }
 
 TEST_F(LoaderTest, DumpForDashT) {
@@ -349,7 +350,7 @@ TEST_F(LoaderTest, TypedAccess) {
   auto r = load("events { worker_connections 9; }");
   ASSERT_TRUE(r) << r.status().message();
   const Configuration& c = **r;
-  EXPECT_EQ(&c.get<EventConf>(event_module()), &c.events());
+  EXPECT_EQ(&c.get<EventConf>(event_module()), &event_conf(c));
   EXPECT_EQ(c.find<EventConf>(event_module())->connections, 9u);
   EXPECT_EQ(c.find<CoreConf>(event_module()), nullptr);      // wrong type
   EXPECT_EQ(c.find<EventConf>(event_module(), 1), nullptr);  // no such spec

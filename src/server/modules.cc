@@ -1,0 +1,64 @@
+#include "server/modules.h"
+
+#include <vector>
+
+#include "core/core_module.h"
+#include "event/event_conf.h"
+#include "http/conf.h"
+#include "http/protocol.h"
+#include "stream/protocol.h"
+#include "stream/stream_conf.h"
+
+namespace vigil {
+
+namespace {
+
+// One line per module, in load order: core first (the main context), then
+// events (its block is required), then the protocols.
+std::vector<ServerModule> builtin_modules() {
+  return {
+      {"core", &core_module()},
+      {"events", &event_module()},
+      {"http", &http::http_module(), http::create_listeners, http::init_worker,
+       http::exit_worker, http::reopen_logs},
+      {"stream", &stream::stream_module(), stream::create_listeners},
+  };
+}
+
+std::vector<ServerModule>& registered() {
+  static std::vector<ServerModule> list = builtin_modules();
+  return list;
+}
+
+ModuleRegistry& conf_registry() {
+  static ModuleRegistry registry = [] {
+    ModuleRegistry r;
+    for (const ServerModule& m : registered()) {
+      if (m.conf != nullptr) r.add(*m.conf);
+    }
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace
+
+std::span<const ServerModule> server_modules() { return registered(); }
+
+void add_server_module(const ServerModule& module) {
+  ModuleRegistry& conf = conf_registry();  // built from the list before this one
+  registered().push_back(module);
+  if (module.conf != nullptr) conf.add(*module.conf);
+}
+
+const ModuleRegistry& server_conf_modules() { return conf_registry(); }
+
+ConfLoadOptions server_load_options() {
+  ConfLoadOptions o;
+  o.modules = &server_conf_modules();
+  o.embedded_text = kEmbeddedConf;
+  o.embedded_includes = {{"mime.types", kEmbeddedMimeTypes}};
+  return o;
+}
+
+}  // namespace vigil

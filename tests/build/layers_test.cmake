@@ -1,0 +1,42 @@
+# The layer check must reject an upward include, a public header that includes
+# an internal one, and accept the real tree.
+#   cmake -DSOURCE=<source dir> -DWORK=<scratch dir> -P layers_test.cmake
+cmake_minimum_required(VERSION 3.25)
+set(_check ${SOURCE}/cmake/check_layers.cmake)
+
+execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${SOURCE} -P ${_check}
+                RESULT_VARIABLE _rc ERROR_VARIABLE _err)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "the real tree fails the layer check:\n${_err}")
+endif()
+
+function(expect_rejected name file line expect)
+  set(_root ${WORK}/${name})
+  file(REMOVE_RECURSE ${_root})
+  file(WRITE ${_root}/${file} "${line}\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${_root} -P ${_check}
+                  RESULT_VARIABLE _rc ERROR_VARIABLE _err)
+  if(_rc EQUAL 0)
+    message(FATAL_ERROR "${name}: '${line}' in ${file} passed the layer check")
+  endif()
+  if(NOT _err MATCHES "${expect}")
+    message(FATAL_ERROR "${name}: the message does not name the fault:\n${_err}")
+  endif()
+endfunction()
+
+expect_rejected(core_up src/core/a.cc "#include \"http/conf.h\"" "src/core/a.cc: includes \"http/conf.h\"")
+expect_rejected(event_up src/event/b.h "#include \"server/modules.h\"" "layer server is not below event")
+expect_rejected(sideways src/stream/c.cc "#include \"http/request.h\"" "layer http is not below stream")
+expect_rejected(upstream_up src/upstream/d.cc "#include \"stream/proxy.h\"" "layer stream is not below upstream")
+expect_rejected(public_internal include/vigil/event/e.h "#include \"core/shm.h\"" "public headers include only vigil/")
+expect_rejected(public_up include/vigil/core/f.h "#include \"vigil/event/loop.h\"" "layer event is not below core")
+
+# And what is allowed passes.
+set(_root ${WORK}/allowed)
+file(REMOVE_RECURSE ${_root})
+file(WRITE ${_root}/src/server/ok.cc "#include \"http/conf.h\"\n#include \"stream/proxy.h\"\n#include <vector>\n")
+file(WRITE ${_root}/src/http/ok.cc "#include \"upstream/upstream.h\"\n#include \"vigil/event/loop.h\"\n#include \"local.h\"\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${_root} -P ${_check} RESULT_VARIABLE _rc ERROR_VARIABLE _err)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "allowed includes were rejected:\n${_err}")
+endif()
