@@ -1,5 +1,6 @@
 #include "event/event_conf.h"
 
+#include <cctype>
 #include <climits>
 #include <string>
 
@@ -24,7 +25,8 @@ Module* make_event_module() {
   // [emerg] at -t, not a surprise at start).
   m->add("use", kEventsConf, Arity::exactly(1),
          ev.custom([](const DirectiveCall& call, EventConf& conf) -> Status {
-           const std::string name(call.arg(0));
+           std::string name(call.arg(0));  // keywords are case-insensitive, as in nginx
+           for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
            if (name != "epoll" && name != "poll" && name != "select" && name != "io_uring") {
              return call.invalid_value(0, ", it must be \"epoll\", \"poll\", \"select\" or \"io_uring\"");
            }
