@@ -26,9 +26,11 @@ Module* make_event_module() {
   m->add("use", kEventsConf, Arity::exactly(1),
          ev.custom([](const DirectiveCall& call, EventConf& conf) -> Status {
            std::string name(call.arg(0));  // keywords are case-insensitive, as in nginx
-           for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           for (char& ch : name)
+             ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
            if (name != "epoll" && name != "poll" && name != "select" && name != "io_uring") {
-             return call.invalid_value(0, ", it must be \"epoll\", \"poll\", \"select\" or \"io_uring\"");
+             return call.invalid_value(
+                 0, ", it must be \"epoll\", \"poll\", \"select\" or \"io_uring\"");
            }
            if (Status s = probe_backend(name); !s) return call.error(s.to_string());
            conf.use = name;

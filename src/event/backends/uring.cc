@@ -3,8 +3,8 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <new>
 
 #include "event/backends/dispatch.h"
@@ -82,8 +82,7 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   //    ready sockets takes fifty enters (AThousandConnectionsAllReported).
   const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
   const unsigned tries[] = {
-      base | IORING_SETUP_COOP_TASKRUN,
-      base,
+      base | IORING_SETUP_COOP_TASKRUN, base,
       0,  // a kernel older than CQSIZE/CLAMP: default sizes
   };
   // VIGIL_URING_SETUP (a number) replaces the first choice: for measuring

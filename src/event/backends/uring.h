@@ -63,9 +63,15 @@ inline constexpr std::uint64_t kIndexMask = (std::uint64_t{1} << kGenShift) - 1;
 inline std::uint64_t make(std::uint64_t kind, std::uint32_t generation, std::uint32_t index) {
   return kRingBit | (kind << kKindShift) | (std::uint64_t{generation} << kGenShift) | index;
 }
-inline std::uint64_t kind(std::uint64_t ud) { return (ud >> kKindShift) & 7u; }
-inline std::uint32_t generation(std::uint64_t ud) { return static_cast<std::uint32_t>(ud >> kGenShift); }
-inline std::uint32_t index(std::uint64_t ud) { return static_cast<std::uint32_t>(ud & kIndexMask); }
+inline std::uint64_t kind(std::uint64_t ud) {
+  return (ud >> kKindShift) & 7u;
+}
+inline std::uint32_t generation(std::uint64_t ud) {
+  return static_cast<std::uint32_t>(ud >> kGenShift);
+}
+inline std::uint32_t index(std::uint64_t ud) {
+  return static_cast<std::uint32_t>(ud & kIndexMask);
+}
 }  // namespace uring_tag
 
 class UringBackend final : public Backend {
@@ -130,8 +136,8 @@ class UringBackend final : public Backend {
     bool shutdown_pending = false;  // shutdown(SHUT_WR) once drained
     bool cancelled = false;
     int error = 0;
-    Msec deadline = 0;         // orphans: cancelled after this
-    Chunk* next = nullptr;     // free list, or the linger list
+    Msec deadline = 0;      // orphans: cancelled after this
+    Chunk* next = nullptr;  // free list, or the linger list
     Chunk* prev = nullptr;
     char data[kChunkSize];
   };
@@ -157,7 +163,7 @@ class UringBackend final : public Backend {
   };
 
   io_uring_sqe* next_sqe(Status* st);
-  int submit();  // io_uring_submit with the statistics
+  int submit();                   // io_uring_submit with the statistics
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);

@@ -61,13 +61,13 @@ Status UringBackend::init_ring_io(const BackendConfig& cfg) {
   if (nslots_ > kIndexMask) return Status::ok();  // too many slots to tag: readiness only
   const unsigned count = kBufferCount;
   buf_ring_bytes_ = count * sizeof(io_uring_buf);
-  void* ring_mem = ::mmap(nullptr, buf_ring_bytes_, PROT_READ | PROT_WRITE,
-                          MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  void* ring_mem =
+      ::mmap(nullptr, buf_ring_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
   if (ring_mem == MAP_FAILED) return Status::sys("mmap(io_uring buffer ring)");
   buf_ring_ = static_cast<io_uring_buf_ring*>(ring_mem);
   buffers_bytes_ = std::size_t{count} * kBufferSize;
-  void* mem = ::mmap(nullptr, buffers_bytes_, PROT_READ | PROT_WRITE,
-                     MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  void* mem =
+      ::mmap(nullptr, buffers_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
   if (mem == MAP_FAILED) {
     done_ring_io();
     return Status::sys("mmap(io_uring receive buffers)");
@@ -198,8 +198,7 @@ Status UringBackend::arm_recv(Connection& c, Slot& s) {
 
 void UringBackend::recycle(std::uint32_t bid) {
   ::io_uring_buf_ring_add(buf_ring_, buffers_ + std::size_t{bid} * kBufferSize, kBufferSize,
-                          static_cast<unsigned short>(bid), ::io_uring_buf_ring_mask(nbuffers_),
-                          0);
+                          static_cast<unsigned short>(bid), ::io_uring_buf_ring_mask(nbuffers_), 0);
   ::io_uring_buf_ring_advance(buf_ring_, 1);
   ++free_buffers_;
 }

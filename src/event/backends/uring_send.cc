@@ -139,8 +139,7 @@ Chain* UringBackend::ring_send_chain(Connection& c, Chain* in, off_t limit) {
           return kChainError;
         }
         ::io_uring_prep_poll_add(sqe, c.fd, POLLOUT);
-        s.pollout_ud = make(kPollOut, c.generation,
-                           static_cast<std::uint32_t>(&s - slots_.get()));
+        s.pollout_ud = make(kPollOut, c.generation, static_cast<std::uint32_t>(&s - slots_.get()));
         ::io_uring_sqe_set_data64(sqe, s.pollout_ud);
         s.pollout_live = true;
       }
