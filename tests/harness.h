@@ -95,6 +95,8 @@ class Harness {
   Harness() {
     char tmpl[] = "/tmp/vigil_workers_XXXXXX";
     if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
+    // mkdtemp makes it 0700; workers started as root run as "nobody".
+    ::chmod(dir_.c_str(), 0755);
     ::mkdir((dir_ + "/conf").c_str(), 0755);
     ::mkdir((dir_ + "/logs").c_str(), 0755);
   }

@@ -11,8 +11,10 @@
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
+#include "server/conf_check.h"
 #include "server/modules.h"
 #include "server/runtime.h"
+#include "server/upgrade.h"
 #include "vigil/core/log.h"
 #include "vigil/event/backend.h"
 
@@ -34,7 +36,8 @@ void usage() {
       "  -t            : test configuration and exit\n"
       "  -T            : test configuration, dump it and exit\n"
       "  -q            : suppress non-error messages during configuration testing\n"
-      "  -s signal     : send signal to a master process: stop, quit, reopen, reload\n"
+      "  -s signal     : send signal to a master process: stop, quit, reopen, reload,\n"
+      "                  upgrade\n"
       "  -p prefix     : set prefix path (default: the current directory)\n"
       "  -c filename   : set configuration file (default: conf/vigil.conf, else the\n"
       "                  configuration compiled into the binary)\n"
@@ -110,6 +113,7 @@ void show_version(bool full) {
 
 int main(int argc, char** argv) {
   using namespace vigil;
+  set_command_line(argc, argv);  // for a binary upgrade (USR2)
   Options o;
   if (!parse(argc, argv, o)) return 1;
   if (o.version) show_version(o.version_full);
@@ -136,6 +140,16 @@ int main(int argc, char** argv) {
   if (o.test) {
     if (!o.quiet) {
       std::fprintf(stderr, "vigil: the configuration file %s syntax is ok\n", c.main_path().c_str());
+    }
+    // What a worker would refuse at start, found now rather than in its log.
+    const ConfCheck check = check_configuration(c);
+    for (const std::string& w : check.warnings) std::fprintf(stderr, "vigil: [warn] %s\n", w.c_str());
+    for (const std::string& e : check.errors) std::fprintf(stderr, "vigil: [emerg] %s\n", e.c_str());
+    if (!check.errors.empty()) {
+      std::fprintf(stderr, "vigil: configuration file %s test failed\n", c.main_path().c_str());
+      return 1;
+    }
+    if (!o.quiet) {
       std::fprintf(stderr, "vigil: configuration file %s test is successful\n", c.main_path().c_str());
     }
     if (o.dump) std::fputs(c.dump().c_str(), stdout);

@@ -1,6 +1,8 @@
 #include "core/core_module.h"
 
 #include <glob.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,7 +131,68 @@ Status include(const DirectiveCall& call) {
   return Status::ok();
 }
 
+// user USER [GROUP]: resolved in init_core_conf, where the default applies too.
+Status set_user(const DirectiveCall& call, CoreConf& conf) {
+  if (call.arg(0).empty()) return call.invalid_value(0);
+  if (call.arg_count() == 2 && call.arg(1).empty()) return call.invalid_value(1);
+  conf.user = call.arg(0);
+  conf.group = call.arg_count() == 2 ? call.arg(1) : std::string();
+  conf.user_set = true;
+  return Status::ok();
+}
+
+// nginx: the group defaults to one named as the user. Where there is none
+// (Debian has no "nobody" group, only "nogroup") the user's own primary group
+// is taken instead of failing.
+Status resolve_user(CoreConf& conf) {
+  errno = 0;
+  const passwd* pw = ::getpwnam(conf.user.c_str());
+  if (pw == nullptr) {
+    return Status::error("getpwnam(\"" + conf.user + "\") failed" +
+                         (conf.user_set ? "" : " (the default worker user; set \"user\")"));
+  }
+  conf.user_uid = pw->pw_uid;
+  const gid_t primary = pw->pw_gid;
+  if (!conf.group.empty()) {
+    const group* gr = ::getgrnam(conf.group.c_str());
+    if (gr == nullptr) return Status::error("getgrnam(\"" + conf.group + "\") failed");
+    conf.user_gid = gr->gr_gid;
+    return Status::ok();
+  }
+  if (const group* gr = ::getgrnam(conf.user.c_str()); gr != nullptr) {
+    conf.group = conf.user;
+    conf.user_gid = gr->gr_gid;
+    return Status::ok();
+  }
+  conf.user_gid = primary;
+  if (const group* gr = ::getgrgid(primary); gr != nullptr) {
+    conf.group = gr->gr_name;
+  } else {
+    conf.group = std::to_string(primary);
+  }
+  return Status::ok();
+}
+
+Status set_rlimit_core(const DirectiveCall& call, CoreConf& conf) {
+  auto v = parse_size(call.arg(0));
+  if (!v || *v > static_cast<std::uint64_t>(LLONG_MAX)) return call.invalid_value(0);
+  conf.worker_rlimit_core = static_cast<long long>(*v);
+  return Status::ok();
+}
+
 Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
+  // Only a master running as root can give its workers other credentials
+  // (nginx ignores "user" otherwise, and -t says so).
+  if (::geteuid() == 0) {
+    if (!conf.user_set) {
+      conf.user = "nobody";
+      conf.group.clear();
+    }
+    if (Status s = resolve_user(conf); !s) return s;
+  }
+  if (!conf.working_directory.empty()) {
+    conf.working_directory = ctx.env().prefixed(conf.working_directory);
+  }
   if (!ctx.is_set("worker_processes")) {
     conf.worker_processes = 1;
   } else if (conf.worker_processes == kWorkerProcessesAuto) {
@@ -166,6 +229,10 @@ Module* make_core_module() {
   m->add("worker_shutdown_timeout", kMainConf, Arity::exactly(1),
          core.msec(&CoreConf::worker_shutdown_timeout, 0));
   m->add("worker_cpu_affinity", kMainConf, Arity::one_or_more(), core.custom(set_cpu_affinity));
+  m->add("user", kMainConf, Arity::between(1, 2), core.custom(set_user));
+  m->add("working_directory", kMainConf, Arity::exactly(1),
+         core.string(&CoreConf::working_directory, "", /*allow_empty=*/false));
+  m->add("worker_rlimit_core", kMainConf, Arity::exactly(1), core.custom(set_rlimit_core));
   m->add("include", kAnyConf, Arity::exactly(1), DirectiveBody::handler(include)).multiple = true;
   return m;
 }

@@ -30,6 +30,20 @@ struct CoreConf {
   // mask i, and workers beyond the list get the last one (as nginx).
   bool cpu_affinity_auto = false;
   std::vector<std::uint64_t> cpu_affinity;
+
+  // user USER [GROUP] (nginx's ngx_set_user). Looked up only when the master
+  // runs as root; then the default is "nobody" and that user's group.
+  // user_uid == kNoUid: workers keep the master's credentials (not root, or
+  // master_process off).
+  std::string user;       // as written, or "nobody" by default
+  std::string group;      // as written, or the group resolved for `user`
+  bool user_set = false;  // the directive was given
+  unsigned user_uid = kNoUid;
+  unsigned user_gid = kNoUid;
+  static constexpr unsigned kNoUid = ~0u;
+
+  std::string working_directory;      // "" : unchanged; else absolute after load
+  long long worker_rlimit_core = -1;  // bytes; -1: leave RLIMIT_CORE alone
 };
 
 const Module& core_module();

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "core/fault.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
@@ -100,7 +101,9 @@ std::size_t accept_connections(Event& ev) {
   do {
     sockaddr_storage sa;
     socklen_t len = sizeof sa;
-    int s = ::accept4(lc->fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int s = VIGIL_FAULT(
+        fault::kAccept, ECONNABORTED,
+        ::accept4(lc->fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (s == -1) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return accepted;
@@ -119,8 +122,8 @@ std::size_t accept_connections(Event& ev) {
     SharedCounters* counters = shared_counters();
     counters->accepted.add();
     // Seed 002, 9.8.3: positive once fewer than 1/8 of the slots are free.
-    loop.accept_disabled = static_cast<std::int64_t>(pool.size() / 8) -
-                           static_cast<std::int64_t>(pool.free_count());
+    loop.accept_disabled =
+        static_cast<std::int64_t>(pool.size() / 8) - static_cast<std::int64_t>(pool.free_count());
 
     Connection* c = pool.get(s, log);
     if (c == nullptr) {

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "core/fault.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 
@@ -138,7 +139,7 @@ long send_memory(Connection& c, Chain* cl, off_t budget, std::size_t* asked) {
   msg.msg_iov = iov;
   msg.msg_iovlen = static_cast<decltype(msg.msg_iovlen)>(niov);
   for (;;) {
-    const ssize_t n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+    const ssize_t n = VIGIL_FAULT(fault::kSend, EPIPE, ::sendmsg(c.fd, &msg, MSG_NOSIGNAL));
     if (n >= 0) return static_cast<long>(n);
     if (errno != EINTR) return -1;
   }
@@ -163,7 +164,9 @@ long send_file(Connection& c, Chain* cl, off_t budget, std::size_t* asked) {
 
   for (;;) {
     off_t offset = first->file_pos;  // sendfile advances its copy, not the buffer
-    const ssize_t n = ::sendfile(c.fd, first->file_fd, &offset, static_cast<std::size_t>(total));
+    const ssize_t n =
+        VIGIL_FAULT(fault::kSendfile, EIO,
+                    ::sendfile(c.fd, first->file_fd, &offset, static_cast<std::size_t>(total)));
     if (n >= 0) return static_cast<long>(n);
     if (errno != EINTR) return -1;
   }
@@ -179,7 +182,7 @@ long unix_recv(Connection& c, char* buf, std::size_t size) {
   if (size == 0) return 0;
 
   for (;;) {
-    const ssize_t n = ::recv(c.fd, buf, size, 0);
+    const ssize_t n = VIGIL_FAULT(fault::kRecv, ECONNRESET, ::recv(c.fd, buf, size, 0));
     if (n == 0) {
       rev.ready = 0;
       rev.eof = 1;
@@ -198,7 +201,7 @@ long unix_recv(Connection& c, char* buf, std::size_t size) {
 long unix_send(Connection& c, const char* buf, std::size_t size) {
   Event& wev = *c.write;
   for (;;) {
-    const ssize_t n = ::send(c.fd, buf, size, MSG_NOSIGNAL);
+    const ssize_t n = VIGIL_FAULT(fault::kSend, EPIPE, ::send(c.fd, buf, size, MSG_NOSIGNAL));
     if (n >= 0) {
       if (static_cast<std::size_t>(n) < size) wev.ready = 0;  // the socket buffer is full
       c.sent += n;
@@ -245,7 +248,7 @@ long readv_chain(Connection& c, Chain* chain, off_t limit) {
   if (total == 0) return 0;
 
   for (;;) {
-    const ssize_t n = ::readv(c.fd, iov, niov);
+    const ssize_t n = VIGIL_FAULT(fault::kRecv, ECONNRESET, ::readv(c.fd, iov, niov));
     if (n == 0) {
       rev.ready = 0;
       rev.eof = 1;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/fault.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -55,6 +56,7 @@ Status ConnectionPool::init(EventLoop& loop, std::size_t n) {
 }
 
 Connection* ConnectionPool::get(int fd, Log& log) {
+  if (fault::hit(fault::kPool)) return nullptr;  // as if exhausted (tests only)
   // Running short: close some idle keep-alive connections first, as nginx's
   // ngx_drain_connections does, so a burst of new clients is not refused while
   // idle ones hold slots.
@@ -82,14 +84,16 @@ Connection* ConnectionPool::get(int fd, Log& log) {
   Event* rev = c->read;
   Event* wev = c->write;
   Arena* arena = c->arena;
-  unsigned instance = rev->instance;
+  // A kernel report still queued for the slot's previous fd carries the old
+  // generation and is dropped by the backend (seed 001, 1.3 Instance 机制,
+  // with a counter instead of one bit).
   const std::uint32_t generation = c->generation + 1;
 
   *c = Connection{};
-  c->generation = generation;
   c->read = rev;
   c->write = wev;
   c->arena = arena;
+  c->generation = generation;
   c->fd = fd;
   c->log = &log;
   c->loop = loop_;
@@ -97,10 +101,6 @@ Connection* ConnectionPool::get(int fd, Log& log) {
 
   *rev = Event{};
   *wev = Event{};
-  // A kernel event still queued for the slot's previous fd carries the old
-  // instance bit and is dropped by the backend (seed 001, 1.3 Instance 机制).
-  rev->instance = !instance;
-  wev->instance = !instance;
   rev->data = c;
   wev->data = c;
   wev->write = 1;
@@ -198,6 +198,8 @@ std::size_t ConnectionPool::drain(std::size_t max) {
   return closed;
 }
 
-std::size_t ConnectionPool::close_idle() { return drain(reusable_n_); }
+std::size_t ConnectionPool::close_idle() {
+  return drain(reusable_n_);
+}
 
 }  // namespace vigil

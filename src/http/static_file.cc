@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/fault.h"
 #include "http/http_date.h"
 #include "http/range.h"
 #include "http/request.h"
@@ -282,7 +283,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';
-      int fd = ::open(name, kOpenFlags);
+      int fd = VIGIL_FAULT(fault::kOpen, EMFILE, ::open(name, kOpenFlags));
       if (fd == -1) {
         const int err = errno;
         if (err == ENOENT || err == ENOTDIR) continue;
@@ -320,7 +321,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     return 403;
   }
 
-  int fd = ::open(name, kOpenFlags);
+  int fd = VIGIL_FAULT(fault::kOpen, EMFILE, ::open(name, kOpenFlags));
   if (fd == -1) {
     const int err = errno;
     log_open_error(r, name, err);

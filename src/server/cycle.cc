@@ -5,7 +5,7 @@
 namespace vigil {
 
 Result<std::unique_ptr<Cycle>> make_cycle(std::unique_ptr<Configuration> conf, Cycle* previous,
-                                          Log& log) {
+                                          Log& log, ListenerSet* inherited) {
   auto cycle = std::make_unique<Cycle>();
   const CoreConf& core = conf->core();
   // A reload never changes the process model (nginx ignores master_process then too).
@@ -25,8 +25,8 @@ Result<std::unique_ptr<Cycle>> make_cycle(std::unique_ptr<Configuration> conf, C
   auto set = ListenerSet::create(*cycle->conf, cycle->workers, log);
   if (!set) return set.status();
   cycle->listeners = std::move(set).value();
-  if (Status s = cycle->listeners.open(previous ? &previous->listeners : nullptr, kBindTries, log);
-      !s) {
+  ListenerSet* from = previous != nullptr ? &previous->listeners : inherited;
+  if (Status s = cycle->listeners.open(from, kBindTries, log); !s) {
     return s;
   }
   return cycle;

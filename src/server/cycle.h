@@ -27,8 +27,9 @@ struct Cycle {
 inline constexpr int kBindTries = 5;
 
 // Builds a cycle from `conf`: asks the protocols for their listeners and opens
-// them, taking over the sockets of `previous` that are still wanted (reload).
+// them, taking over the sockets of `previous` that are still wanted (reload),
+// or at start those of `inherited` (binary upgrade, socket activation).
 Result<std::unique_ptr<Cycle>> make_cycle(std::unique_ptr<Configuration> conf, Cycle* previous,
-                                          Log& log);
+                                          Log& log, ListenerSet* inherited = nullptr);
 
 }  // namespace vigil

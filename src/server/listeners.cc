@@ -106,6 +106,21 @@ Result<ListenerSet> ListenerSet::create(const Configuration& conf, int workers, 
   return set;
 }
 
+ListenerSet ListenerSet::adopt(std::vector<std::unique_ptr<Listening>> sockets) {
+  ListenerSet set;
+  for (auto& ls : sockets) {
+    int worker = -1;
+    if (ls->reuseport) {
+      worker = 0;
+      for (const ListenerEntry& e : set.entries_) {
+        if (e.worker != -1 && same_address(e.ls->addr, ls->addr)) ++worker;
+      }
+    }
+    set.entries_.push_back({std::move(ls), worker});
+  }
+  return set;
+}
+
 Status ListenerSet::open(ListenerSet* previous, int tries, Log& log) {
   std::vector<ListenerEntry*> from(entries_.size(), nullptr);
   std::vector<bool> taken(previous ? previous->entries_.size() : 0, false);

@@ -41,6 +41,11 @@ class ListenerSet {
   // failure whatever this call opened is closed and `previous` is untouched.
   Status open(ListenerSet* previous, int tries, Log& log);
 
+  // A set of sockets opened elsewhere (another master, systemd): one shared
+  // entry per descriptor, addressed and flagged as the socket says; the i-th
+  // reuseport socket of an address is taken as worker i's clone.
+  static ListenerSet adopt(std::vector<std::unique_ptr<Listening>> sockets);
+
   // Closes every descriptor still held.
   void close_all();
   // In a worker after fork: closes the other workers' reuseport clones, so a

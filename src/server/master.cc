@@ -22,29 +22,20 @@
 #include "core/shmtx.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
+#include "server/master_process.h"
+#include "server/systemd.h"
+#include "server/upgrade.h"
 #include "server/worker.h"
+#include "server/worker_files.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
 
+namespace master_detail {
+
 namespace {
-
-constexpr std::int64_t kKillAfterMs = 2000;   // fast stop: SIGKILL what TERM left alive
-constexpr std::int64_t kYoungDeathMs = 1000;  // dying younger than this counts toward back-off
-constexpr std::int64_t kRespawnFirstDelayMs = 100;
-constexpr std::int64_t kRespawnMaxDelayMs = 10000;
-
-// The shared zone (nginx's "nginx_shared_zone", seed 004): the accept mutex's
-// lock word and the counters, each on its own cache line.
-struct SharedZone {
-  ShmtxShared accept_mutex;
-  SharedCounters counters;
-};
-
-// The signals the master acts on; blocked except inside sigsuspend().
-constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1};
 
 // The master's own timer (respawn delays, the fast-stop deadline). Workers
 // inherit the handler but not the timer (setitimer is not kept across fork).
@@ -53,11 +44,15 @@ void on_alarm(int) {
   g_alarm = 1;
 }
 
+}  // namespace
+
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 void clear_slot(WorkerSlot& s, pid_t pid) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -73,68 +68,15 @@ void clear_slot(WorkerSlot& s, pid_t pid) {
   s.pid.store(pid, std::memory_order_release);
 }
 
-class Master {
- public:
-  Master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log)
-      : cycle_(std::move(cycle)), options_(options), log_(log) {}
-  ~Master();
-  Master(const Master&) = delete;
-  Master& operator=(const Master&) = delete;
-
-  int run();
-
- private:
-  struct Child {
-    pid_t pid = -1;
-    int index = 0;  // worker number in its cycle
-    int slot = -1;  // shared counters slot
-    unsigned generation = 0;
-    bool retiring = false;  // told to stop: not respawned
-    std::int64_t started = 0;
-  };
-  struct Respawn {
-    int index = 0;
-    unsigned generation = 0;
-    std::int64_t due = 0;
-  };
-
-  Status init();
-  void spawn(int index);
-  void reap();
-  void on_exit(const Child& child, int status);
-  void respawn_due(std::int64_t now);
-  void reload();
-  void stop(bool graceful);
-  void signal_children(int signo);
-  bool use_accept_mutex() const;
-  int take_slot();
-  void free_slot(int slot);
-  void arm_timer(std::int64_t now);
-  bool anything_pending() const;
-
-  std::unique_ptr<Cycle> cycle_;
-  ConfLoadOptions options_;
-  Log& log_;
-  SharedMemory shm_;
-  SharedZone* zone_ = nullptr;
-  Shmtx accept_mutex_;
-  bool mutex_created_ = false;
-  std::vector<Child> children_;
-  std::vector<Respawn> respawns_;
-  std::vector<int> streak_;  // per worker index: deaths in a row, each young
-  std::string pid_path_;
-  bool pid_written_ = false;
-  bool quitting_ = false;
-  bool terminating_ = false;
-  bool killed_ = false;
-  std::int64_t kill_at_ = 0;
-  bool slot_used_[kMaxWorkers] = {};
-};
+}  // namespace
 
 Master::~Master() {
   set_shared_counters(nullptr);  // before the zone is unmapped
   if (mutex_created_) accept_mutex_.destroy();
-  if (pid_written_) remove_pid_file(pid_path_, ::getpid());
+  if (pid_written_) {
+    remove_pid_file(pid_path_, ::getpid());
+    remove_pid_file(old_pid_path(pid_path_), ::getpid());  // an old master after an upgrade
+  }
 }
 
 Status Master::init() {
@@ -162,6 +104,7 @@ Status Master::init() {
   // Before the first fork: every worker then counts into the shared zone.
   set_shared_counters(&zone_->counters);
 
+  prepare_worker_files(*cycle_, log_);
   pid_path_ = cycle_->conf->core().pid_path;
   if (Status s = write_pid_file(pid_path_, ::getpid()); !s) return s;
   pid_written_ = true;
@@ -178,6 +121,8 @@ int Master::run() {
   VIGIL_LOG(log_, kNotice, 0, "vigil/%s started, pid %d, master process, %d worker processes",
             VIGIL_VERSION, static_cast<int>(::getpid()), cycle_->workers);
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);
+  // MAINPID too: after a binary upgrade the new master is the main process.
+  tell_systemd("READY=1\nMAINPID=" + std::to_string(::getpid()));
 
   signals::Flags& flags = signals::flags();
   sigset_t none;
@@ -213,23 +158,60 @@ int Master::run() {
     }
     if (flags.reconfigure) {
       flags.reconfigure = 0;
-      if (!quitting_ && !terminating_) reload();
+      // After WINCH, HUP brings the workers back as they were (the rollback
+      // of an upgrade), as nginx does; otherwise it reloads.
+      if (!quitting_ && !terminating_) {
+        if (noaccepting_) {
+          restart_workers();
+        } else {
+          tell_systemd(systemd_reloading_state());
+          reload();
+          tell_systemd("READY=1");  // done, whether the new configuration was taken or not
+        }
+      }
+    }
+    if (flags.change_binary) {
+      flags.change_binary = 0;
+      if (!quitting_ && !terminating_) change_binary();
+    }
+    if (flags.noaccept) {
+      flags.noaccept = 0;
+      if (!quitting_ && !terminating_) stop_accepting();
     }
     if (flags.reopen) {
       flags.reopen = 0;
       VIGIL_LOG(log_, kNotice, 0, "reopening logs");
       if (Status s = log_.reopen(); !s) VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      prepare_worker_files(*cycle_, log_);
       signal_children(SIGUSR1);
     }
     respawn_due(now);
   }
   VIGIL_LOG(log_, kNotice, 0, "exit");
-  return 0;
+  return failed_ ? 1 : 0;
+}
+
+// A master with no worker serves nothing; when the last one of the current
+// configuration could not start (its reason is in the log just above) and
+// none is due to be respawned, idling would hide the failure: stop instead.
+void Master::give_up_if_none_left() {
+  for (const Child& c : children_) {
+    if (!c.retiring && c.generation == cycle_->generation) return;
+  }
+  for (const Respawn& r : respawns_) {
+    if (r.generation == cycle_->generation) return;
+  }
+  VIGIL_LOG(log_, kEmerg, 0,
+            "no worker process is running: they exited with fatal code %d (see above), exiting",
+            kWorkerFatal);
+  failed_ = true;
+  stop(/*graceful=*/false);
 }
 
 bool Master::anything_pending() const {
   const signals::Flags& f = signals::flags();
-  return f.child || f.terminate || f.quit || f.reconfigure || f.reopen || g_alarm;
+  return f.child || f.terminate || f.quit || f.reconfigure || f.reopen || f.change_binary ||
+         f.noaccept || g_alarm;
 }
 
 void Master::arm_timer(std::int64_t now) {
@@ -310,6 +292,10 @@ void Master::reap() {
       if (errno != ECHILD) VIGIL_LOG(log_, kAlert, errno, "waitpid() failed");
       return;
     }
+    if (pid == new_binary_) {
+      on_new_binary_exit(status);
+      continue;
+    }
     auto it = std::find_if(children_.begin(), children_.end(),
                            [pid](const Child& c) { return c.pid == pid; });
     if (it == children_.end()) continue;
@@ -349,6 +335,7 @@ void Master::on_exit(const Child& child, int status) {
     VIGIL_LOG(log_, kAlert, 0,
               "worker process %d exited with fatal code %d and cannot be respawned", pid,
               kWorkerFatal);
+    give_up_if_none_left();
     return;
   }
   // Respawn at once, unless it keeps dying young: then wait 100 ms, 200 ms, ...
@@ -392,6 +379,8 @@ void Master::signal_children(int signo) {
 
 void Master::stop(bool graceful) {
   if (terminating_ || (graceful && quitting_)) return;
+  // An old master leaving after an upgrade is not the service stopping.
+  if (new_binary_ == 0) tell_systemd("STOPPING=1");
   respawns_.clear();
   if (graceful) {
     quitting_ = true;
@@ -465,6 +454,7 @@ void Master::reload() {
   }
   respawns_.clear();
   streak_.assign(static_cast<std::size_t>(cycle_->workers), 0);
+  prepare_worker_files(*cycle_, log_);
   // New workers first, then the old ones are told to finish: the sockets
   // never go unwatched.
   for (int i = 0; i < cycle_->workers; ++i) spawn(i);
@@ -477,10 +467,10 @@ void Master::reload() {
             cycle_->workers, old_workers.size());
 }
 
-}  // namespace
+}  // namespace master_detail
 
 int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log) {
-  Master master(std::move(cycle), options, log);
+  master_detail::Master master(std::move(cycle), options, log);
   return master.run();
 }
 

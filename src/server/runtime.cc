@@ -4,13 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <string>
 #include <utility>
 
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "server/cycle.h"
+#include "server/inherit.h"
 #include "server/master.h"
+#include "server/systemd.h"
 #include "server/worker.h"
 
 namespace vigil {
@@ -48,6 +51,10 @@ int run_single(Cycle& cycle, Log& log) {
   ctx.index = 0;
   ctx.slot = 0;  // the process-local counters
   ctx.forked = false;
+  // The sockets listen already: connections queue until the loop runs.
+  if (Status s = notify_systemd("READY=1\nMAINPID=" + std::to_string(pid)); !s) {
+    VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+  }
   const int rc = run_worker(ctx, log);
   remove_pid_file(pid_path, pid);
   return rc == 0 ? 0 : 1;
@@ -61,14 +68,23 @@ int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& optio
 
   // Sockets first, as nginx does: a port in use is reported on the terminal
   // and in the exit code, before the process detaches.
-  auto made = make_cycle(std::move(conf), nullptr, log);
+  // Sockets handed over by an old master (USR2) or by systemd are used
+  // instead of opening new ones; those not configured any more are closed
+  // when `inherited` goes.
+  std::string inherited_from;
+  ListenerSet inherited = inherited_listeners(log, &inherited_from);
+  const bool upgraded = inherited_from.rfind(kInheritEnv, 0) == 0;
+  auto made = make_cycle(std::move(conf), nullptr, log, &inherited);
+  inherited.close_all();
   if (!made) {
     VIGIL_LOG(log, kEmerg, made.status().err(), "%s", made.status().message().c_str());
     return 1;
   }
   std::unique_ptr<Cycle> cycle = std::move(made).value();
 
-  if (daemon) {
+  // A new binary started by an old master stays its child, as nginx's does
+  // (the old master reaps it and takes the pid file back if it exits).
+  if (daemon && !upgraded) {
     if (Status s = daemonize(); !s) return fail(log, s);
   }
   if (cycle->master) return run_master(std::move(cycle), options, log);

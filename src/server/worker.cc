@@ -15,6 +15,8 @@
 #include <string>
 
 #include "core/core_module.h"
+#include "core/fault.h"
+#include "core/process/privileges.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
 #include "server/cycle.h"
@@ -68,7 +70,7 @@ Status set_rlimits(const CoreConf& core, const EventConf& ev, Log& log) {
     VIGIL_LOG(log, kWarn, 0, "%zu worker_connections exceed open file resource limit: %lu",
               ev.connections, static_cast<unsigned long>(rl.rlim_cur));
   }
-  return Status::ok();
+  return apply_rlimit_core(core);
 }
 
 // worker_cpu_affinity: "auto" gives worker i the i-th allowed CPU (wrapping);
@@ -231,6 +233,8 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     flags.reconfigure = 0;
     flags.reopen = 0;
     flags.child = 0;
+    flags.change_binary = 0;  // USR2 and WINCH are the master's alone
+    flags.noaccept = 0;
     cycle.listeners.close_others(ctx.index);
   }
   if (Status s = set_rlimits(core, ev, log); !s) {
@@ -265,6 +269,15 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       return kWorkerFatal;
     }
   }
+  // Everything that needs root is open now (sockets came from the master,
+  // access logs were opened by init_worker): give it up. A single process
+  // (master_process off) keeps its credentials, as nginx's does.
+  if (ctx.forked) {
+    if (Status s = drop_privileges(core); !s) {
+      VIGIL_LOG(log, kEmerg, s.err(), "%s", s.message().c_str());
+      return kWorkerFatal;
+    }
+  }
 
   WorkerSlot* slot = ctx.slot >= 0 && static_cast<std::size_t>(ctx.slot) < kMaxWorkers
                          ? &shared_counters()->workers[ctx.slot]
@@ -276,6 +289,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
 
   g_loop = loop.get();
   signals::set_wake_hook(wake_loop);
+  signals::set_wake_fd(loop->backend().wake_fd());  // preferred by the handlers
   if (ctx.forked) {
     // The master blocks its signals outside sigsuspend(); the mask was
     // inherited. From here a signal wakes the loop through the hook.
@@ -296,6 +310,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     }
   }
 
+  fault::arm(log);  // tests only (VIGIL_FAULT_INJECTION): start-up never fails
   bool exiting = false;
   Event shutdown_timer;
   shutdown_timer.data = loop.get();
@@ -358,6 +373,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     if (p.exit_worker != nullptr) p.exit_worker(*loop);
   }
   if (slot != nullptr) publish(*slot, *loop);
+  signals::set_wake_fd(-1);
   signals::set_wake_hook(nullptr);
   g_loop = nullptr;
   return 0;

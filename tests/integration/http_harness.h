@@ -177,6 +177,9 @@ class VigilServer {
   VigilServer() {
     char tmpl[] = "/tmp/vigil_http_XXXXXX";
     if (::mkdtemp(tmpl) != nullptr) dir_ = tmpl;
+    // mkdtemp makes it 0700: run as root with a master, the workers serve as
+    // "nobody" (the default user) and must be able to reach html/.
+    ::chmod(dir_.c_str(), 0755);
     for (const char* d : {"/conf", "/logs", "/html"}) ::mkdir((dir_ + d).c_str(), 0755);
   }
   ~VigilServer() {

@@ -32,6 +32,9 @@ std::string http_conf(int port, int workers, const std::string& extra = "") {
 }
 
 void start_http(Harness& h, int port, int workers) {
+  // Run as root, the workers serve as "nobody" (the default user): the
+  // prefix must be searchable by it, as a real docroot is.
+  ::chmod(h.dir().c_str(), 0755);
   ::mkdir((h.dir() + "/html").c_str(), 0755);
   std::ofstream(h.dir() + "/html/index.html") << "hello\n";
   h.set_binary(VIGIL_BINARY);

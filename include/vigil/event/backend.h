@@ -45,12 +45,15 @@ class Backend {
   // Wakes a process_events that is waiting; safe from any thread and from a
   // signal handler. The loop then runs its notify event's handler.
   virtual Status notify() = 0;
+  // The eventfd notify() writes to, for a signal handler to write to itself
+  // (async-signal-safe, no Status to build); -1 when the backend has none.
+  virtual int wake_fd() const { return -1; }
 
   // Waits at most `timer` ms (kTimerInfinite: no limit), refreshes the cached
   // time when kProcUpdateTime is set or the timer_resolution alarm fired, and
   // dispatches ready events: handlers are called, or with kProcPostEvents the
   // events are posted (accept events to the loop's posted_accept queue, others
-  // to posted). Stale events (fd == -1 or instance mismatch) are dropped.
+  // to posted). Stale events (fd == -1 or an older generation) are dropped.
   // EINTR is not an error.
   virtual Status process_events(Msec timer, unsigned flags) = 0;
 

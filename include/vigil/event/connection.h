@@ -54,18 +54,18 @@ class Connection {
 
   ::sockaddr* peer_addr = nullptr;  // the peer, copied into the arena
   socklen_t peer_addrlen = 0;
-  std::string_view addr_text;  // the peer's address as text, in the arena
+  std::string_view addr_text;              // the peer's address as text, in the arena
   const ::sockaddr* local_addr = nullptr;  // the listener's address
   socklen_t local_addrlen = 0;
 
   Buf* buffer = nullptr;  // the protocol's read buffer
   QueueNode queue;        // the pool's reusable (idle) list
 
-  std::uint64_t number = 0;    // the process-wide connection serial number
-  // Bumped by ConnectionPool::get on every reuse of the slot: a completion
-  // the kernel still delivers for the slot's previous owner (io_uring tags
-  // its requests with it) is recognised as stale.
+  // Bumped by ConnectionPool::get on every reuse of the slot; backends tag
+  // what they register with it and drop reports of an older generation
+  // (io_uring: the completions of a ring connection's receive and sends).
   std::uint32_t generation = 0;
+  std::uint64_t number = 0;    // the process-wide connection serial number
   std::uint64_t requests = 0;  // requests handled on it
 
   unsigned log_error : 3 = 0;
@@ -82,8 +82,7 @@ class Connection {
   unsigned ring : 1 = 0;  // recv/send go through the backend's io_uring (Backend::init_io)
 
   static Connection* from_queue(QueueNode* n) {
-    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) -
-                                         offsetof(Connection, queue));
+    return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) - offsetof(Connection, queue));
   }
 };
 

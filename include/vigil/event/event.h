@@ -48,7 +48,6 @@ class Event {
 
   unsigned write : 1 = 0;     // write event (0: read event)
   unsigned accept : 1 = 0;    // read event of a listening socket
-  unsigned instance : 1 = 0;  // flipped on every reuse of the slot: stale-event guard
   unsigned active : 1 = 0;    // registered with the backend
   unsigned disabled : 1 = 0;
   unsigned ready : 1 = 0;  // the kernel said readable/writable; cleared on EAGAIN

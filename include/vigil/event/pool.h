@@ -1,7 +1,7 @@
 #pragma once
 // The connection pool (seed 000 "ngx_connection_t 连接池"): connections[],
 // read_events[] and write_events[] preallocated to worker_connections, with a
-// free list. get() flips the `instance` bit of both events so a kernel event
+// free list. get() bumps the connection's `generation` so a kernel event
 // still queued for the slot's previous fd is recognised as stale.
 
 #include <cstddef>
@@ -25,8 +25,8 @@ class ConnectionPool {
 
   Status init(EventLoop& loop, std::size_t n);
 
-  // A free connection for `fd` (-1 allowed), events reset but for `instance`,
-  // which is flipped. When free slots fall to n/16 it first closes up to 32 of
+  // A free connection for `fd` (-1 allowed), events reset, `generation`
+  // one more than the slot's previous life. When free slots fall to n/16 it first closes up to 32 of
   // the oldest reusable (idle) connections, logging "N worker_connections are
   // not enough, reusing connections" at most once a second. When none is free
   // it logs "N worker_connections are not enough" and returns nullptr: the

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "core/fault.h"
 #include "event/backends/dispatch.h"
 #include "vigil/core/clock.h"
 #include "vigil/event/connection.h"
@@ -64,7 +65,7 @@ Status EpollBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   }
 
   Status st = notify_.open();
-  if (st) st = ctl(EPOLL_CTL_ADD, notify_.fd(), EPOLLIN, &notify_.connection());
+  if (st) st = ctl(EPOLL_CTL_ADD, notify_.fd(), EPOLLIN, tag_connection(&notify_.connection(), 0));
   if (!st) {
     done();
     return st;
@@ -83,11 +84,12 @@ void EpollBackend::done() {
   loop_ = nullptr;
 }
 
-Status EpollBackend::ctl(int op, int fd, std::uint32_t events, void* ptr) {
+Status EpollBackend::ctl(int op, int fd, std::uint32_t events, std::uint64_t tag, bool may_fail) {
   epoll_event ee{};
   ee.events = events;
-  ee.data.ptr = ptr;
-  if (::epoll_ctl(ep_, op, fd, &ee) == -1) {
+  ee.data.u64 = tag;
+  if ((may_fail ? VIGIL_FAULT(fault::kEpollCtl, ENOMEM, ::epoll_ctl(ep_, op, fd, &ee))
+                : ::epoll_ctl(ep_, op, fd, &ee)) == -1) {
     const int err = errno;  // saved before the message allocates
     return Status::sys(std::string("epoll_ctl(") + op_name(op) + ", " + std::to_string(fd) + ")",
                        err);
@@ -120,7 +122,8 @@ Status EpollBackend::add(Event& ev, unsigned flags) {
   }
 #endif
 
-  Status st = ctl(op, c->fd, events, tag_pointer(c, ev.instance));
+  if (!taggable(c)) return Status::error("epoll: connection address does not fit the event tag");
+  Status st = ctl(op, c->fd, events, tag_connection(c, c->generation), /*may_fail=*/!ev.accept);
   if (!st) return st;
   ev.active = 1;
   return Status::ok();
@@ -140,14 +143,15 @@ Status EpollBackend::del(Event& ev, unsigned flags) {
   if (other != nullptr && other->active) {
     std::uint32_t events = ev.write ? kReadBits : kWriteBits;
     if (flags & kEvClear) events |= EPOLLET;
-    return ctl(EPOLL_CTL_MOD, c->fd, events, tag_pointer(c, other->instance));
+    return ctl(EPOLL_CTL_MOD, c->fd, events, tag_connection(c, c->generation));
   }
-  return ctl(EPOLL_CTL_DEL, c->fd, 0, nullptr);
+  return ctl(EPOLL_CTL_DEL, c->fd, 0, 0);
 }
 
 Status EpollBackend::add_conn(Connection& c) {
+  if (!taggable(&c)) return Status::error("epoll: connection address does not fit the event tag");
   Status st = ctl(EPOLL_CTL_ADD, c.fd, EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP,
-                  tag_pointer(&c, c.read->instance));
+                  tag_connection(&c, c.generation), /*may_fail=*/true);
   if (!st) return st;
   c.read->active = 1;
   c.write->active = 1;
@@ -159,7 +163,7 @@ Status EpollBackend::del_conn(Connection& c, unsigned flags) {
   c.read->active = 0;
   c.write->active = 0;
   if ((flags & kEvClose) || !registered) return Status::ok();
-  return ctl(EPOLL_CTL_DEL, c.fd, 0, nullptr);
+  return ctl(EPOLL_CTL_DEL, c.fd, 0, 0);
 }
 
 Status EpollBackend::notify() {
@@ -188,8 +192,8 @@ Status EpollBackend::process_events(Msec timer, unsigned flags) {
   stats.events += static_cast<std::uint64_t>(n);
 
   for (int i = 0; i < n; ++i) {
-    void* tagged = list_[i].data.ptr;
-    auto* c = untag_pointer<Connection>(tagged);
+    const std::uint64_t tag = list_[i].data.u64;
+    auto* c = tag_target<Connection>(tag);
     std::uint32_t revents = list_[i].events;
 
     if (notify_.is(c)) {
@@ -201,8 +205,8 @@ Status EpollBackend::process_events(Msec timer, unsigned flags) {
     // meet it in their next recv()/send() and close (nginx does the same).
     if (revents & (EPOLLERR | EPOLLHUP)) revents |= EPOLLIN | EPOLLOUT;
 
-    deliver_conn(*loop_, *c, tag_instance(tagged), (revents & EPOLLIN) != 0,
-                 (revents & EPOLLOUT) != 0, (revents & EPOLLRDHUP) != 0, flags);
+    deliver_conn(*loop_, *c, tag_generation(tag), (revents & EPOLLIN) != 0,
+                 (revents & EPOLLOUT) != 0, (revents & EPOLLRDHUP) != 0, flags, kTagGenerationMask);
   }
   return Status::ok();
 }

@@ -20,8 +20,10 @@ short direction_bit(const Event& ev) {
 Status FdTable::init(std::size_t capacity) {
   fds_.reset(new (std::nothrow) pollfd[capacity]);
   conns_.reset(new (std::nothrow) Connection*[capacity]);
+  gens_.reset(new (std::nothrow) std::uint32_t[capacity]);
   ready_.reset(new (std::nothrow) ReadyFd[capacity]);
-  if (!fds_ || !conns_ || !ready_) return Status::error("cannot allocate the event table", ENOMEM);
+  if (!fds_ || !conns_ || !gens_ || !ready_)
+    return Status::error("cannot allocate the event table", ENOMEM);
   cap_ = capacity;
   n_ = 0;
   return Status::ok();
@@ -30,6 +32,7 @@ Status FdTable::init(std::size_t capacity) {
 void FdTable::clear() {
   fds_.reset();
   conns_.reset();
+  gens_.reset();
   ready_.reset();
   n_ = cap_ = 0;
 }
@@ -61,6 +64,7 @@ Status FdTable::add(Event& ev) {
   fds_[slot].events = bit;
   fds_[slot].revents = 0;
   conns_[slot] = c;
+  gens_[slot] = c->generation;
   ev.index = slot;
   return Status::ok();
 }
@@ -88,6 +92,7 @@ void FdTable::remove_slot(std::uint32_t slot) {
   if (slot != last) {
     fds_[slot] = fds_[last];
     conns_[slot] = conns_[last];
+    gens_[slot] = gens_[last];
     Connection* moved = conns_[slot];
     if (moved->read != nullptr && moved->read->index == last) moved->read->index = slot;
     if (moved->write != nullptr && moved->write->index == last) moved->write->index = slot;
@@ -104,7 +109,7 @@ void deliver_ready(EventLoop& loop, NotifyFd& notify, const ReadyFd* ready, std:
       continue;
     }
     const bool failed = (r.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
-    deliver_conn(loop, *r.conn, r.instance, failed || (r.revents & POLLIN),
+    deliver_conn(loop, *r.conn, r.generation, failed || (r.revents & POLLIN),
                  failed || (r.revents & POLLOUT), false, flags);
   }
 }

@@ -25,8 +25,8 @@ namespace vigil::backends {
 // may add or delete events and so reorder the table.
 struct ReadyFd {
   Connection* conn;
-  unsigned instance;
-  short revents;  // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
+  std::uint32_t generation;  // the connection's generation when it was registered
+  short revents;             // POLLIN/POLLOUT, POLLERR/POLLHUP, POLLNVAL for a dropped fd
 };
 
 class FdTable {
@@ -52,6 +52,12 @@ class FdTable {
   std::size_t size() const { return n_; }
   std::size_t capacity() const { return cap_; }
   Connection* connection(std::uint32_t slot) const { return conns_[slot]; }
+  // The generation of the connection when its slot was made: a report for
+  // the slot is stale once the connection's generation moved on.
+  std::uint32_t generation(std::uint32_t slot) const { return gens_[slot]; }
+  ReadyFd ready_fd(std::uint32_t slot, short revents) const {
+    return ReadyFd{conns_[slot], gens_[slot], revents};
+  }
   int fd(std::uint32_t slot) const { return fds_[slot].fd; }
   short interest(std::uint32_t slot) const { return fds_[slot].events; }
   // Where a wait collects its ready slots (capacity() entries).
@@ -62,6 +68,7 @@ class FdTable {
 
   std::unique_ptr<pollfd[]> fds_;
   std::unique_ptr<Connection*[]> conns_;
+  std::unique_ptr<std::uint32_t[]> gens_;
   std::unique_ptr<ReadyFd[]> ready_;
   std::size_t n_ = 0;
   std::size_t cap_ = 0;

@@ -25,6 +25,7 @@ class LevelBackend : public Backend {
     return st;
   }
   Status notify() override { return notify_.signal(); }
+  int wake_fd() const override { return notify_.fd(); }
 
  protected:
   // Sizes the table for every pool connection plus the notify eventfd, and

@@ -32,9 +32,10 @@ class NotifyFd {
   bool is(const Connection* c) const { return c == &conn_; }
   bool is(const Event* ev) const { return ev == &rev_; }
 
-  // Adds 1 to the counter: one write(2), nothing else, so it is safe from any
-  // thread and from a signal handler (eventfd(2)). A full counter (EAGAIN)
-  // already means "wake up", so it is not an error.
+  // Adds 1 to the counter: one write(2), safe from any thread. A full counter
+  // (EAGAIN) already means "wake up", so it is not an error. Its failure path
+  // builds a Status (allocates): a signal handler writes to fd() itself
+  // (Backend::wake_fd, core/process/signals.h).
   Status signal();
   // Resets the counter and runs loop.notify_event().handler, if one is set.
   void fire(EventLoop& loop);

@@ -71,8 +71,7 @@ Status PollBackend::process_events(Msec timer, unsigned flags) {
       continue;
     }
     p.revents = 0;
-    Connection* c = table_.connection(i);
-    table_.ready()[nready++] = ReadyFd{c, c->read->instance, revents};
+    table_.ready()[nready++] = table_.ready_fd(i, revents);
     if (revents & POLLNVAL) {
       // The fd was closed behind our back. Left in the table it would be
       // reported on every pass: drop it, and let the handlers see the error.

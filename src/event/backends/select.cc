@@ -84,8 +84,7 @@ std::size_t SelectBackend::repair() {
     VIGIL_LOG(loop_->log(), kAlert, 0, "invalid descriptor #%d in select() sets, dropped", fd);
     FD_CLR(fd, &master_read_);
     FD_CLR(fd, &master_write_);
-    Connection* c = table_.connection(i);
-    table_.ready()[nready++] = ReadyFd{c, c->read->instance, POLLNVAL};
+    table_.ready()[nready++] = table_.ready_fd(i, POLLNVAL);
     table_.drop(i);  // slot i now holds the former last one: look at it next
     max_fd_stale_ = true;
   }
@@ -136,8 +135,7 @@ Status SelectBackend::process_events(Msec timer, unsigned flags) {
     if ((interest & POLLIN) && FD_ISSET(fd, &work_read_)) revents |= POLLIN;
     if ((interest & POLLOUT) && FD_ISSET(fd, &work_write_)) revents |= POLLOUT;
     if (revents == 0) continue;
-    Connection* c = table_.connection(i);
-    table_.ready()[nready++] = ReadyFd{c, c->read->instance, revents};
+    table_.ready()[nready++] = table_.ready_fd(i, revents);
   }
   stats.events += nready;
 

@@ -17,14 +17,13 @@ namespace vigil::backends {
 
 namespace {
 
-// ev.index while registered: generation | level flag | instance at arm time.
+// ev.index while registered: generation | level flag.
 // 15 bits: bit 63 of user_data marks the ring connections' requests.
 constexpr std::uint32_t kGenerationMask = 0x7fffu;
 constexpr std::uint32_t kLevelBit = 1u << 16;
-constexpr std::uint32_t kInstanceBit = 1u << 17;
 
 // user_data: generation in bits 48..62, the Event pointer below (user-space
-// addresses fit in 48 bits on x86-64 and arm64), the instance in bit 0.
+// addresses fit in 48 bits on x86-64 and arm64).
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
@@ -34,7 +33,7 @@ constexpr std::uint64_t kTeardownUserData =
 
 std::uint64_t user_data_of(const Event& ev) {
   return (std::uint64_t{ev.index & kGenerationMask} << kGenerationShift) |
-         reinterpret_cast<std::uintptr_t>(&ev) | ((ev.index & kInstanceBit) ? 1u : 0u);
+         reinterpret_cast<std::uintptr_t>(&ev);
 }
 
 Event* event_of(std::uint64_t user_data) {
@@ -121,7 +120,7 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   if (st) {
     Event& nev = notify_.event();
     generation_ = 1;
-    nev.index = generation_;  // multishot, instance 0
+    nev.index = generation_;  // multishot
     st = arm(nev, notify_.fd());
     if (st) nev.active = 1;
   }
@@ -262,7 +261,7 @@ Status UringBackend::add(Event& ev, unsigned flags) {
     return Status::error("io_uring: event address does not fit the user_data tag");
   }
   generation_ = static_cast<std::uint16_t>((generation_ + 1) & kGenerationMask);
-  ev.index = generation_ | (level ? kLevelBit : 0u) | (ev.instance ? kInstanceBit : 0u);
+  ev.index = generation_ | (level ? kLevelBit : 0u);
   Status st = arm(ev, ev.owner<Connection>()->fd);
   if (!st) {
     ev.index = Event::kNoIndex;
@@ -403,7 +402,9 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
   }
 
   auto* c = ev->owner<Connection>();
-  if (is_stale(*c, static_cast<unsigned>(cqe.user_data & 1u))) return;
+  // is_current() compared the registration's own generation (an Event reset
+  // by ConnectionPool::get has none): only a closed connection is left.
+  if (c->fd == -1) return;
 
   if (cqe.res == -ECANCELED) {
     // Our own cancels are never current (del resets the index), so the

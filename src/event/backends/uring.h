@@ -27,11 +27,13 @@
 //    than once, which greedy handlers do not mind.
 //  - level (no kEvClear, e.g. listening sockets): a single-shot poll re-armed
 //    each time it completes.
-//    The request's user_data is the Event pointer | instance bit | a 15-bit
+//    The request's user_data is the Event pointer | a 15-bit
 //    registration generation in bits 48..62 (held in the event's `index`):
 //    a completion from an earlier registration is stale and never re-armed.
 //    del cancels the request even with kEvClose: an armed poll holds a
 //    reference to the file, so close() alone would not send the FIN.
+//    (A connection's own generation is Connection::generation: a completion
+//    for a slot reused since is dropped because its registration is gone.)
 //
 // Ring user_data has bit 63 set: kind (bits 56..58), the Connection::generation
 // (bits 24..55) and the pool slot (bits 0..23); a send's user_data carries its
@@ -96,6 +98,7 @@ class UringBackend final : public Backend {
   Status add_conn(Connection& c) override;
   Status del_conn(Connection& c, unsigned flags) override;
   Status notify() override;
+  int wake_fd() const override { return notify_.fd(); }
   Status process_events(Msec timer, unsigned flags) override;
 
   void init_io(Connection& c) override;

@@ -1,8 +1,8 @@
-// The connection pool: free list, instance flip, exhaustion, reusable drain.
+// The connection pool: free list, generation counter, exhaustion, reusable drain.
 #include "vigil/event/pool.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -49,7 +49,7 @@ class PoolTest : public ::testing::Test {
   Log log_;
 };
 
-TEST_F(PoolTest, GetFlipsInstanceAndFreeReturnsTheSlot) {
+TEST_F(PoolTest, GetBumpsTheGenerationAndFreeReturnsTheSlot) {
   auto loop = make(4);
   ConnectionPool& pool = loop->pool();
   EXPECT_EQ(pool.size(), 4u);
@@ -57,21 +57,24 @@ TEST_F(PoolTest, GetFlipsInstanceAndFreeReturnsTheSlot) {
   Connection* c = pool.get(-1, log_);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(pool.free_count(), 3u);
-  unsigned inst = c->read->instance;
-  EXPECT_EQ(c->write->instance, inst);
+  const std::uint32_t gen = c->generation;
   EXPECT_EQ(c->read->data, c);
   EXPECT_TRUE(c->write->write);
   EXPECT_FALSE(c->read->write);
   EXPECT_EQ(c->loop, loop.get());
   pool.free(*c);
   EXPECT_EQ(pool.free_count(), 4u);
-  // LIFO free list: the same slot comes back, with the opposite instance bit.
+  // LIFO free list: the same slot comes back, one generation on; and on
+  // again, where a one-bit instance would be back to its first value.
   Connection* again = pool.get(-1, log_);
   EXPECT_EQ(again, c);
-  EXPECT_NE(again->read->instance, inst);
-  EXPECT_NE(again->write->instance, inst);
+  EXPECT_EQ(again->generation, gen + 1);
   EXPECT_GT(again->number, 0u);
   pool.free(*again);
+  Connection* third = pool.get(-1, log_);
+  EXPECT_EQ(third, c);
+  EXPECT_EQ(third->generation, gen + 2);
+  pool.free(*third);
 }
 
 TEST_F(PoolTest, ExhaustionRefusesCleanlyAndLogsOncePerSecond) {
@@ -126,7 +129,8 @@ TEST_F(PoolTest, ReusableConnectionsAreDrainedOldestFirstWhenRunningShort) {
   EXPECT_GE(g_drained, 1);
   // The oldest idle connection went first.
   EXPECT_EQ(idle[0]->fd, -1);
-  EXPECT_EQ(count(slurp(log_path_), "32 worker_connections are not enough, reusing connections"), 1u);
+  EXPECT_EQ(count(slurp(log_path_), "32 worker_connections are not enough, reusing connections"),
+            1u);
   // Marking a connection busy takes it off the reusable list.
   std::size_t before = pool.reusable_count();
   pool.reusable(*idle[29], false);
