@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Vigil's static server against nginx, same machine, same files, equivalent
 # configurations (access_log off, sendfile on, nginx's defaults otherwise),
-# driven by wrk alternately: for each case and round, nginx then Vigil.
+# driven by wrk alternately: for each case and round, nginx, then Vigil on
+# each backend in SERVERS (default: epoll and io_uring).
 #
 #   bench/load/http_vs_nginx.sh [ROUNDS [SECONDS]]      (default 3 rounds of 5 s)
 #
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
 # (default /usr/sbin/nginx), CASES (space-separated subset of: small50 small50x2
-# small1000 big close memory).
+# small1000 small1000x2 big close syscalls memory), SERVERS (subset of: nginx
+# epoll io_uring). The syscalls case counts raw_syscalls:sys_enter of the
+# server (perf stat, 1 worker, 50 keep-alive connections) per request.
 #
 # With one worker the server is pinned to CPU 0 and wrk to CPU 1; with two,
 # both servers run a master and two workers sharing one listening socket
@@ -23,7 +26,8 @@ DURATION=${2:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VIGIL=${VIGIL:-$ROOT/build/release/vigil}
 NGINX=${NGINX:-/usr/sbin/nginx}
-CASES=${CASES:-"small50 small50x2 small1000 big close memory"}
+CASES=${CASES:-"small50 small50x2 small1000 small1000x2 big close syscalls memory"}
+SERVERS=${SERVERS:-"nginx epoll io_uring"}
 IDLE_CONNS=${IDLE_CONNS:-10000}
 
 if [[ ! -x $VIGIL ]]; then
@@ -84,7 +88,7 @@ master_process $master;
 worker_processes $workers;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
-events { worker_connections $WORKER_CONNECTIONS; }
+events { worker_connections $WORKER_CONNECTIONS; use ${USE:-epoll}; }
 http {
     access_log off;
     sendfile on;
@@ -185,28 +189,56 @@ run_wrk() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
+start_server() {  # server workers: nginx, or vigil on that backend
+  if [[ $1 == nginx ]]; then start_nginx "$2"; else USE=$1 start_vigil "$2"; fi
+}
+
 declare -A RESULT CPU
 bench_case() {  # name workers conns path [wrk args]
   local name=$1 workers=$2 conns=$3 path=$4
   shift 4
-  local n_res=() v_res=() n_cpu=() v_cpu=() line
+  declare -A res=() cpu=()
+  local line srv msg
   for r in $(seq 1 "$ROUNDS"); do
-    start_nginx "$workers"
-    DURATION=1 run_wrk 10 "$path" "$@" >/dev/null  # warm-up
-    line=$(run_wrk "$conns" "$path" "$@")
-    n_res+=("${line% *}")
-    n_cpu+=("${line#* }")
-    stop_server
-    start_vigil "$workers"
-    DURATION=1 run_wrk 10 "$path" "$@" >/dev/null
-    line=$(run_wrk "$conns" "$path" "$@")
-    v_res+=("${line% *}")
-    v_cpu+=("${line#* }")
-    stop_server
-    echo "  $name round $r: nginx ${n_res[-1]} req/s ${n_cpu[-1]} us/req; vigil ${v_res[-1]} req/s ${v_cpu[-1]} us/req" >&2
+    msg="  $name round $r:"
+    for srv in $SERVERS; do
+      start_server "$srv" "$workers"
+      DURATION=1 run_wrk 10 "$path" "$@" >/dev/null  # warm-up
+      line=$(run_wrk "$conns" "$path" "$@")
+      res[$srv]+="${line% *} "
+      cpu[$srv]+="${line#* } "
+      stop_server
+      msg+=" $srv ${line% *} req/s ${line#* } us/req;"
+    done
+    echo "$msg" >&2
   done
-  RESULT[$name]="$(printf '%s\n' "${n_res[@]}" | median) $(printf '%s\n' "${v_res[@]}" | median)"
-  CPU[$name]="$(printf '%s\n' "${n_cpu[@]}" | median) $(printf '%s\n' "${v_cpu[@]}" | median)"
+  for srv in $SERVERS; do
+    RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
+    CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
+  done
+}
+
+# Server syscalls per request: perf stat on the (single) server process for
+# the length of one wrk run (plus a second around it), 50 keep-alive
+# connections, 1 worker.
+syscalls_case() {
+  command -v perf >/dev/null || { echo "  syscalls: perf missing, skipped" >&2; return; }
+  local srv out reqs calls perf_pid
+  for srv in $SERVERS; do
+    start_server "$srv" 1
+    DURATION=1 run_wrk 10 /small.txt >/dev/null
+    perf stat -e raw_syscalls:sys_enter -x, -o "$TMP/perf.out" -p "${SERVER_PIDS[0]}" \
+      -- sleep "$((DURATION + 1))" &
+    perf_pid=$!
+    sleep 0.5
+    out=$(taskset -c 1 wrk -t1 -c50 -d"${DURATION}s" "http://127.0.0.1:$PORT/small.txt" 2>&1)
+    wait "$perf_pid" || true
+    stop_server
+    reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+    calls=$(awk -F, '/raw_syscalls/ {print $1}' "$TMP/perf.out")
+    RESULT[syscalls,$srv]=$(awk -v c="$calls" -v n="$reqs" 'BEGIN {printf "%.2f", (n > 0 ? c / n : 0)}')
+    echo "  syscalls $srv: $calls syscalls for $reqs requests" >&2
+  done
 }
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
@@ -214,7 +246,7 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 memory_case() {
   local out=()
   for server in nginx vigil; do
-    "start_$server" 1
+    USE=epoll "start_$server" 1
     local pid=${SERVER_PIDS[0]}
     curl -s -o /dev/null "http://127.0.0.1:$PORT/small.txt"
     sleep 0.5
@@ -232,34 +264,55 @@ memory_case() {
     out+=("$per")
     stop_server
   done
-  RESULT[memory]="${out[0]} ${out[1]}"
+  RESULT[memory,nginx]=${out[0]}
+  RESULT[memory,epoll]=${out[1]}
 }
 
-echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); ${ROUNDS} rounds of ${DURATION}s; nofile $NOFILE" >&2
+echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); ${ROUNDS} rounds of ${DURATION}s; nofile $NOFILE; servers: $SERVERS" >&2
 for c in $CASES; do
   case $c in
     small50) bench_case small50 1 50 /small.txt ;;
     small50x2) bench_case small50x2 2 50 /small.txt ;;
     small1000) bench_case small1000 1 1000 /small.txt ;;
+    small1000x2) bench_case small1000x2 2 1000 /small.txt ;;
     big) bench_case big 1 50 /big.bin ;;
     close) bench_case close 1 50 /small.txt -H "Connection: close" ;;
+    syscalls) syscalls_case ;;
     memory) memory_case ;;
   esac
 done
 
-printf '\n| case | nginx | vigil | vigil/nginx | server CPU us/req nginx / vigil |\n|---|---:|---:|---:|---:|\n'
+# Medians of the rounds; ratios against nginx and, for io_uring, against epoll.
+has() { [[ " $SERVERS " == *" $1 "* ]]; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0 && a > 0) printf "%.2f", a / b; else print "-"}'; }
+header="| case |"
+rule="|---|"
+for srv in $SERVERS; do header+=" $srv |"; rule+="---:|"; done
+has epoll && has nginx && { header+=" epoll/nginx |"; rule+="---:|"; }
+has io_uring && has nginx && { header+=" io_uring/nginx |"; rule+="---:|"; }
+has io_uring && has epoll && { header+=" io_uring/epoll |"; rule+="---:|"; }
+header+=" server CPU us/req ($SERVERS) |"
+rule+="---:|"
+printf '\n%s\n%s\n' "$header" "$rule"
 for c in $CASES; do
-  read -r n v <<<"${RESULT[$c]}"
-  cpu="-"
-  if [[ -n ${CPU[$c]:-} ]]; then read -r cn cv <<<"${CPU[$c]}"; cpu="$cn / $cv"; fi
   case $c in
     small50) label="12 B file, 50 keep-alive conns, 1 worker (req/s)" ;;
     small50x2) label="12 B file, 50 keep-alive conns, 2 workers (req/s)" ;;
     small1000) label="12 B file, 1,000 keep-alive conns, 1 worker (req/s)" ;;
+    small1000x2) label="12 B file, 1,000 keep-alive conns, 2 workers (req/s)" ;;
     big) label="1 MiB file, 50 keep-alive conns, 1 worker (req/s)" ;;
     close) label="12 B file, new connection per request, 50 conns (req/s)" ;;
+    syscalls) label="server syscalls per request (lower is better)" ;;
     memory) label="RSS per idle keep-alive connection, $IDLE_CONNS conns (bytes; lower is better)" ;;
   esac
-  ratio=$(awk -v n="$n" -v v="$v" 'BEGIN {if (n > 0) printf "%.2f", v / n; else print "-"}')
-  printf '| %s | %s | %s | %s | %s |\n' "$label" "$n" "$v" "$ratio" "$cpu"
+  row="| $label |"
+  for srv in $SERVERS; do row+=" ${RESULT[$c,$srv]:--} |"; done
+  n=${RESULT[$c,nginx]:-0} e=${RESULT[$c,epoll]:-0} u=${RESULT[$c,io_uring]:-0}
+  has epoll && has nginx && row+=" $(ratio "$e" "$n") |"
+  has io_uring && has nginx && row+=" $(ratio "$u" "$n") |"
+  has io_uring && has epoll && row+=" $(ratio "$u" "$e") |"
+  cpu=""
+  for srv in $SERVERS; do cpu+="${CPU[$c,$srv]:--} / "; done
+  row+=" ${cpu% / } |"
+  echo "$row"
 done

@@ -9,8 +9,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -182,6 +182,10 @@ void BM_PingPong_vigil(benchmark::State& state, const char* backend) {
 }
 BENCHMARK_CAPTURE(BM_PingPong_vigil, epoll, "epoll")->Arg(1)->Arg(100)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PingPong_vigil, poll, "poll")->Arg(1)->Arg(100)->UseRealTime();
+#if VIGIL_HAVE_URING
+// Completion-based: accepted connections recv/send through the ring.
+BENCHMARK_CAPTURE(BM_PingPong_vigil, io_uring, "io_uring")->Arg(1)->Arg(100)->UseRealTime();
+#endif
 
 // ---- libevent ------------------------------------------------------------------
 #ifdef VIGIL_HAVE_LIBEVENT
@@ -220,9 +224,10 @@ void BM_PingPong_libevent(benchmark::State& state) {
   event* lev = event_new(base, lfd, EV_READ | EV_PERSIST, le_on_accept, base);
   event_add(lev, nullptr);
   int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  event* stop = event_new(base, efd, EV_READ, [](evutil_socket_t, short, void* b) {
-    event_base_loopbreak(static_cast<event_base*>(b));
-  }, base);
+  event* stop = event_new(
+      base, efd, EV_READ,
+      [](evutil_socket_t, short, void* b) { event_base_loopbreak(static_cast<event_base*>(b)); },
+      base);
   event_add(stop, nullptr);
   double server_ns = 0;
   std::thread server([&] {
@@ -246,8 +251,12 @@ BENCHMARK(BM_PingPong_libevent)->Arg(1)->Arg(100)->UseRealTime();
 // ---- libuv ----------------------------------------------------------------------
 #ifdef VIGIL_HAVE_LIBUV
 char g_uv_buf[16384];
-void uv_on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) { *buf = uv_buf_init(g_uv_buf, sizeof g_uv_buf); }
-void uv_on_close(uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); }
+void uv_on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) {
+  *buf = uv_buf_init(g_uv_buf, sizeof g_uv_buf);
+}
+void uv_on_close(uv_handle_t* h) {
+  delete reinterpret_cast<uv_tcp_t*>(h);
+}
 void uv_on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   if (n == 0) return;
   if (n < 0) return uv_close(reinterpret_cast<uv_handle_t*>(s), uv_on_close);

@@ -144,10 +144,7 @@ std::size_t accept_connections(Event& ev) {
     }
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);  // "" when out of memory
-    c->recv = unix_recv;
-    c->send = unix_send;
-    c->recv_chain = readv_chain;
-    c->send_chain = writev_chain;
+    loop.backend().init_io(*c);
     c->listening = ls;
     c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
     c->local_addrlen = ls->addrlen;

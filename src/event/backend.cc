@@ -2,16 +2,36 @@
 
 #include "vigil/event/backend.h"
 
+#include <sys/socket.h>
+
 #include <string>
 
 #include "event/backends/epoll.h"
 #include "event/backends/poll.h"
 #include "event/backends/select.h"
+#include "vigil/event/connection.h"
+#include "vigil/event/loop.h"
 #if VIGIL_HAVE_URING
 #include "event/backends/uring.h"
 #endif
 
 namespace vigil {
+
+void Backend::init_io(Connection& c) {
+  c.recv = unix_recv;
+  c.send = unix_send;
+  c.recv_chain = readv_chain;
+  c.send_chain = writev_chain;
+}
+
+int Backend::shutdown_write(Connection& c) {
+  return ::shutdown(c.fd, SHUT_WR);
+}
+
+int shutdown_write(Connection& c) {
+  if (c.ring && c.loop != nullptr) return c.loop->backend().shutdown_write(c);
+  return ::shutdown(c.fd, SHUT_WR);
+}
 
 std::vector<std::string_view> backend_names() {
   // epoll first: it is what "" picks. io_uring is opt-in (use io_uring;): a
@@ -40,6 +60,15 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view name) {
     return Status::error("invalid event type \"" + std::string(name) + "\"");
   }
   return backend;
+}
+
+Status probe_backend(std::string_view name) {
+  auto backend = make_backend(name);
+  if (!backend) return backend.status();
+#if VIGIL_HAVE_URING
+  if (name == "io_uring") return backends::UringBackend::probe();
+#endif
+  return Status::ok();
 }
 
 }  // namespace vigil

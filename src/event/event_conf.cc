@@ -1,6 +1,10 @@
 #include "event/event_conf.h"
 
+#include <cctype>
 #include <climits>
+#include <string>
+
+#include "vigil/event/backend.h"
 
 namespace vigil {
 
@@ -16,13 +20,22 @@ Module* make_event_module() {
   m->add_block("events", kMainConf, Arity::none(), kEventsConf).required = true;
   m->add("worker_connections", kEventsConf, Arity::exactly(1),
          ev.number<std::size_t>(&EventConf::connections, 512, 1, kMaxCount));
-  // The name is checked here; whether that backend exists in this build and
-  // on this kernel is the event loop's decision when it starts.
-  m->add(
-      "use", kEventsConf, Arity::exactly(1),
-      ev.one_of<std::string>(
-          &EventConf::use, "",
-          {{"epoll", "epoll"}, {"poll", "poll"}, {"select", "select"}, {"io_uring", "io_uring"}}));
+  // The name is checked here, and whether this build and this kernel have
+  // that backend (a kernel without io_uring, or one that refuses it, is an
+  // [emerg] at -t, not a surprise at start).
+  m->add("use", kEventsConf, Arity::exactly(1),
+         ev.custom([](const DirectiveCall& call, EventConf& conf) -> Status {
+           std::string name(call.arg(0));  // keywords are case-insensitive, as in nginx
+           for (char& ch : name)
+             ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           if (name != "epoll" && name != "poll" && name != "select" && name != "io_uring") {
+             return call.invalid_value(
+                 0, ", it must be \"epoll\", \"poll\", \"select\" or \"io_uring\"");
+           }
+           if (Status s = probe_backend(name); !s) return call.error(s.to_string());
+           conf.use = name;
+           return Status::ok();
+         }));
   m->add("multi_accept", kEventsConf, Arity::on_off(), ev.flag(&EventConf::multi_accept, false));
   m->add("accept_mutex", kEventsConf, Arity::on_off(), ev.flag(&EventConf::accept_mutex, false));
   m->add("accept_mutex_delay", kEventsConf, Arity::exactly(1),

@@ -158,6 +158,10 @@ void ConnectionPool::close_connection(Connection& c) {
   // An accepted connection counted as active by event_accept is gone.
   if (c.listening != nullptr && c.listening->connection != &c) shared_counters()->active.add(-1);
 
+  // A ring connection: the backend cancels its requests, and may keep the
+  // fd open until the sends it accepted have left.
+  const bool owned = !c.shared && c.ring && loop.backend().release(c);
+  c.ring = 0;
   int fd = c.fd;
   c.fd = -1;
   if (c.arena) c.arena->reset();
@@ -165,7 +169,7 @@ void ConnectionPool::close_connection(Connection& c) {
   bool shared = c.shared;
   Log* log = c.log;
   free(c);
-  if (!shared && ::close(fd) == -1 && log) {
+  if (!shared && !owned && ::close(fd) == -1 && log) {
     VIGIL_LOG(*log, kAlert, errno, "close() socket %d failed", fd);
   }
 }

@@ -363,7 +363,7 @@ void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc) {
   // keeps the kernel from answering it with a RST that could destroy the
   // response in flight (RFC 9112 §9.6).
   tls_send_close_notify(c);
-  if (::shutdown(c.fd, SHUT_WR) == -1) {
+  if (shutdown_write(c) == -1) {
     VIGIL_LOG(*c.log, kInfo, errno, "*%llu shutdown() failed",
               static_cast<unsigned long long>(c.number));
     close_connection(hc);

@@ -70,6 +70,10 @@ double events_per_wait(const WorkerSlot& w) {
   const double it = static_cast<double>(get(w.iterations));
   return it > 0 ? static_cast<double>(get(w.events)) / it : 0.0;
 }
+double enters_per_pass(const WorkerSlot& w) {
+  const double it = static_cast<double>(get(w.iterations));
+  return it > 0 ? static_cast<double>(get(w.enters)) / it : 0.0;
+}
 
 void metric(TextBuf& t, const char* name, const char* type, const char* help,
             unsigned long long value) {

@@ -102,7 +102,7 @@ bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_s
   if (src_eof && buf.pos == buf.last && !dst_shut) {
     dst_shut = true;
     tls_send_close_notify(dst);  // a TLS side sees a clean end first
-    if (::shutdown(dst.fd, SHUT_WR) == -1 && errno != ENOTCONN) return false;
+    if (shutdown_write(dst) == -1 && errno != ENOTCONN) return false;
   }
   return true;
 }

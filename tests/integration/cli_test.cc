@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test_process.h"
 #include "test_util.h"
@@ -43,9 +44,11 @@ TEST_F(Cli, TestFlagOnAGoodFile) {
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t"});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("vigil: the configuration file " + dir_ + "/conf/good.conf syntax is ok"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("vigil: configuration file " + dir_ + "/conf/good.conf test is successful"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
 }
 
 TEST_F(Cli, TestFlagOnABadFileNamesFileLineAndProblem) {
@@ -53,7 +56,8 @@ TEST_F(Cli, TestFlagOnABadFileNamesFileLineAndProblem) {
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/bad.conf", "-t"});
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("vigil: [emerg] unknown directive \"foo\" in " + dir_ + "/conf/bad.conf:8"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("test failed"), std::string::npos) << out;
   EXPECT_EQ(out.find("syntax is ok"), std::string::npos) << out;
 }
@@ -64,14 +68,17 @@ TEST_F(Cli, BadValueIsReportedWithDirectiveAndLine) {
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("invalid value \"12x\" in \"worker_connections\" directive in " + dir_ +
                      "/conf/v.conf:2"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
 }
 
 TEST_F(Cli, MissingFileGivenWithCIsAnError) {
   auto [rc, out] = test::run({kVigil, "-t", "-c", dir_ + "/conf/none.conf"});
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(out.find("open() \"" + dir_ + "/conf/none.conf\" failed (2: No such file or directory)"),
-            std::string::npos) << out;
+  EXPECT_NE(
+      out.find("open() \"" + dir_ + "/conf/none.conf\" failed (2: No such file or directory)"),
+      std::string::npos)
+      << out;
 }
 
 TEST_F(Cli, EmbeddedDefaultIsUsedWhenNoFileExists) {
@@ -79,8 +86,7 @@ TEST_F(Cli, EmbeddedDefaultIsUsedWhenNoFileExists) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("conf/vigil.conf (embedded) syntax is ok"), std::string::npos) << out;
   // -T dumps the embedded text itself.
-  EXPECT_NE(out.find("# configuration file conf/vigil.conf (embedded):"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("# configuration file conf/vigil.conf (embedded):"), std::string::npos) << out;
   EXPECT_NE(out.find("worker_connections"), std::string::npos) << out;
 }
 
@@ -95,16 +101,19 @@ TEST_F(Cli, AFileAtTheDefaultPathWinsOverTheEmbeddedOne) {
 TEST_F(Cli, GlobalDirectivesFromTheCommandLine) {
   write("conf/good.conf", kGood);
   // -g is parsed before the file: the same directive in both is a duplicate.
-  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t", "-g", "daemon on;"});
+  auto [rc, out] =
+      test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t", "-g", "daemon on;"});
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("\"daemon\" directive is duplicate in " + dir_ + "/conf/good.conf:2"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   // A directive not allowed in the main context.
   auto [rc2, out2] =
       test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-t", "-g", "worker_connections 9;"});
   EXPECT_EQ(rc2, 1);
   EXPECT_NE(out2.find("\"worker_connections\" directive is not allowed here in command line"),
-            std::string::npos) << out2;
+            std::string::npos)
+      << out2;
 }
 
 TEST_F(Cli, GlobalDirectiveOverrideTakesEffectWhenRunning) {
@@ -119,8 +128,8 @@ TEST_F(Cli, GlobalDirectiveOverrideTakesEffectWhenRunning) {
   f >> pid;
   EXPECT_EQ(pid, server.pid());
   // vigil -s stop finds it through the pid file.
-  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-g",
-                              "pid " + pid_path + ";", "-s", "stop"});
+  auto [rc, out] = test::run(
+      {kVigil, "-p", dir_, "-c", "conf/good.conf", "-g", "pid " + pid_path + ";", "-s", "stop"});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(server.wait(), 0) << server.output();
   EXPECT_NE(::access(pid_path.c_str(), F_OK), 0) << "the pid file is removed at exit";
@@ -130,8 +139,10 @@ TEST_F(Cli, SignalWithoutARunningServerSaysWhy) {
   write("conf/good.conf", kGood);
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/good.conf", "-s", "reload"});
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(out.find("open() \"" + dir_ + "/logs/vigil.pid\" failed (2: No such file or directory)"),
-            std::string::npos) << out;
+  EXPECT_NE(
+      out.find("open() \"" + dir_ + "/logs/vigil.pid\" failed (2: No such file or directory)"),
+      std::string::npos)
+      << out;
 }
 
 TEST_F(Cli, BadOptionsAndVersion) {
@@ -157,6 +168,31 @@ TEST_F(Cli, StartsOnTheEmbeddedDefaultAndStopsOnSigterm) {
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(), 0) << server.output();
 }
+
+#if VIGIL_HAVE_URING
+// `use io_uring` on a kernel without it (io_uring_setup fails with ENOSYS,
+// simulated by a seccomp filter): a clear [emerg] with file:line at -t and
+// at start, never a worker that dies later.
+TEST_F(Cli, UseIoUringOnAKernelWithoutItIsAnEmerg) {
+  write("conf/u.conf",
+        "daemon off;\nmaster_process off;\nerror_log stderr notice;\n"
+        "events {\n    use io_uring;\n}\n");
+  const std::string wrap = std::string(VIGIL_SUPPORT_DIR) + "/without_io_uring";
+  for (bool test_only : {true, false}) {
+    std::vector<std::string> argv{wrap, kVigil, "-p", dir_, "-c", "conf/u.conf"};
+    if (test_only) argv.push_back("-t");
+    auto [rc, out] = test::run(argv);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("[emerg] io_uring is not available on this kernel"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find(dir_ + "/conf/u.conf:5"), std::string::npos) << out;
+    if (test_only) EXPECT_NE(out.find("test failed"), std::string::npos) << out;
+  }
+  // The same file is fine where io_uring works.
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/u.conf", "-t"});
+  EXPECT_EQ(rc, 0) << out;
+}
+#endif
 
 }  // namespace
 }  // namespace vigil

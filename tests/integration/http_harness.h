@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>

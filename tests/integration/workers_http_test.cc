@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -16,11 +17,18 @@ namespace {
 
 using test::Harness;
 
+// The backend: VIGIL_TEST_USE when set (CTest runs this suite on io_uring too).
+std::string events_block() {
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  if (use == nullptr || *use == '\0') return "events { }\n";
+  return std::string("events { use ") + use + "; }\n";
+}
+
 std::string http_conf(int port, int workers, const std::string& extra = "") {
   return "daemon off;\nerror_log stderr notice;\nworker_processes " + std::to_string(workers) +
-         ";\n" + extra +
-         "events { }\nhttp {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
-         std::to_string(port) + ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
+         ";\n" + extra + events_block() +
+         "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
+         ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
 }
 
 // Starts vigil with `workers` workers on a port the kernel picks, then
@@ -70,6 +78,38 @@ TEST(WorkersHttp, MetricsShowEveryWorkerAndWhatItAccepted) {
     EXPECT_TRUE(std::regex_search(metrics, max)) << metrics;
   }
   EXPECT_EQ(accepted, 101u) << metrics;
+
+  // The ring's own figures: requests and completions where the worker runs
+  // io_uring (the 101 responses were sends through the ring), 0 elsewhere.
+  const char* use = std::getenv("VIGIL_TEST_USE");
+  const bool uring = use != nullptr && std::string(use) == "io_uring";
+  std::uint64_t sqes = 0, cqes = 0;
+  for (pid_t pid : workers) {
+    const std::string label = "\\{worker=\"\\d+\",pid=\"" + std::to_string(pid) + "\"\\} (\\d+)";
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(metrics, m,
+                                  std::regex("vigil_worker_uring_sqes_submitted_total" + label)))
+        << metrics;
+    sqes += std::stoull(m[1]);
+    ASSERT_TRUE(
+        std::regex_search(metrics, m, std::regex("vigil_worker_uring_cqes_reaped_total" + label)))
+        << metrics;
+    cqes += std::stoull(m[1]);
+    EXPECT_TRUE(std::regex_search(
+        metrics, std::regex("vigil_worker_uring_enters_per_pass\\{worker=\"\\d+\",pid=\"" +
+                            std::to_string(pid) + "\"\\} [0-9.]+")))
+        << metrics;
+    EXPECT_TRUE(std::regex_search(
+        metrics, std::regex("vigil_worker_uring_buffer_ring_misses_total" + label)))
+        << metrics;
+  }
+  if (uring) {
+    EXPECT_GE(sqes, 100u) << metrics;
+    EXPECT_GE(cqes, 100u) << metrics;
+  } else {
+    EXPECT_EQ(sqes, 0u) << metrics;
+    EXPECT_EQ(cqes, 0u) << metrics;
+  }
 }
 
 TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {

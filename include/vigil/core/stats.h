@@ -43,6 +43,15 @@
   LOOP(accept_mutex_acquired, "vigil_worker_accept_mutex_acquired_total", "counter",         \
        "Times the accept mutex was taken.")                                                   \
   POOL(connections_used, "vigil_worker_connections_used", "gauge", "Connection slots in use.") \
-  POOL(connections_max, "vigil_worker_connections_max", "gauge", "worker_connections.")
+  POOL(connections_max, "vigil_worker_connections_max", "gauge", "worker_connections.")       \
+  LOOP(sqes_submitted, "vigil_worker_uring_sqes_submitted_total", "counter",                 \
+       "io_uring requests submitted (zero on other backends).")                               \
+  LOOP(cqes_reaped, "vigil_worker_uring_cqes_reaped_total", "counter",                       \
+       "io_uring completions reaped.")                                                        \
+  LOOP(enters, "vigil_worker_uring_enters_total", "counter", "io_uring_enter calls.")       \
+  DERIVED(enters_per_pass, "vigil_worker_uring_enters_per_pass", "gauge",                    \
+          "io_uring_enter calls per loop pass, on average.")                                  \
+  LOOP(ring_buffer_misses, "vigil_worker_uring_buffer_ring_misses_total", "counter",         \
+       "Receives that found the provided buffer ring empty.")
 
 #define VIGIL_STATS_SKIP(...)

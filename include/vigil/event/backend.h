@@ -54,11 +54,25 @@ class Backend {
   // to posted). Stale events (fd == -1 or an older generation) are dropped.
   // EINTR is not an error.
   virtual Status process_events(Msec timer, unsigned flags) = 0;
+
+  // Completion-based I/O (io_uring): the backend may give a connection of its
+  // loop's pool its own recv/send functions. The default installs the socket
+  // primitives (unix_recv, unix_send, readv_chain, writev_chain).
+  virtual void init_io(Connection& c);
+  // close_connection() of a ring connection (c.ring): the backend stops its
+  // requests. True: the backend took over closing c.fd (sends still in
+  // flight drain first); false: the caller closes it.
+  virtual bool release(Connection& /*c*/) { return false; }
+  // shutdown(SHUT_WR) after the data already accepted for sending.
+  virtual int shutdown_write(Connection& c);
 };
 
 // Names of the backends compiled in, best first.
 std::vector<std::string_view> backend_names();
 // "epoll", "poll", "select", "io_uring"; empty: the best available.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name);
+// Whether `name` can run here: compiled in, and (io_uring) a ring can be set
+// up on this kernel. The error says why not.
+Status probe_backend(std::string_view name);
 
 }  // namespace vigil

@@ -82,7 +82,8 @@ class Connection {
   QueueNode queue;        // the pool's reusable (idle) list
 
   // Bumped by ConnectionPool::get on every reuse of the slot; backends tag
-  // what they register with it and drop reports of an older generation.
+  // what they register with it and drop reports of an older generation
+  // (io_uring: the completions of a ring connection's receive and sends).
   std::uint32_t generation = 0;
   std::uint64_t number = 0;    // the process-wide connection serial number
   std::uint64_t requests = 0;  // requests handled on it
@@ -94,6 +95,7 @@ class Connection {
   unsigned shared : 1 = 0;    // fd not ours: close_connection neither unregisters nor closes it
   unsigned tcp_nodelay : 2 = 0;
   unsigned tcp_nopush : 2 = 0;
+  unsigned ring : 1 = 0;  // recv/send go through the backend's io_uring (Backend::init_io)
 
   static Connection* from_queue(QueueNode* n) {
     return reinterpret_cast<Connection*>(reinterpret_cast<char*>(n) - offsetof(Connection, queue));
@@ -113,5 +115,10 @@ long unix_recv(Connection& c, char* buf, std::size_t size);
 long unix_send(Connection& c, const char* buf, std::size_t size);
 long readv_chain(Connection& c, Chain* chain, off_t limit);
 Chain* writev_chain(Connection& c, Chain* in, off_t limit);  // memory + sendfile(2) for files
+
+// shutdown(fd, SHUT_WR) once everything the connection's send functions
+// accepted has left: a ring connection may still have sends in flight.
+// 0 or -1 with errno, like shutdown(2).
+int shutdown_write(Connection& c);
 
 }  // namespace vigil

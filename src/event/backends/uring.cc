@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <new>
 
 #include "event/backends/dispatch.h"
@@ -17,10 +18,11 @@ namespace vigil::backends {
 namespace {
 
 // ev.index while registered: generation | level flag.
-constexpr std::uint32_t kGenerationMask = 0xffffu;
+// 15 bits: bit 63 of user_data marks the ring connections' requests.
+constexpr std::uint32_t kGenerationMask = 0x7fffu;
 constexpr std::uint32_t kLevelBit = 1u << 16;
 
-// user_data: generation in bits 48..63, the Event pointer below (user-space
+// user_data: generation in bits 48..62, the Event pointer below (user-space
 // addresses fit in 48 bits on x86-64 and arm64).
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
@@ -49,6 +51,17 @@ unsigned poll_mask(const Event& ev) {
 
 }  // namespace
 
+Status UringBackend::probe() {
+  io_uring ring{};
+  const int rc = ::io_uring_queue_init(2, &ring, 0);
+  if (rc < 0) {
+    return Status::error("io_uring is not available on this kernel: io_uring_queue_init() failed",
+                         -rc);
+  }
+  ::io_uring_queue_exit(&ring);
+  return Status::ok();
+}
+
 Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   done();
   loop_ = &loop;
@@ -57,14 +70,36 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   // queue is sized for all of them; the kernel keeps overflow (FEAT_NODROP)
   // but that costs a syscall to flush.
   const auto sq_entries = static_cast<unsigned>(std::clamp<std::size_t>(cfg.events, 64, 4096));
+  // Completion work does not interrupt the worker with an IPI (COOP_TASKRUN,
+  // 5.19): it runs when we enter anyway. Dropped when the kernel refuses it
+  // (EINVAL). Not used:
+  //  - SINGLE_ISSUER makes the creating thread the only one that may submit,
+  //    and a library loop may be created on one thread and run on another
+  //    (bench/micro/pingpong_bench.cc does);
+  //  - DEFER_TASKRUN (which needs SINGLE_ISSUER) runs at most 20 deferred
+  //    completions per wait of one on Linux 6.x, so a pass with a thousand
+  //    ready sockets takes fifty enters (AThousandConnectionsAllReported).
+  const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+  const unsigned tries[] = {
+      base | IORING_SETUP_COOP_TASKRUN, base,
+      0,  // a kernel older than CQSIZE/CLAMP: default sizes
+  };
+  // VIGIL_URING_SETUP (a number) replaces the first choice: for measuring
+  // the flags, not for production.
+  unsigned first = tries[0];
+  if (const char* env = std::getenv("VIGIL_URING_SETUP"); env != nullptr && *env != '\0') {
+    first = base | static_cast<unsigned>(std::strtoul(env, nullptr, 0));
+  }
   io_uring_params params{};
-  params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
-  params.cq_entries = static_cast<unsigned>(
-      std::clamp<std::size_t>(2 * cfg.connections + 64, 2 * sq_entries, 65536));
-  int rc = ::io_uring_queue_init_params(sq_entries, &ring_, &params);
-  if (rc == -EINVAL) {  // a kernel older than CQSIZE/CLAMP: default sizes
+  int rc = -EINVAL;
+  for (unsigned f : tries) {
+    if (f == tries[0]) f = first;
     params = io_uring_params{};
+    params.flags = f;
+    params.cq_entries = static_cast<unsigned>(
+        std::clamp<std::size_t>(2 * cfg.connections + 64, 2 * sq_entries, 65536));
     rc = ::io_uring_queue_init_params(sq_entries, &ring_, &params);
+    if (rc != -EINVAL) break;
   }
   if (rc < 0) {
     loop_ = nullptr;
@@ -84,23 +119,20 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   Status st = notify_.open();
   if (st) {
     Event& nev = notify_.event();
-    nev.index = ++generation_;  // multishot
+    generation_ = 1;
+    nev.index = generation_;  // multishot
     st = arm(nev, notify_.fd());
     if (st) nev.active = 1;
   }
-  if (st) {
-    rc = ::io_uring_submit(&ring_);
-    if (rc < 0) st = Status::sys("io_uring_submit()", -rc);
+  // Multishot poll needs Linux 5.13, which also brought IORING_FEAT_RSRC_TAGS:
+  // without it the notify poll would fail, which would only show as a dead
+  // notify. Nothing is submitted here: the loop's thread submits at its
+  // first pass, so the requests' completion work runs on that thread (a
+  // loop may be created on one thread and run on another).
+  if (st && (params.features & IORING_FEAT_RSRC_TAGS) == 0) {
+    st = Status::error("io_uring is not usable: this kernel has no multishot poll (Linux 5.13)");
   }
-  if (st) {
-    // Multishot poll needs Linux 5.13; an older kernel fails the request at
-    // once, which would otherwise only show as a dead notify.
-    io_uring_cqe* cqe = nullptr;
-    if (::io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr && cqe->res < 0) {
-      st = Status::error("io_uring is not usable: multishot poll failed", -cqe->res);
-      ::io_uring_cqe_seen(&ring_, cqe);
-    }
-  }
+  if (st) st = init_ring_io(cfg);
   if (!st) {
     done();
     return st;
@@ -141,9 +173,12 @@ void UringBackend::done() {
     // peer would not see our FIN. Cancel and reap here, so done() leaves
     // nothing behind. (The exit work still queues task work to this thread,
     // which ends its next blocking wait once with EINTR: harmless.)
+    drain_lingering();
     cancel_everything();
+    done_ring_io();
     ::io_uring_queue_exit(&ring_);
     ring_open_ = false;
+    ring_fd_registered_ = false;
   }
   notify_.close();
   cqes_.reset();
@@ -156,7 +191,7 @@ io_uring_sqe* UringBackend::next_sqe(Status* st) {
   io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
   if (sqe != nullptr) return sqe;
   // The submission queue is full: hand what is queued to the kernel now.
-  const int rc = ::io_uring_submit(&ring_);
+  const int rc = submit();
   if (rc < 0) {
     *st = Status::sys("io_uring_submit()", -rc);
     return nullptr;
@@ -164,6 +199,16 @@ io_uring_sqe* UringBackend::next_sqe(Status* st) {
   sqe = ::io_uring_get_sqe(&ring_);
   if (sqe == nullptr) *st = Status::error("io_uring submission queue is full");
   return sqe;
+}
+
+int UringBackend::submit() {
+  const unsigned queued = ::io_uring_sq_ready(&ring_);
+  const int rc = ::io_uring_submit(&ring_);
+  if (loop_ != nullptr) {
+    ++loop_->stats().enters;
+    if (rc > 0) loop_->stats().sqes_submitted += queued;
+  }
+  return rc;
 }
 
 Status UringBackend::arm(Event& ev, int fd) {
@@ -183,13 +228,29 @@ Status UringBackend::cancel(std::uint64_t user_data) {
   Status st;
   io_uring_sqe* sqe = next_sqe(&st);
   if (sqe == nullptr) return st;
-  ::io_uring_prep_poll_remove(sqe, user_data);
+  if (user_data >> 63) {
+    ::io_uring_prep_cancel64(sqe, user_data, 0);  // a ring connection's receive or send
+  } else {
+    ::io_uring_prep_poll_remove(sqe, user_data);
+  }
   ::io_uring_sqe_set_data64(sqe, kCancelUserData);
   if (skip_success_) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   return Status::ok();
 }
 
 Status UringBackend::add(Event& ev, unsigned flags) {
+  auto* rc = ev.owner<Connection>();
+  if (rc->ring && !leave_ring_if_replaced(*rc)) {
+    // A ring connection: reads are completions of its receive, writes the
+    // completions of its sends; nothing is polled.
+    ev.active = 1;
+    if (ev.write) return Status::ok();
+    Slot* s = slot_of(*rc);
+    if (s != nullptr && !s->recv_live && s->pending == 0 && !s->eof && s->error == 0) {
+      return arm_recv(*rc, *s);
+    }
+    return Status::ok();
+  }
   const bool level = (flags & kEvClear) == 0;
   if (ev.active && ev.index != Event::kNoIndex) {
     if (((ev.index & kLevelBit) != 0) == level) return Status::ok();  // armed already, same mode
@@ -199,7 +260,7 @@ Status UringBackend::add(Event& ev, unsigned flags) {
   if ((reinterpret_cast<std::uintptr_t>(&ev) >> kGenerationShift) != 0) {
     return Status::error("io_uring: event address does not fit the user_data tag");
   }
-  ++generation_;
+  generation_ = static_cast<std::uint16_t>((generation_ + 1) & kGenerationMask);
   ev.index = generation_ | (level ? kLevelBit : 0u);
   Status st = arm(ev, ev.owner<Connection>()->fd);
   if (!st) {
@@ -211,6 +272,12 @@ Status UringBackend::add(Event& ev, unsigned flags) {
 }
 
 Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see uring.h*/) {
+  if (ev.owner<Connection>()->ring) {
+    // The receive goes on (its buffers are bounded by kMaxPending); only the
+    // delivery stops. release() cancels it at close.
+    ev.active = 0;
+    return Status::ok();
+  }
   if (!ev.active || ev.index == Event::kNoIndex) {
     ev.active = 0;
     ev.index = Event::kNoIndex;
@@ -223,6 +290,11 @@ Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see 
 }
 
 Status UringBackend::add_conn(Connection& c) {
+  if (c.ring && !leave_ring_if_replaced(c)) {
+    Status st = add(*c.read, kEvClear);
+    c.write->active = 1;
+    return st;
+  }
   Status st = add(*c.read, kEvClear);
   if (st) st = add(*c.write, kEvClear);
   return st;
@@ -241,6 +313,21 @@ Status UringBackend::notify() {
 Status UringBackend::process_events(Msec timer, unsigned flags) {
   // One io_uring_enter both submits what add/del queued since the last pass
   // and waits.
+  if (lingering_ > 0) {
+    expire_lingering();
+    timer = linger_wait(timer);
+  }
+  if (!ring_fd_registered_) {
+    // One fewer fd lookup per io_uring_enter (5.18; optional). The
+    // registration belongs to the calling thread, so it is made by the
+    // thread that runs the loop, at its first pass, not by the one that
+    // created it.
+    ring_fd_registered_ = true;
+    (void)::io_uring_register_ring_fd(&ring_);
+  }
+  LoopStats& stats = loop_->stats();
+  stats.sqes_submitted += ::io_uring_sq_ready(&ring_);
+  ++stats.enters;
   int rc;
   if (timer == kTimerInfinite) {
     rc = ::io_uring_submit_and_wait(&ring_, 1);
@@ -269,6 +356,7 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
   // Copy a bounded batch out and release the ring slots before any handler
   // runs: handlers queue new requests (add/del), which may submit.
   const unsigned n = ::io_uring_peek_batch_cqe(&ring_, cqes_.get(), batch_size_);
+  stats.cqes_reaped += n;
   std::uint64_t reported = 0;
   for (unsigned i = 0; i < n; ++i) {
     batch_[i] = Completion{cqes_[i]->user_data, cqes_[i]->res, cqes_[i]->flags};
@@ -280,7 +368,6 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
 
   // An infinite wait may end with only cancel completions: not an error here,
   // unlike epoll_wait returning 0.
-  LoopStats& stats = loop_->stats();
   if (reported == 0) {
     ++stats.empty_waits;
     return Status::ok();
@@ -293,6 +380,10 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
 
 void UringBackend::complete(const Completion& cqe, unsigned flags) {
   if (cqe.user_data == kCancelUserData || cqe.user_data == LIBURING_UDATA_TIMEOUT) return;
+  if (cqe.user_data >> 63) {
+    complete_ring(cqe, flags);
+    return;
+  }
   Event* ev = event_of(cqe.user_data);
   // A completion of an earlier registration (cancelled, replaced, deleted) or
   // of a slot reused since: stale, and never re-armed.

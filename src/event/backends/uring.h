@@ -1,39 +1,80 @@
 #pragma once
-// Internal: the io_uring readiness backend (compiled only with liburing,
-// VIGIL_HAVE_URING). It is not a completion-based I/O engine: it replaces
-// epoll_wait with IORING_OP_POLL_ADD, so the rest of the engine (recv/send on
-// ready events) is unchanged.
+// Internal: the io_uring backend (compiled only with liburing, VIGIL_HAVE_URING).
 //
-// Registration, per direction:
+// Two kinds of connection live on one ring:
+//
+// 1. Ring connections (c.ring, set by init_io for accepted connections):
+//    their I/O itself goes through the ring (uring_io.cc). A multishot recv
+//    fills buffers from a provided buffer ring, so an idle connection holds
+//    no receive buffer; completed buffers wait on the connection's list until
+//    its recv() copies them out, and the read event is delivered whenever a
+//    completion arrives (the handler reads until kIoAgain, as with epoll).
+//    send() copies into a per-connection send chunk, which stays alive until
+//    its completion; one send request is in flight at a time, a short send is
+//    resubmitted, and the write event is ready while the chunk has room. A
+//    file buffer waits until the chunk is empty and then goes out with
+//    sendfile(2) (with POLLOUT armed through the ring on EAGAIN). Requests
+//    are tagged with the pool slot and Connection::generation, so a
+//    completion for a closed connection never reaches the slot's next owner.
+//    Close cancels the receive; sends still in flight drain first (the
+//    backend closes the fd afterwards, or after kLinger).
+//
+// 2. Readiness registrations (everything else: listening sockets, outgoing
+//    peers, connections whose handlers call recv(2) themselves):
 //  - kEvClear: a multishot poll (io_uring_prep_poll_multishot). The kernel
 //    posts a completion on every wake-up of the socket that matches the mask,
-//    not while the condition merely persists, so it behaves edge-triggered.
-//    Unlike EPOLLET it may report the same readiness more than once (one
-//    completion per wake-up: two segments arriving = two reports); greedy
-//    handlers, which read until EAGAIN, do not mind.
-//  - level (no kEvClear, e.g. listening sockets without multi_accept): a
-//    single-shot poll re-armed each time it completes, so a condition that
-//    still holds is reported again on the next pass.
-// The request's user_data is the Event pointer | a 16-bit
-// registration generation in the top bits. The generation lives in the
-// event's `index` (unused by this backend otherwise): a completion from an
-// earlier registration of the same event (del + add before the old request's
-// last completion was reaped) is recognised as stale and never re-armed.
+//    so it behaves edge-triggered; it may report the same readiness more
+//    than once, which greedy handlers do not mind.
+//  - level (no kEvClear, e.g. listening sockets): a single-shot poll re-armed
+//    each time it completes.
+//    The request's user_data is the Event pointer | a 15-bit
+//    registration generation in bits 48..62 (held in the event's `index`):
+//    a completion from an earlier registration is stale and never re-armed.
+//    del cancels the request even with kEvClose: an armed poll holds a
+//    reference to the file, so close() alone would not send the FIN.
+//    (A connection's own generation is Connection::generation: a completion
+//    for a slot reused since is dropped because its registration is gone.)
 //
-// del cancels the request (IORING_OP_POLL_REMOVE) even with kEvClose: an
-// armed poll holds a reference to the file, so close() alone would keep the
-// socket open and the peer would never see the FIN.
+// Ring user_data has bit 63 set: kind (bits 56..58), the Connection::generation
+// (bits 24..55) and the pool slot (bits 0..23); a send's user_data carries its
+// chunk's index instead of the slot.
 
 #include <liburing.h>
 
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "event/backends/notify.h"
 #include "vigil/event/backend.h"
+#include "vigil/event/connection.h"
 
 namespace vigil::backends {
+
+// The tags of ring connections' requests (user_data).
+namespace uring_tag {
+inline constexpr std::uint64_t kRingBit = std::uint64_t{1} << 63;
+inline constexpr int kKindShift = 56;
+inline constexpr std::uint64_t kRecv = 1;     // the multishot receive
+inline constexpr std::uint64_t kSend = 2;     // a send from a chunk (its index, not the slot)
+inline constexpr std::uint64_t kPollIn = 3;   // POLLIN: the receive fell back to recv(2)
+inline constexpr std::uint64_t kPollOut = 4;  // POLLOUT: sendfile(2) met EAGAIN
+inline constexpr int kGenShift = 24;
+inline constexpr std::uint64_t kIndexMask = (std::uint64_t{1} << kGenShift) - 1;
+inline std::uint64_t make(std::uint64_t kind, std::uint32_t generation, std::uint32_t index) {
+  return kRingBit | (kind << kKindShift) | (std::uint64_t{generation} << kGenShift) | index;
+}
+inline std::uint64_t kind(std::uint64_t ud) {
+  return (ud >> kKindShift) & 7u;
+}
+inline std::uint32_t generation(std::uint64_t ud) {
+  return static_cast<std::uint32_t>(ud >> kGenShift);
+}
+inline std::uint32_t index(std::uint64_t ud) {
+  return static_cast<std::uint32_t>(ud & kIndexMask);
+}
+}  // namespace uring_tag
 
 class UringBackend final : public Backend {
  public:
@@ -44,6 +85,10 @@ class UringBackend final : public Backend {
 
   std::string_view name() const override { return "io_uring"; }
   unsigned capabilities() const override { return kCapClear | kCapEpoll; }
+
+  // Can this kernel set up a ring at all (io_uring_setup: ENOSYS on old
+  // kernels, EPERM when io_uring_disabled or seccomp refuse it)?
+  static Status probe();
 
   Status init(EventLoop& loop, const BackendConfig& cfg) override;
   void done() override;
@@ -56,6 +101,23 @@ class UringBackend final : public Backend {
   int wake_fd() const override { return notify_.fd(); }
   Status process_events(Msec timer, unsigned flags) override;
 
+  void init_io(Connection& c) override;
+  bool release(Connection& c) override;
+  int shutdown_write(Connection& c) override;
+
+  // The ring connection's primitives (installed by init_io).
+  long ring_recv(Connection& c, char* buf, std::size_t size);
+  long ring_send(Connection& c, const char* buf, std::size_t size);
+  long ring_recv_chain(Connection& c, Chain* chain, off_t limit);
+  Chain* ring_send_chain(Connection& c, Chain* in, off_t limit);
+
+  // Provided buffers for the multishot receive (power of two) and their size.
+  static constexpr unsigned kBufferCount = 1024;
+  static constexpr unsigned kBufferSize = 4096;
+  // A connection whose handler does not read stops receiving past this much.
+  static constexpr std::uint32_t kMaxPending = 64 * 1024;
+  static constexpr std::size_t kChunkSize = 16 * 1024;
+
  private:
   struct Completion {
     std::uint64_t user_data;
@@ -63,21 +125,103 @@ class UringBackend final : public Backend {
     std::uint32_t flags;
   };
 
+  // One send chunk: the bytes a connection's send() accepted, alive until
+  // the kernel has sent them.
+  struct Chunk {
+    std::uint32_t index = 0;  // in chunks_
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+    int fd = -1;
+    std::uint32_t head = 0;  // first byte not yet sent
+    std::uint32_t tail = 0;  // end of the data
+    bool in_flight = false;
+    bool orphan = false;            // the connection is closed; the fd is ours
+    bool shutdown_pending = false;  // shutdown(SHUT_WR) once drained
+    bool cancelled = false;
+    int error = 0;
+    Msec deadline = 0;      // orphans: cancelled after this
+    Chunk* next = nullptr;  // free list, or the linger list
+    Chunk* prev = nullptr;
+    char data[kChunkSize];
+  };
+
+  // Receive state of one pool slot.
+  struct Slot {
+    std::int32_t head = -1;  // received buffers, oldest first (buffer ids)
+    std::int32_t tail = -1;
+    std::uint32_t head_off = 0;
+    std::uint32_t pending = 0;  // bytes waiting in the list
+    int error = 0;
+    bool eof = false;
+    bool recv_live = false;     // a multishot recv or a POLLIN poll is in the kernel
+    bool recv_cancel = false;   // ... and was asked to stop
+    bool pollout_live = false;  // POLLOUT poll for a sendfile that met EAGAIN
+    std::uint64_t recv_ud = 0;
+    std::uint64_t pollout_ud = 0;
+    Chunk* out = nullptr;
+  };
+  struct BufMeta {
+    std::uint32_t len = 0;
+    std::int32_t next = -1;
+  };
+
   io_uring_sqe* next_sqe(Status* st);
+  int submit();                   // io_uring_submit with the statistics
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
+  void complete_ring(const Completion& cqe, unsigned flags);
   void cancel_everything();  // done(): cancel every request and reap the completions
+
+  // uring_io.cc
+  Status init_ring_io(const BackendConfig& cfg);
+  void done_ring_io();
+  Slot* slot_of(const Connection& c);
+  bool leave_ring_if_replaced(Connection& c);
+  Connection* owner_of(std::uint64_t user_data);
+  Status arm_recv(Connection& c, Slot& s);
+  bool rearm(Connection& c, Slot& s);  // arm_recv, logging a failure as the connection's error
+  void recycle(std::uint32_t bid);
+  void drop_received(Slot& s);
+  Chunk* get_chunk(Connection& c);
+  void put_chunk(Chunk* k);
+  Status submit_send(Chunk& k);
+  void on_recv(Connection* c, const Completion& cqe, unsigned flags);
+  void on_send(const Completion& cqe, unsigned flags);
+  void on_poll(Connection* c, bool write, const Completion& cqe, unsigned flags);
+  void make_ready_write(Connection& c, unsigned flags);
+  void finish_orphan(Chunk& k);
+  void drain_lingering();
+  void expire_lingering();
+  Msec linger_wait(Msec timer) const;
 
   EventLoop* loop_ = nullptr;
   io_uring ring_{};
   bool ring_open_ = false;
+  bool ring_fd_registered_ = false;
   bool skip_success_ = false;  // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
   std::unique_ptr<io_uring_cqe*[]> cqes_;
   std::unique_ptr<Completion[]> batch_;
   unsigned batch_size_ = 0;
   std::uint16_t generation_ = 0;
   NotifyFd notify_;
+
+  // Ring I/O (absent when the kernel has no provided buffer rings: then
+  // init_io installs the socket primitives).
+  bool ring_io_ = false;
+  std::size_t nslots_ = 0;
+  std::unique_ptr<Slot[]> slots_;
+  io_uring_buf_ring* buf_ring_ = nullptr;
+  std::size_t buf_ring_bytes_ = 0;
+  char* buffers_ = nullptr;
+  std::size_t buffers_bytes_ = 0;
+  unsigned nbuffers_ = 0;
+  unsigned free_buffers_ = 0;
+  std::unique_ptr<BufMeta[]> meta_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  Chunk* free_chunks_ = nullptr;
+  Chunk linger_;  // head of the orphans still sending, oldest first
+  std::size_t lingering_ = 0;
 };
 
 }  // namespace vigil::backends
