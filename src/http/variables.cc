@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "event/tls/tls.h"
 #include "http/request.h"
 #include "vigil/core/clock.h"
 
@@ -50,6 +51,10 @@ constexpr Named kNames[] = {
     {"connection_requests", VarId::kConnectionRequests},
     {"proxy_host", VarId::kProxyHost},
     {"pid", VarId::kPid},
+    {"ssl_protocol", VarId::kSslProtocol},
+    {"ssl_cipher", VarId::kSslCipher},
+    {"ssl_server_name", VarId::kSslServerName},
+    {"ssl_session_reused", VarId::kSslSessionReused},
 };
 
 bool is_name_char(char c) {
@@ -180,7 +185,22 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
       s.put_uint(port_of(c->local_addr));
       return true;
     case VarId::kScheme:
-      s.put("http");
+      s.put(c != nullptr && c->ssl != nullptr ? "https" : "http");
+      return true;
+    case VarId::kSslProtocol:
+    case VarId::kSslCipher:
+    case VarId::kSslServerName: {
+      if (c == nullptr || c->ssl == nullptr) return false;
+      const std::string_view v = id == VarId::kSslProtocol ? tls_protocol(*c)
+                                 : id == VarId::kSslCipher ? tls_cipher(*c)
+                                                           : tls_server_name(*c);
+      if (v.empty()) return false;
+      s.put(v);
+      return true;
+    }
+    case VarId::kSslSessionReused:
+      if (c == nullptr || c->ssl == nullptr) return false;
+      s.put(tls_session_reused(*c) ? "r" : ".");
       return true;
     case VarId::kRequestUri:
       if (r.line.line.empty()) return false;

@@ -55,6 +55,10 @@ enum class VarId : std::uint8_t {
   kConnectionRequests,
   kPid,
   kProxyHost,  // proxy_pass's host[:port] (the default Host of a proxied request)
+  kSslProtocol,       // "TLSv1.3"; not found on a plain connection
+  kSslCipher,         // "TLS_AES_256_GCM_SHA384"
+  kSslServerName,     // the SNI name the client sent
+  kSslSessionReused,  // "r" when the session was resumed, else "."
 };
 
 // How variable values are escaped when written (log_format escape=).

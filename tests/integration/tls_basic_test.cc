@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tls_harness.h"
@@ -366,6 +368,33 @@ TEST(Tls, KtlsRequestedFallsBackWithoutTheKernelModule) {
 
 INSTANTIATE_TEST_SUITE_P(Sendfile, TlsLargeFile, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "sendfile_on" : "sendfile_off"; });
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Tls, SslVariablesReachTheAccessLog) {
+  TlsServer s;
+  int port = test::free_port();
+  start(s, port, "access_log logs/tls.log tlsvars;",
+        "log_format tlsvars '$scheme|$ssl_protocol|$ssl_cipher|$ssl_server_name|"
+        "$ssl_session_reused';\n");
+  Response r = get_over_tls(port, {.sni = "localhost", .ca_file = s.ca()});
+  ASSERT_EQ(r.status, 200);
+  const std::string path = s.dir() + "/logs/tls.log";
+  ASSERT_TRUE(test::wait_for([&] { return read_file(path).find('\n') != std::string::npos; }))
+      << read_file(path);
+  const std::string line = read_file(path);
+  EXPECT_EQ(line.rfind("https|TLSv1.3|TLS_", 0), 0u) << line;
+  EXPECT_NE(line.find("|localhost|.\n"), std::string::npos) << line;
+}
 
 }  // namespace
 }  // namespace vigil
