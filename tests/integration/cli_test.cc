@@ -186,7 +186,9 @@ TEST_F(Cli, UseIoUringOnAKernelWithoutItIsAnEmerg) {
     EXPECT_NE(out.find("[emerg] io_uring is not available on this kernel"), std::string::npos)
         << out;
     EXPECT_NE(out.find(dir_ + "/conf/u.conf:5"), std::string::npos) << out;
-    if (test_only) EXPECT_NE(out.find("test failed"), std::string::npos) << out;
+    if (test_only) {
+      EXPECT_NE(out.find("test failed"), std::string::npos) << out;
+    }
   }
   // The same file is fine where io_uring works.
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/u.conf", "-t"});
