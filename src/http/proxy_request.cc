@@ -4,6 +4,7 @@
 // the client through one buffer, so a slow backend stops the client's reads.
 #include <cstring>
 
+#include "http/head_writer.h"
 #include "http/proxy.h"
 #include "http/worker.h"
 #include "vigil/core/log.h"
@@ -64,23 +65,6 @@ std::size_t escape_path(std::string_view s, char* out) {
   }
   return n;
 }
-
-struct Writer {
-  char* p;
-  void put(std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
-  }
-  void put_uint(std::uint64_t v) {
-    char tmp[20];
-    int k = 0;
-    do {
-      tmp[k++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (k > 0) *p++ = tmp[--k];
-  }
-};
 
 // Moves body bytes from the client's header buffer (what arrived with the
 // head) into ps.body.
@@ -193,7 +177,7 @@ bool build_request(ProxyState& ps) {
   ps.head.reset(mem, cap);
   ps.head_cap = static_cast<std::uint32_t>(cap);
 
-  Writer w{mem};
+  HeadWriter w{mem};
   w.put(r.line.method_name);
   *w.p++ = ' ';
   ps.uri_off = static_cast<std::uint32_t>(w.p - mem);

@@ -6,6 +6,7 @@
 // the client is not written: each side waits for the other.
 #include <cstring>
 
+#include "http/head_writer.h"
 #include "http/proxy.h"
 #include "http/worker.h"
 #include "vigil/core/log.h"
@@ -63,23 +64,6 @@ bool named_by_connection(const ProxyState& ps, std::string_view name) {
   return false;
 }
 
-struct Out {
-  char* p;
-  void put(std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
-  }
-  void put_uint(std::uint64_t v) {
-    char tmp[20];
-    int k = 0;
-    do {
-      tmp[k++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (k > 0) *p++ = tmp[--k];
-  }
-};
-
 // proxy_redirect default: "http://<proxy_pass host><proxy_pass uri>..." in
 // Location becomes "<location><...>" (relative, RFC 9110 §10.2.2 allows it).
 std::string_view redirect_prefix(const ProxyState& ps, char* buf, std::size_t cap) {
@@ -126,7 +110,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
                   r.c->requests < loc.keepalive_requests;
   }
 
-  Out o{mem};
+  HeadWriter o{mem};
   o.put("HTTP/1.1 ");
   o.put_uint(static_cast<std::uint64_t>(ps.resp.status));
   *o.p++ = ' ';
