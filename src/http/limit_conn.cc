@@ -108,37 +108,14 @@ Status set_limit_conn_zone(const DirectiveCall& call, HttpFinalConf& fin) {
   ctx->key = std::move(key.value());
   std::string_view a = call.arg(1);
   if (!a.starts_with("zone=")) return call.error("invalid parameter \"" + std::string(a) + "\"");
-  std::string_view v = a.substr(5);
-  const auto colon = v.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return call.error("invalid zone size \"" + std::string(v) + "\"");
+  std::string name;
+  std::uint64_t size = 0;
+  if (Status st = parse_zone_arg(call, a.substr(5), name, size); !st) return st;
+  if (Status st = bind_limit_zone(call, "limit_conn_zone", "limit_conn_zone", name, size,
+                                  &kLimitConnTag, ctx.get());
+      !st) {
+    return st;
   }
-  const std::string name(v.substr(0, colon));
-  auto size = parse_size(v.substr(colon + 1));
-  if (!size) return call.error("invalid zone size \"" + std::string(v) + "\"");
-  auto z = call.zones().add(name, *size, &kLimitConnTag, call.where());
-  if (!z) return z.status();
-  if ((*z)->data() != nullptr) {
-    return call.error("limit_conn_zone \"" + name + "\" is already bound to key \"" +
-                      static_cast<LimitConnZone*>((*z)->data())->key.source() + "\"");
-  }
-  ctx->zone = *z;
-  LimitConnZone* raw = ctx.get();
-  (*z)->set_data(raw);
-  (*z)->set_init([raw](ShmZone& zone, void* old_data) -> Status {
-    if (old_data != nullptr) {
-      const auto* old = static_cast<const LimitConnZone*>(old_data);
-      if (old->key.source() != raw->key.source()) {
-        return Status::error("limit_conn_zone \"" + zone.name() + "\" uses the \"" +
-                             raw->key.source() + "\" key while previously it used the \"" +
-                             old->key.source() + "\" key");
-      }
-    }
-    if (Status s = LimitTable::init_zone(zone); !s) return s;
-    raw->table = LimitTable(zone);
-    zone.set_data(raw);
-    return Status::ok();
-  });
   fin.limit_zones.push_back(std::move(ctx));
   return Status::ok();
 }

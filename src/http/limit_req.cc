@@ -184,15 +184,7 @@ Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
   for (std::size_t i = 1; i < call.arg_count(); ++i) {
     std::string_view a = call.arg(i);
     if (a.starts_with("zone=")) {
-      std::string_view v = a.substr(5);
-      const auto colon = v.rfind(':');
-      if (colon == std::string_view::npos || colon == 0) {
-        return call.error("invalid zone size \"" + std::string(v) + "\"");
-      }
-      name = std::string(v.substr(0, colon));
-      auto s = parse_size(v.substr(colon + 1));
-      if (!s) return call.error("invalid zone size \"" + std::string(v) + "\"");
-      size = *s;
+      if (Status st = parse_zone_arg(call, a.substr(5), name, size); !st) return st;
     } else if (a.starts_with("rate=")) {
       std::string_view v = a.substr(5);
       std::uint64_t scale = 1;
@@ -219,29 +211,11 @@ Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
     }
   }
   if (name.empty()) return call.error("\"limit_req_zone\" must have \"zone\" parameter");
-  auto z = call.zones().add(name, size, &kLimitReqTag, call.where());
-  if (!z) return z.status();
-  if ((*z)->data() != nullptr) {
-    return call.error("limit_req_zone \"" + name + "\" is already bound to key \"" +
-                      static_cast<LimitReqZone*>((*z)->data())->key.source() + "\"");
+  if (Status st = bind_limit_zone(call, "limit_req_zone", "limit_req", name, size,
+                                  &kLimitReqTag, ctx.get());
+      !st) {
+    return st;
   }
-  ctx->zone = *z;
-  LimitReqZone* raw = ctx.get();
-  (*z)->set_data(raw);
-  (*z)->set_init([raw](ShmZone& zone, void* old_data) -> Status {
-    if (old_data != nullptr) {
-      const auto* old = static_cast<const LimitReqZone*>(old_data);
-      if (old->key.source() != raw->key.source()) {
-        return Status::error("limit_req \"" + zone.name() + "\" uses the \"" + raw->key.source() +
-                             "\" key while previously it used the \"" + old->key.source() +
-                             "\" key");
-      }
-    }
-    if (Status s = LimitTable::init_zone(zone); !s) return s;
-    raw->table = LimitTable(zone);
-    zone.set_data(raw);
-    return Status::ok();
-  });
   fin.limit_zones.push_back(std::move(ctx));
   return Status::ok();
 }

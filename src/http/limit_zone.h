@@ -19,8 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
+#include "core/conf/module.h"
+#include "core/conf/values.h"
 #include "core/rbtree.h"
 #include "core/shm_zone.h"
 #include "vigil/core/clock.h"
@@ -81,5 +85,51 @@ class LimitTable {
   SlabPool* pool_ = nullptr;
   LimitShared* sh_ = nullptr;
 };
+
+// "name:size" of a zone= parameter (limit_conn_zone, limit_req_zone).
+inline Status parse_zone_arg(const DirectiveCall& call, std::string_view v, std::string& name,
+                             std::uint64_t& size) {
+  const auto colon = v.rfind(':');
+  auto parsed = colon == std::string_view::npos || colon == 0 ? std::nullopt
+                                                               : parse_size(v.substr(colon + 1));
+  if (!parsed) return call.error("invalid zone size \"" + std::string(v) + "\"");
+  name = std::string(v.substr(0, colon));
+  size = *parsed;
+  return Status::ok();
+}
+
+// Registers the zone a *_zone directive declares for `ctx` (LimitConnZone or
+// LimitReqZone: a compiled `key`, the `zone` and the `table` over it). A zone
+// has one key; a reload that keeps the zone must keep its key too
+// ("<reload_label> "x" uses the "$a" key while previously it used the "$b"
+// key", nginx's text). The table is laid over the zone when it is mapped.
+template <class Zone>
+Status bind_limit_zone(const DirectiveCall& call, const char* directive, const char* reload_label,
+                       const std::string& name, std::uint64_t size, const void* tag,
+                       Zone* raw) {
+  auto z = call.zones().add(name, size, tag, call.where());
+  if (!z) return z.status();
+  if ((*z)->data() != nullptr) {
+    return call.error(std::string(directive) + " \"" + name + "\" is already bound to key \"" +
+                      static_cast<Zone*>((*z)->data())->key.source() + "\"");
+  }
+  raw->zone = *z;
+  (*z)->set_data(raw);
+  (*z)->set_init([raw, reload_label](ShmZone& zone, void* old_data) -> Status {
+    if (old_data != nullptr) {
+      const auto* old = static_cast<const Zone*>(old_data);
+      if (old->key.source() != raw->key.source()) {
+        return Status::error(std::string(reload_label) + " \"" + zone.name() + "\" uses the \"" +
+                             raw->key.source() + "\" key while previously it used the \"" +
+                             old->key.source() + "\" key");
+      }
+    }
+    if (Status s = LimitTable::init_zone(zone); !s) return s;
+    raw->table = LimitTable(zone);
+    zone.set_data(raw);
+    return Status::ok();
+  });
+  return Status::ok();
+}
 
 }  // namespace vigil::http
