@@ -105,6 +105,9 @@ class UringBackend final : public Backend {
   bool release(Connection& c) override;
   int shutdown_write(Connection& c) override;
 
+  // The IORING_SETUP_* flags the kernel accepted (for tests and diagnostics).
+  unsigned setup_flags() const { return setup_flags_; }
+
   // The ring connection's primitives (installed by init_io).
   long ring_recv(Connection& c, char* buf, std::size_t size);
   long ring_send(Connection& c, const char* buf, std::size_t size);
@@ -165,6 +168,11 @@ class UringBackend final : public Backend {
     std::int32_t next = -1;
   };
 
+  // The kernel's batch of deferred completions per wait (DEFER_TASKRUN).
+  static constexpr unsigned kDeferredBatch = 20;
+
+  bool enable();  // R_DISABLED: enable the ring; the calling thread is its issuer
+  unsigned reap(unsigned at);  // copies completions into batch_[at..]; returns how many
   io_uring_sqe* next_sqe(Status* st);
   int submit();                   // io_uring_submit with the statistics
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
@@ -199,6 +207,9 @@ class UringBackend final : public Backend {
   io_uring ring_{};
   bool ring_open_ = false;
   bool ring_fd_registered_ = false;
+  bool disabled_ = false;       // R_DISABLED and not enabled yet
+  bool defer_taskrun_ = false;  // completions are posted only when we wait
+  unsigned setup_flags_ = 0;    // what io_uring_setup accepted
   bool skip_success_ = false;  // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
   std::unique_ptr<io_uring_cqe*[]> cqes_;
   std::unique_ptr<Completion[]> batch_;
