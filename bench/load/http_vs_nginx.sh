@@ -34,7 +34,7 @@ if [[ ! -x $VIGIL ]]; then
   echo "building $VIGIL" >&2
   (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
 fi
-for tool in "$NGINX" wrk taskset python3; do
+for tool in "$NGINX" wrk taskset python3 /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
 
@@ -174,7 +174,9 @@ run_wrk() {
   shift 2
   local out t0 t1
   t0=$(server_ticks)
-  out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${DURATION}s" "$@" "http://127.0.0.1:$PORT$path" 2>&1)
+  # The client's CPU too: on loopback the sender's system calls also run the
+  # receiver's TCP input (softirq), so a server can shift CPU to or from wrk.
+  out=$(/usr/bin/time -f "CLIENTCPU %U %S" taskset -c 1 wrk -t1 -c"$conns" -d"${DURATION}s" "$@" "http://127.0.0.1:$PORT$path" 2>&1)
   t1=$(server_ticks)
   if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
     echo "wrk reported errors:" >&2
@@ -183,8 +185,10 @@ run_wrk() {
   local rps reqs
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   reqs=$(awk '/requests in/ {print $1}' <<<"$out")
-  awk -v r="$rps" -v n="$reqs" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
-    'BEGIN {printf "%s %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0)}'
+  local client
+  client=$(awk '/CLIENTCPU/ {print $2 + $3}' <<<"$out")
+  awk -v r="$rps" -v n="$reqs" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v w="${client:-0}" \
+    'BEGIN {printf "%s %.2f %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0), (n > 0 ? w * 1e6 / n : 0)}'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -193,11 +197,11 @@ start_server() {  # server workers: nginx, or vigil on that backend
   if [[ $1 == nginx ]]; then start_nginx "$2"; else USE=$1 start_vigil "$2"; fi
 }
 
-declare -A RESULT CPU
+declare -A RESULT CPU CLIENT
 bench_case() {  # name workers conns path [wrk args]
   local name=$1 workers=$2 conns=$3 path=$4
   shift 4
-  declare -A res=() cpu=()
+  declare -A res=() cpu=() client=()
   local line srv msg
   for r in $(seq 1 "$ROUNDS"); do
     msg="  $name round $r:"
@@ -205,16 +209,19 @@ bench_case() {  # name workers conns path [wrk args]
       start_server "$srv" "$workers"
       DURATION=1 run_wrk 10 "$path" "$@" >/dev/null  # warm-up
       line=$(run_wrk "$conns" "$path" "$@")
-      res[$srv]+="${line% *} "
-      cpu[$srv]+="${line#* } "
+      read -r l_rps l_cpu l_client <<<"$line"
+      res[$srv]+="$l_rps "
+      cpu[$srv]+="$l_cpu "
+      client[$srv]+="$l_client "
       stop_server
-      msg+=" $srv ${line% *} req/s ${line#* } us/req;"
+      msg+=" $srv $l_rps req/s $l_cpu us/req (wrk $l_client);"
     done
     echo "$msg" >&2
   done
   for srv in $SERVERS; do
     RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
     CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
+    CLIENT[$name,$srv]=$(tr ' ' '\n' <<<"${client[$srv]}" | grep . | median)
   done
 }
 
@@ -291,8 +298,8 @@ for srv in $SERVERS; do header+=" $srv |"; rule+="---:|"; done
 has epoll && has nginx && { header+=" epoll/nginx |"; rule+="---:|"; }
 has io_uring && has nginx && { header+=" io_uring/nginx |"; rule+="---:|"; }
 has io_uring && has epoll && { header+=" io_uring/epoll |"; rule+="---:|"; }
-header+=" server CPU us/req ($SERVERS) |"
-rule+="---:|"
+header+=" server CPU us/req ($SERVERS) | wrk CPU us/req ($SERVERS) |"
+rule+="---:|---:|"
 printf '\n%s\n%s\n' "$header" "$rule"
 for c in $CASES; do
   case $c in
@@ -313,6 +320,9 @@ for c in $CASES; do
   has io_uring && has epoll && row+=" $(ratio "$u" "$e") |"
   cpu=""
   for srv in $SERVERS; do cpu+="${CPU[$c,$srv]:--} / "; done
+  row+=" ${cpu% / } |"
+  cpu=""
+  for srv in $SERVERS; do cpu+="${CLIENT[$c,$srv]:--} / "; done
   row+=" ${cpu% / } |"
   echo "$row"
 done

@@ -103,7 +103,7 @@ std::size_t accept_connections(Event& ev) {
     socklen_t len = sizeof sa;
     int s = VIGIL_FAULT(
         fault::kAccept, ECONNABORTED,
-        ::accept4(lc->fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        loop.backend().accept(*lc, reinterpret_cast<sockaddr*>(&sa), &len));
     if (s == -1) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return accepted;

@@ -24,6 +24,10 @@ void Backend::init_io(Connection& c) {
   c.send_chain = writev_chain;
 }
 
+int Backend::accept(Connection& lc, sockaddr* addr, socklen_t* len) {
+  return ::accept4(lc.fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
 int Backend::shutdown_write(Connection& c) {
   return ::shutdown(c.fd, SHUT_WR);
 }

@@ -126,6 +126,11 @@ void EventLoop::close_listening() {
         VIGIL_LOG(*log_, kAlert, s.err(), "%s", s.message().c_str());
       }
     }
+    // Connections the kernel already accepted for us (io_uring's multishot
+    // accept) are ours alone: serve them rather than drop them.
+    for (int i = 0; i < 4096 && backend_->accepted_waiting(*c) > 0; ++i) {
+      c->read->handler(*c->read);
+    }
     pool_.close_connection(*c);
     ls->connection = nullptr;
     ls->fd = -1;  // closed with its connection

@@ -3,6 +3,8 @@
 // operations, one implementation per kernel mechanism, chosen by `use` or
 // automatically (best available first: epoll, io_uring is opt-in, poll, select).
 
+#include <sys/socket.h>
+
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -65,6 +67,13 @@ class Backend {
   virtual bool release(Connection& /*c*/) { return false; }
   // shutdown(SHUT_WR) after the data already accepted for sending.
   virtual int shutdown_write(Connection& c);
+  // The next connection of listening connection lc, as accept4(2) with
+  // SOCK_NONBLOCK | SOCK_CLOEXEC: the fd, or -1 with errno (EAGAIN: none).
+  // io_uring hands out the connections its multishot accept took.
+  virtual int accept(Connection& lc, sockaddr* addr, socklen_t* len);
+  // Connections already taken for lc that accept() has not handed out yet
+  // (close_listening serves them before closing the socket).
+  virtual std::size_t accepted_waiting(const Connection& /*lc*/) const { return 0; }
 };
 
 // Names of the backends compiled in, best first.

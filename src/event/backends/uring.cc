@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <new>
+#include <string_view>
 
 #include "event/backends/dispatch.h"
 #include "vigil/core/clock.h"
@@ -23,12 +24,14 @@ namespace {
 // 15 bits: bit 63 of user_data marks the ring connections' requests.
 constexpr std::uint32_t kGenerationMask = 0x7fffu;
 constexpr std::uint32_t kLevelBit = 1u << 16;
+constexpr std::uint32_t kAcceptBit = 1u << 17;  // a multishot accept, not a poll
 
 // user_data: generation in bits 48..62, the Event pointer below (user-space
 // addresses fit in 48 bits on x86-64 and arm64).
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
+constexpr std::uint64_t kAcceptTag = 1;  // bit 0 of an accept's user_data (Events are aligned)
 constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
 constexpr std::uint64_t kTeardownUserData =
     2;  // done()'s cancel-everything request (no Event is at 2)
@@ -157,6 +160,13 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   if (st && (params.features & IORING_FEAT_RSRC_TAGS) == 0) {
     st = Status::error("io_uring is not usable: this kernel has no multishot poll (Linux 5.13)");
   }
+  // Multishot accept (Linux 5.19): on unless VIGIL_URING_ACCEPT=poll; a
+  // kernel without it answers EINVAL and the listening sockets go back to
+  // polls (on_accept).
+  multishot_accept_ = true;
+  if (const char* env = std::getenv("VIGIL_URING_ACCEPT"); env != nullptr && std::string_view(env) == "poll") {
+    multishot_accept_ = false;
+  }
   if (st) st = init_ring_io(cfg);
   if (!st) {
     done();
@@ -219,6 +229,7 @@ void UringBackend::done() {
     // which ends its next blocking wait once with EINTR: harmless.)
     drain_lingering();
     cancel_everything();
+    close_accepted();
     done_ring_io();
     ::io_uring_queue_exit(&ring_);
     ring_open_ = false;
@@ -262,6 +273,13 @@ Status UringBackend::arm(Event& ev, int fd) {
   Status st;
   io_uring_sqe* sqe = next_sqe(&st);
   if (sqe == nullptr) return st;
+  if (ev.index & kAcceptBit) {
+    // Every connection the kernel takes for us is a completion; no address
+    // (one buffer would be shared by all of them): accept() asks getpeername.
+    ::io_uring_prep_multishot_accept(sqe, fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    ::io_uring_sqe_set_data64(sqe, user_data_of(ev) | kAcceptTag);
+    return Status::ok();
+  }
   if (ev.index & kLevelBit) {
     ::io_uring_prep_poll_add(sqe, fd, poll_mask(ev));
   } else {
@@ -275,8 +293,9 @@ Status UringBackend::cancel(std::uint64_t user_data) {
   Status st;
   io_uring_sqe* sqe = next_sqe(&st);
   if (sqe == nullptr) return st;
-  if (user_data >> 63) {
-    ::io_uring_prep_cancel64(sqe, user_data, 0);  // a ring connection's receive or send
+  if ((user_data >> 63) || (user_data & kAcceptTag)) {
+    // A ring connection's receive or send, or an accept.
+    ::io_uring_prep_cancel64(sqe, user_data, 0);
   } else {
     ::io_uring_prep_poll_remove(sqe, user_data);
   }
@@ -296,6 +315,24 @@ Status UringBackend::add(Event& ev, unsigned flags) {
     if (s != nullptr && !s->recv_live && s->pending == 0 && !s->eof && s->error == 0) {
       return arm_recv(*rc, *s);
     }
+    return Status::ok();
+  }
+  if (ev.accept && multishot_accept_) {
+    // A listening socket: the kernel accepts for us (uring_accept.cc).
+    if (ev.active && ev.index != Event::kNoIndex && (ev.index & kAcceptBit)) return Status::ok();
+    if (ev.active && ev.index != Event::kNoIndex) {
+      if (Status st = del(ev, 0); !st) return st;
+    }
+    AcceptQueue* q = accept_queue(ev, true);
+    if (q == nullptr) return Status::error("cannot allocate the io_uring accept queue", ENOMEM);
+    generation_ = static_cast<std::uint16_t>((generation_ + 1) & kGenerationMask);
+    ev.index = generation_ | kAcceptBit;
+    if (Status st = arm(ev, rc->fd); !st) {
+      ev.index = Event::kNoIndex;
+      return st;
+    }
+    q->live = true;
+    ev.active = 1;
     return Status::ok();
   }
   const bool level = (flags & kEvClear) == 0;
@@ -330,9 +367,19 @@ Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see 
     ev.index = Event::kNoIndex;
     return Status::ok();
   }
-  const std::uint64_t user_data = user_data_of(ev);
+  std::uint64_t user_data = user_data_of(ev);
+  if (ev.index & kAcceptBit) user_data |= kAcceptTag;
   ev.active = 0;
   ev.index = Event::kNoIndex;
+  if (user_data & kAcceptTag) {
+    // Stop the kernel accepting for us now, not at the next pass (the
+    // worker may be closing the socket), and keep what it took already.
+    if (AcceptQueue* q = accept_queue(ev, false); q != nullptr) q->live = false;
+    Status st = cancel(user_data);
+    if (st && submit() < 0) st = Status::error("io_uring: cannot submit the accept cancel");
+    take_posted_accepts(ev);
+    return st;
+  }
   return cancel(user_data);
 }
 
@@ -365,6 +412,11 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
     timer = linger_wait(timer);
   }
   if (!enable()) return Status::error("io_uring: the ring cannot be enabled");
+  ++pass_;
+  if (!accepts_.empty()) requeue_accepts();
+  // Connections taken but not handed out yet: they are reported this pass.
+  const bool accepts_left = !accepts_.empty() && accepts_pending();
+  if (accepts_left) timer = 0;
   if (!ring_fd_registered_) {
     // One fewer fd lookup per io_uring_enter (5.18; optional). The
     // registration belongs to the calling thread, so it is made by the
@@ -422,13 +474,14 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
 
   // An infinite wait may end with only cancel completions: not an error here,
   // unlike epoll_wait returning 0.
-  if (reported == 0) {
+  if (reported == 0 && !accepts_left) {
     ++stats.empty_waits;
     return Status::ok();
   }
   stats.events += reported;
 
   for (unsigned i = 0; i < n; ++i) complete(batch_[i], flags);
+  if (!accepts_.empty()) deliver_pending_accepts(flags);
   return Status::ok();
 }
 
@@ -449,6 +502,11 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
     return;
   }
   Event* ev = event_of(cqe.user_data);
+  if (cqe.user_data & kAcceptTag) {
+    // Even a stale accept carries a connection the kernel took for us.
+    on_accept(*ev, is_current(*ev, cqe.user_data & ~kAcceptTag), cqe, flags);
+    return;
+  }
   // A completion of an earlier registration (cancelled, replaced, deleted) or
   // of a slot reused since: stale, and never re-armed.
   if (!is_current(*ev, cqe.user_data)) return;

@@ -104,6 +104,8 @@ class UringBackend final : public Backend {
   void init_io(Connection& c) override;
   bool release(Connection& c) override;
   int shutdown_write(Connection& c) override;
+  int accept(Connection& lc, sockaddr* addr, socklen_t* len) override;
+  std::size_t accepted_waiting(const Connection& lc) const override;
 
   // The IORING_SETUP_* flags the kernel accepted (for tests and diagnostics).
   unsigned setup_flags() const { return setup_flags_; }
@@ -168,6 +170,17 @@ class UringBackend final : public Backend {
     std::int32_t next = -1;
   };
 
+  // Connections a listening socket's multishot accept took, waiting for the
+  // accept handler (uring_accept.cc). One per listening event.
+  struct AcceptQueue {
+    Event* ev = nullptr;
+    std::vector<int> fds;
+    std::size_t head = 0;
+    bool live = false;  // the multishot accept is in the kernel
+    std::uint64_t delivered = 0;  // the pass that last delivered the event
+    unsigned handed = 0;          // connections handed out since the request was armed
+  };
+
   // The kernel's batch of deferred completions per wait (DEFER_TASKRUN).
   static constexpr unsigned kDeferredBatch = 20;
 
@@ -179,7 +192,16 @@ class UringBackend final : public Backend {
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
   void complete_ring(const Completion& cqe, unsigned flags);
-  void cancel_everything();  // done(): cancel every request and reap the completions
+  void cancel_everything();
+
+  // uring_accept.cc
+  AcceptQueue* accept_queue(const Event& ev, bool create);
+  void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
+  void close_accepted();  // done(): connections taken but never handed out
+  bool accepts_pending() const;
+  void requeue_accepts();  // moves a busy accept to the back of the socket's queue
+  void take_posted_accepts(Event& ev);  // del: accepts already in the completion ring
+  void deliver_pending_accepts(unsigned flags);  // done(): cancel every request and reap the completions
 
   // uring_io.cc
   Status init_ring_io(const BackendConfig& cfg);
@@ -215,6 +237,9 @@ class UringBackend final : public Backend {
   std::unique_ptr<Completion[]> batch_;
   unsigned batch_size_ = 0;
   std::uint16_t generation_ = 0;
+  bool multishot_accept_ = false;  // listening sockets use IORING_OP_ACCEPT multishot
+  std::vector<AcceptQueue> accepts_;
+  std::uint64_t pass_ = 0;  // process_events calls
   NotifyFd notify_;
 
   // Ring I/O (absent when the kernel has no provided buffer rings: then
