@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <functional>
 #include <new>
 
@@ -19,6 +20,10 @@ namespace {
 constexpr int kOpenFlags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
 // How far from the LRU end a full table looks for an entry no response uses.
 constexpr int kEvictTries = 16;
+// Entries are made this many at a time; buckets are at most kMaxBuckets
+// (8 MiB of pointers), so a huge max only lengthens the chains.
+constexpr std::uint32_t kChunk = 256;
+constexpr std::size_t kMaxBuckets = std::size_t{1} << 20;
 
 }  // namespace
 
@@ -58,19 +63,33 @@ Result<std::unique_ptr<OpenFileCache>> OpenFileCache::create(EventLoop* loop, st
   if (max == 0) return Status::error("open_file_cache max must be at least 1");
   std::unique_ptr<OpenFileCache> cache(new (std::nothrow) OpenFileCache(loop, max, inactive));
   if (!cache) return Status::error("no memory for the open file cache");
-  cache->entries_.reset(new (std::nothrow) CachedFile[max]);
   std::size_t nb = 16;
-  while (nb < max) nb <<= 1;
-  if (!cache->entries_) return Status::error("no memory for the open file cache");
-  cache->buckets_.resize(nb, nullptr);  // at worker start: allowed to throw into init_worker's caller
-  cache->mask_ = nb - 1;
-  for (std::uint32_t i = max; i-- > 0;) {
-    CachedFile& e = cache->entries_[i];
-    e.cache = cache.get();
-    e.next = cache->free_;
-    cache->free_ = &e;
+  while (nb < max && nb < kMaxBuckets) nb <<= 1;
+  // At worker start: a failure here is the worker's start-up error.
+  try {
+    cache->buckets_.assign(nb, nullptr);
+    cache->chunks_.reserve((max + kChunk - 1) / kChunk);
+  } catch (const std::bad_alloc&) {
+    return Status::error("no memory for the open file cache");
   }
+  cache->mask_ = nb - 1;
   return cache;
+}
+
+bool OpenFileCache::grow() {
+  if (allocated_ >= max_) return false;
+  const std::uint32_t n = std::min<std::uint32_t>(kChunk, max_ - allocated_);
+  std::unique_ptr<CachedFile[]> chunk(new (std::nothrow) CachedFile[n]);
+  if (!chunk) return false;
+  for (std::uint32_t i = n; i-- > 0;) {
+    CachedFile& e = chunk[i];
+    e.cache = this;
+    e.next = free_;
+    free_ = &e;
+  }
+  chunks_.push_back(std::move(chunk));  // never reallocates: reserved in create()
+  allocated_ += n;
+  return true;
 }
 
 OpenFileCache::OpenFileCache(EventLoop* loop, std::uint32_t max, Msec inactive)
@@ -84,9 +103,13 @@ OpenFileCache::OpenFileCache(EventLoop* loop, std::uint32_t max, Msec inactive)
 
 OpenFileCache::~OpenFileCache() {
   if (loop_ != nullptr && timer_.timer_set) loop_->del_timer(timer_);
-  if (!entries_) return;
-  for (std::uint32_t i = 0; i < max_; ++i) {
-    if (entries_[i].fd != -1) ::close(entries_[i].fd);
+  std::uint32_t left = allocated_;
+  for (auto& chunk : chunks_) {
+    const std::uint32_t n = std::min<std::uint32_t>(kChunk, left);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (chunk[i].fd != -1) ::close(chunk[i].fd);
+    }
+    left -= n;
   }
 }
 
@@ -161,7 +184,7 @@ void OpenFileCache::evict(CachedFile& e) {
 }
 
 CachedFile* OpenFileCache::take_slot() {
-  if (free_ == nullptr) {
+  if (free_ == nullptr && !grow()) {
     // Full: the least recently used entry that no response holds.
     CachedFile* e = lru_.prev;
     for (int i = 0; i < kEvictTries && e != &lru_; ++i, e = e->prev) {

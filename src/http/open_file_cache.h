@@ -6,10 +6,12 @@
 // the error open() gave. A hit costs no open/fstat/close.
 //
 // Shape:
-// - A fixed array of `max` entries made when the worker starts, a hash of
-//   buckets over it, an LRU list of the live entries and a free list: after
-//   warm-up a lookup allocates nothing (an entry's name keeps its capacity
-//   when the entry is reused).
+// - At most `max` entries, made in chunks of 256 as the table fills (so a
+//   large `max` costs memory only when used) and never freed while the
+//   worker runs; a hash of buckets over them (made when the worker starts),
+//   an LRU list of the live entries and a free list: after warm-up a lookup
+//   allocates nothing (an entry's name keeps its capacity when the entry is
+//   reused). A chunk that cannot be had leaves the file uncached.
 // - An entry older than `valid` is checked again by opening the name (with
 //   the disable_symlinks rules of the request): the same inode keeps the
 //   descriptor and takes the new size/mtime; another file (renamed over,
@@ -121,6 +123,7 @@ class OpenFileCache {
   void expire(Msec now);
 
   std::uint32_t max() const { return max_; }
+  std::uint32_t allocated() const { return allocated_; }  // entries made so far
   std::uint32_t live() const { return live_; }          // entries in the table
   std::uint32_t detached() const { return detached_; }  // left it, still referenced
   std::uint64_t hits() const { return hits_; }
@@ -134,6 +137,7 @@ class OpenFileCache {
   void unlink(CachedFile& e);         // out of the hash and the LRU list
   void evict(CachedFile& e);          // out of the table: freed, or detached while referenced
   void free_slot(CachedFile& e);
+  bool grow();  // one more chunk of entries onto the free list
   void touch(CachedFile& e, Msec now);
   void arm_timer(Msec now);
   static void timer_handler(Event& ev);
@@ -143,7 +147,8 @@ class OpenFileCache {
   EventLoop* loop_;
   std::uint32_t max_;
   Msec inactive_;
-  std::unique_ptr<CachedFile[]> entries_;
+  std::vector<std::unique_ptr<CachedFile[]>> chunks_;  // capacity reserved for max_
+  std::uint32_t allocated_ = 0;
   std::vector<CachedFile*> buckets_;
   std::size_t mask_ = 0;
   CachedFile lru_;  // sentinel: lru_.next most recent, lru_.prev least

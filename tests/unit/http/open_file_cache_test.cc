@@ -326,6 +326,21 @@ TEST_F(OpenFileCacheTest, ManyNamesReuseEntriesWithoutGrowing) {
   EXPECT_EQ(cache->detached(), 0u);
 }
 
+TEST_F(OpenFileCacheTest, EntriesAreMadeAsTheTableFills) {
+  auto cache = make(100000);
+  EXPECT_EQ(cache->allocated(), 0u) << "a large max costs nothing until used";
+  write("a", "A");
+  EXPECT_EQ(get(*cache, "a", 0), "A");
+  EXPECT_GE(cache->allocated(), 1u);
+  EXPECT_LE(cache->allocated(), 256u);
+  auto small = make(3);
+  for (int i = 0; i < 5; ++i) {
+    write("s" + std::to_string(i), "x");
+    get(*small, "s" + std::to_string(i), static_cast<Msec>(i));
+  }
+  EXPECT_EQ(small->allocated(), 3u) << "never more than max";
+}
+
 TEST(OpenFileCacheCreate, ZeroEntriesIsAnError) {
   EXPECT_FALSE(static_cast<bool>(OpenFileCache::create(nullptr, 0, 1000)));
 }
