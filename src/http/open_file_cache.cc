@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <new>
 
@@ -29,9 +29,9 @@ constexpr std::size_t kMaxBuckets = std::size_t{1} << 20;
 
 void open_and_stat(const char* name, const HttpLocConf* loc, OpenFileInfo& info, int& fd) {
   info = OpenFileInfo{};
-  fd = VIGIL_FAULT(fault::kOpen, EMFILE,
-                   loc != nullptr ? open_file_checked(*loc, name, kOpenFlags)
-                                  : ::open(name, kOpenFlags));
+  fd = VIGIL_FAULT(
+      fault::kOpen, EMFILE,
+      loc != nullptr ? open_file_checked(*loc, name, kOpenFlags) : ::open(name, kOpenFlags));
   if (fd == -1) {
     info.err = errno;
     info.failed = "open";
@@ -223,7 +223,8 @@ void OpenFileCache::open(std::string_view name, const OpenFileParams& p, Msec no
     ++e->uses;
     touch(*e, now);
     const bool same_rules = e->symlinks == rules && e->symlinks_from == from;
-    const bool current = same_rules && msec_diff(now, e->validated) < static_cast<MsecDiff>(p.valid);
+    const bool current =
+        same_rules && msec_diff(now, e->validated) < static_cast<MsecDiff>(p.valid);
     const bool usable = e->fd != -1 || e->info.is_dir || (e->info.err != 0 && p.errors);
     if (current && usable) {
       ++hits_;

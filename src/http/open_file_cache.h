@@ -49,14 +49,14 @@ struct CachedFile;
 
 // What opening a file name found.
 struct OpenFileInfo {
-  int err = 0;                 // errno of the failed call (0: opened)
-  const char* failed = "";     // the call that failed ("open", "fstat")
+  int err = 0;              // errno of the failed call (0: opened)
+  const char* failed = "";  // the call that failed ("open", "fstat")
   std::int64_t size = 0;
   std::time_t mtime = 0;
   ino_t ino = 0;
   dev_t dev = 0;
   bool is_dir = false;
-  bool is_file = false;        // a regular file
+  bool is_file = false;  // a regular file
 };
 
 // The descriptor a request uses: owned (entry null: close it) or an
@@ -87,7 +87,7 @@ struct CachedFile {
   CachedFile* next = nullptr;
   OpenFileCache* cache = nullptr;
   OpenFileInfo info;
-  int fd = -1;  // -1: an error, a directory, or not used min_uses times yet
+  int fd = -1;         // -1: an error, a directory, or not used min_uses times yet
   Msec validated = 0;  // when opened or last checked
   Msec accessed = 0;
   std::uint32_t uses = 0;  // lookups since it was made (min_uses)
@@ -124,8 +124,8 @@ class OpenFileCache {
 
   std::uint32_t max() const { return max_; }
   std::uint32_t allocated() const { return allocated_; }  // entries made so far
-  std::uint32_t live() const { return live_; }          // entries in the table
-  std::uint32_t detached() const { return detached_; }  // left it, still referenced
+  std::uint32_t live() const { return live_; }            // entries in the table
+  std::uint32_t detached() const { return detached_; }    // left it, still referenced
   std::uint64_t hits() const { return hits_; }
   std::uint64_t misses() const { return misses_; }
 
@@ -134,8 +134,8 @@ class OpenFileCache {
   CachedFile* find(std::string_view name, std::size_t hash) const;
   CachedFile* take_slot();
   void insert(CachedFile& e, std::string_view name, std::size_t hash, Msec now);
-  void unlink(CachedFile& e);         // out of the hash and the LRU list
-  void evict(CachedFile& e);          // out of the table: freed, or detached while referenced
+  void unlink(CachedFile& e);  // out of the hash and the LRU list
+  void evict(CachedFile& e);   // out of the table: freed, or detached while referenced
   void free_slot(CachedFile& e);
   bool grow();  // one more chunk of entries onto the free list
   void touch(CachedFile& e, Msec now);

@@ -28,9 +28,9 @@ using test::VigilServer;
 using test::wait_until;
 
 std::string conf(int port, const std::string& http_level, const std::string& server_body) {
-  return "access_log off;\n" + http_level + "\nserver {\n  listen 127.0.0.1:" +
-         std::to_string(port) + ";\n  root html;\n  location = /metrics { metrics; }\n" +
-         server_body + "\n}\n";
+  return "access_log off;\n" + http_level +
+         "\nserver {\n  listen 127.0.0.1:" + std::to_string(port) +
+         ";\n  root html;\n  location = /metrics { metrics; }\n" + server_body + "\n}\n";
 }
 
 // Writes `rel` as a new file and renames it over the old one (a new inode,
@@ -221,8 +221,8 @@ TEST(HttpFileCache, RangeAndConditionalRequestsUseTheCachedFile) {
   s.write("html/r.txt", "abcdefghijklmnop");
   struct timeval later[2] = {{1700000000, 0}, {1700000000, 0}};
   ASSERT_EQ(::utimes(s.path("html/r.txt").c_str(), later), 0);
-  EXPECT_TRUE(wait_until([&] { return get(port, simple_get("/r.txt")).header("etag") != etag; },
-                         5000));
+  EXPECT_TRUE(
+      wait_until([&] { return get(port, simple_get("/r.txt")).header("etag") != etag; }, 5000));
   test::Response now = get(port, simple_get("/r.txt"));
   EXPECT_EQ(now.body, "abcdefghijklmnop");
   EXPECT_EQ(now.header("last-modified"), "Tue, 14 Nov 2023 22:13:20 GMT");
@@ -294,8 +294,7 @@ TEST(HttpFileCache, ReloadStartsWithNewTables) {
   s.signal(SIGHUP);
   // The new worker's table is empty: it opens the file as it is now (the
   // old table's 60 s cannot have passed).
-  EXPECT_TRUE(wait_until([&] { return body_of(port, "/f.txt") == "after\n"; }, 8000))
-      << s.output();
+  EXPECT_TRUE(wait_until([&] { return body_of(port, "/f.txt") == "after\n"; }, 8000)) << s.output();
 }
 
 }  // namespace
