@@ -6,7 +6,9 @@
 // name root + path names something lexically inside root whatever the
 // request spelled. Symbolic links inside root are followed, as nginx does by
 // default (disable_symlinks off): a link placed in the document root by its
-// owner is trusted.
+// owner is trusted. Files are opened through the location's open_file_cache
+// when it has one (open_file_cache.h), else opened, fstat()ed and closed per
+// request.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
