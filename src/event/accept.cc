@@ -101,9 +101,8 @@ std::size_t accept_connections(Event& ev) {
   do {
     sockaddr_storage sa;
     socklen_t len = sizeof sa;
-    int s = VIGIL_FAULT(
-        fault::kAccept, ECONNABORTED,
-        loop.backend().accept(*lc, reinterpret_cast<sockaddr*>(&sa), &len));
+    int s = VIGIL_FAULT(fault::kAccept, ECONNABORTED,
+                        loop.backend().accept(*lc, reinterpret_cast<sockaddr*>(&sa), &len));
     if (s == -1) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return accepted;

@@ -122,6 +122,8 @@ class UringBackend final : public Backend {
   // A connection whose handler does not read stops receiving past this much.
   static constexpr std::uint32_t kMaxPending = 64 * 1024;
   static constexpr std::size_t kChunkSize = 16 * 1024;
+  // Event::index bit of a listening socket's multishot accept registration.
+  static constexpr std::uint32_t kAcceptIndexBit = 1u << 17;
 
  private:
   struct Completion {
@@ -176,15 +178,16 @@ class UringBackend final : public Backend {
     Event* ev = nullptr;
     std::vector<int> fds;
     std::size_t head = 0;
-    bool live = false;  // the multishot accept is in the kernel
+    bool live = false;            // the multishot accept is in the kernel
     std::uint64_t delivered = 0;  // the pass that last delivered the event
     unsigned handed = 0;          // connections handed out since the request was armed
   };
 
+
   // The kernel's batch of deferred completions per wait (DEFER_TASKRUN).
   static constexpr unsigned kDeferredBatch = 20;
 
-  bool enable();  // R_DISABLED: enable the ring; the calling thread is its issuer
+  bool enable();               // R_DISABLED: enable the ring; the calling thread is its issuer
   unsigned reap(unsigned at);  // copies completions into batch_[at..]; returns how many
   io_uring_sqe* next_sqe(Status* st);
   int submit();                   // io_uring_submit with the statistics
@@ -199,9 +202,10 @@ class UringBackend final : public Backend {
   void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
   void close_accepted();  // done(): connections taken but never handed out
   bool accepts_pending() const;
-  void requeue_accepts();  // moves a busy accept to the back of the socket's queue
+  void requeue_accepts();               // moves a busy accept to the back of the socket's queue
   void take_posted_accepts(Event& ev);  // del: accepts already in the completion ring
-  void deliver_pending_accepts(unsigned flags);  // done(): cancel every request and reap the completions
+  void deliver_pending_accepts(
+      unsigned flags);  // done(): cancel every request and reap the completions
 
   // uring_io.cc
   Status init_ring_io(const BackendConfig& cfg);
@@ -232,7 +236,7 @@ class UringBackend final : public Backend {
   bool disabled_ = false;       // R_DISABLED and not enabled yet
   bool defer_taskrun_ = false;  // completions are posted only when we wait
   unsigned setup_flags_ = 0;    // what io_uring_setup accepted
-  bool skip_success_ = false;  // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
+  bool skip_success_ = false;   // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
   std::unique_ptr<io_uring_cqe*[]> cqes_;
   std::unique_ptr<Completion[]> batch_;
   unsigned batch_size_ = 0;

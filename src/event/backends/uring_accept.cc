@@ -56,7 +56,8 @@ void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, uns
         q->fds.push_back(cqe.res);
         queued = true;
       } catch (const std::bad_alloc&) {
-        VIGIL_LOG(loop_->log(), kAlert, ENOMEM, "io_uring: no memory to queue an accepted connection");
+        VIGIL_LOG(loop_->log(), kAlert, ENOMEM,
+                  "io_uring: no memory to queue an accepted connection");
       }
     }
     if (!queued) {
@@ -170,7 +171,7 @@ void UringBackend::requeue_accepts() {
   // EPOLLEXCLUSIVE).
   for (std::size_t i = 0; i < accepts_.size(); ++i) {
     Event& ev = *accepts_[i].ev;
-    if (accepts_[i].handed < 16 || !ev.active || !(ev.index & (1u << 17))) continue;
+    if (accepts_[i].handed < 16 || !ev.active || !(ev.index & kAcceptIndexBit)) continue;
     accepts_[i].handed = 0;
     Status st = del(ev, 0);
     if (st) st = add(ev, 0);

@@ -3,7 +3,8 @@
 // one connection per event without multi_accept, the peer's address, the
 // accept mutex and accept_disabled taking the socket away from the kernel's
 // accept (the connection stays in the listen queue for another worker), and
-// close_listening(). Each case also runs with VIGIL_URING_ACCEPT=poll, the
+// close_listening(). Multishot accept is opt-in (VIGIL_URING_ACCEPT=multishot);
+// each case also runs with VIGIL_URING_ACCEPT=poll, the default and the
 // fallback a kernel without multishot accept gets (readiness + accept4).
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -63,7 +64,7 @@ int take_from_queue(int listen_fd, int timeout_ms) {
 class UringAccept : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "poll") ::setenv("VIGIL_URING_ACCEPT", "poll", 1);
+    ::setenv("VIGIL_URING_ACCEPT", GetParam().c_str(), 1);
     EventLoopConfig cfg;
     cfg.use = "io_uring";
     cfg.connections = 16;
