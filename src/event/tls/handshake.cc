@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <string>
 
 #include "event/tls/context.h"
@@ -252,18 +251,14 @@ void tls_send_close_notify(Connection& c) {
 }
 
 void tls_close(Connection& c) {
+  tls_release_stage(c);
   TlsConnection* t = c.ssl;
   c.ssl = nullptr;
   c.recv = unix_recv;
   c.send = unix_send;
   c.recv_chain = readv_chain;
   c.send_chain = writev_chain;
-  if (t == nullptr) return;
-  if (t->stage != nullptr) {
-    std::free(t->stage);
-    t->stage = nullptr;
-  }
-  if (t->ssl == nullptr) return;
+  if (t == nullptr || t->ssl == nullptr) return;
   ERR_clear_error();
   if (t->handshaked && !c.error && !c.timedout) {
     // One try: close_notify goes out if the socket buffer takes it. We never

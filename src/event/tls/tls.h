@@ -51,8 +51,9 @@ struct TlsConnection {
   TlsSelectServer select = nullptr;
   TlsSessionSaved saved = nullptr;
   // A file range being encrypted: bytes [stage_off, stage_off + stage_len)
-  // of stage_fd, of which stage_pos are sent. Bounded (kTlsStageSize), taken
-  // only while a file is being sent.
+  // of stage_fd, of which stage_pos are sent. `stage` points into the loop's
+  // file buffer (kTlsStageSize, one per loop, shared by its connections),
+  // set only while a file is being sent.
   char* stage = nullptr;
   std::size_t stage_len = 0;
   std::size_t stage_pos = 0;
@@ -88,6 +89,11 @@ int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session);
 void tls_send_close_notify(Connection& c);
 // Sends close_notify without waiting and frees the TLS state; called by the pool.
 void tls_close(Connection& c);
+
+// Forgets the connection's staged file bytes (the loop keeps its buffer).
+void tls_release_stage(Connection& c);
+// Frees the loop's TLS file buffer: the exit hook of a worker's loop.
+void tls_exit_loop(EventLoop& loop);
 
 // The I/O functions installed after the handshake (same contracts as io.cc).
 long tls_recv(Connection& c, char* buf, std::size_t size);

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <new>
 
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -54,28 +54,85 @@ long write_some(Connection& c, const char* buf, std::size_t size) {
   return kIoError;
 }
 
-// Keeps the staged file bytes when they still match the buffer (a retry),
-// else reads the next piece of the file into the stage.
+// The file buffer of a loop: one per worker, made at the first file sent
+// over TLS without kTLS and kept until the worker exits, so no request
+// allocates one. Connections take turns: `owner` is the one whose bytes it
+// holds now.
+struct LoopStage {
+  char buf[kTlsStageSize];
+  const TlsConnection* owner = nullptr;
+};
+
+const char kStageKey = 0;  // the address is the key of our per-loop state
+
+LoopStage* loop_stage(Connection& c) {
+  if (c.loop == nullptr) return nullptr;
+  auto* ls = static_cast<LoopStage*>(c.loop->context(&kStageKey));
+  if (ls != nullptr) return ls;
+  ls = new (std::nothrow) LoopStage;
+  if (ls == nullptr) return nullptr;
+  if (!c.loop->set_context(&kStageKey, ls)) {
+    delete ls;
+    return nullptr;
+  }
+  return ls;
+}
+
+// Reads exactly `len` bytes of the file at `off` into the buffer.
+bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::pread(fd, to, len, off);
+    if (n > 0) {
+      to += n;
+      off += n;
+      len -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == -1 && errno == EINTR) continue;
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
+                static_cast<unsigned long long>(c.number),
+                n == 0 ? "file was truncated while being sent" : "pread() failed");
+    }
+    return false;
+  }
+  return true;
+}
+
+// Makes t.stage point at the next unsent file bytes of `b` (at most one
+// record). Bytes already staged and not yet sent are kept; when another
+// connection used the loop's buffer meanwhile, they are read again from the
+// file (the same bytes: a retry after WANT_WRITE offers the same length).
 bool stage_file(Connection& c, const Buf& b, std::size_t want) {
   TlsConnection& t = *c.ssl;
-  if (t.stage != nullptr && t.stage_fd == b.file_fd &&
-      t.stage_off + static_cast<off_t>(t.stage_pos) == b.file_pos && t.stage_pos < t.stage_len) {
+  LoopStage* ls = loop_stage(c);
+  if (ls == nullptr) {
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kAlert, 0, "*%llu no memory for a TLS file buffer",
+                static_cast<unsigned long long>(c.number));
+    }
+    return false;
+  }
+  if (t.stage_fd == b.file_fd && t.stage_off + static_cast<off_t>(t.stage_pos) == b.file_pos &&
+      t.stage_pos < t.stage_len) {
+    if (ls->owner == &t) return true;
+    const std::size_t left = t.stage_len - t.stage_pos;
+    ls->owner = nullptr;
+    if (!read_piece(c, b.file_fd, b.file_pos, ls->buf, left)) return false;
+    ls->owner = &t;
+    t.stage = ls->buf;
+    t.stage_off = b.file_pos;
+    t.stage_len = left;
+    t.stage_pos = 0;
     return true;
   }
-  if (t.stage == nullptr) {
-    t.stage = static_cast<char*>(std::malloc(kTlsStageSize));
-    if (t.stage == nullptr) {
-      if (c.log != nullptr) {
-        VIGIL_LOG(*c.log, kAlert, 0, "*%llu no memory for a TLS file buffer",
-                  static_cast<unsigned long long>(c.number));
-      }
-      return false;
-    }
-  }
   if (want > kTlsStageSize) want = kTlsStageSize;
+  ls->owner = nullptr;
   for (;;) {
-    const ssize_t n = ::pread(b.file_fd, t.stage, want, b.file_pos);
+    const ssize_t n = ::pread(b.file_fd, ls->buf, want, b.file_pos);
     if (n > 0) {
+      ls->owner = &t;
+      t.stage = ls->buf;
       t.stage_fd = b.file_fd;
       t.stage_off = b.file_pos;
       t.stage_len = static_cast<std::size_t>(n);
@@ -90,14 +147,6 @@ bool stage_file(Connection& c, const Buf& b, std::size_t want) {
     }
     return false;
   }
-}
-
-void release_stage(TlsConnection& t) {
-  if (t.stage == nullptr) return;
-  std::free(t.stage);
-  t.stage = nullptr;
-  t.stage_len = t.stage_pos = 0;
-  t.stage_fd = -1;
 }
 
 #ifdef BIO_get_ktls_send
@@ -265,8 +314,28 @@ Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
     sent += n;
     while (cl != nullptr && cl->buf->empty()) cl = cl->next;
   }
-  if (cl == nullptr) release_stage(t);
+  if (cl == nullptr) tls_release_stage(c);
   return cl;
+}
+
+void tls_release_stage(Connection& c) {
+  TlsConnection* t = c.ssl;
+  if (t == nullptr) return;
+  if (t->stage != nullptr && c.loop != nullptr) {
+    auto* ls = static_cast<LoopStage*>(c.loop->context(&kStageKey));
+    if (ls != nullptr && ls->owner == t) ls->owner = nullptr;
+  }
+  t->stage = nullptr;
+  t->stage_len = t->stage_pos = 0;
+  t->stage_off = 0;
+  t->stage_fd = -1;
+}
+
+void tls_exit_loop(EventLoop& loop) {
+  auto* ls = static_cast<LoopStage*>(loop.context(&kStageKey));
+  if (ls == nullptr) return;
+  loop.set_context(&kStageKey, nullptr);
+  delete ls;
 }
 
 }  // namespace vigil
