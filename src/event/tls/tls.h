@@ -69,7 +69,10 @@ struct TlsConnection {
   unsigned read_error : 1 = 0;  // an error after data was returned: report it next
 };
 
-inline constexpr std::size_t kTlsStageSize = 16384;  // one TLS record
+// A file goes out through the loop's buffer in pieces of this size: one
+// pread() per four 16 KiB records (nginx reads 32 KiB output buffers and
+// copies them once more into its 16 KiB TLS buffer).
+inline constexpr std::size_t kTlsStageSize = 65536;
 
 // Starts a server handshake on an accepted connection. `detect_plain`: peek
 // at the first byte and report kPlain when it is not a TLS handshake record.

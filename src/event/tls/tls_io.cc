@@ -99,8 +99,8 @@ bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
   return true;
 }
 
-// Makes t.stage point at the next unsent file bytes of `b` (at most one
-// record). Bytes already staged and not yet sent are kept; when another
+// Makes t.stage point at the next unsent file bytes of `b` (at most
+// kTlsStageSize). Bytes already staged and not yet sent are kept; when another
 // connection used the loop's buffer meanwhile, they are read again from the
 // file (the same bytes: a retry after WANT_WRITE offers the same length).
 bool stage_file(Connection& c, const Buf& b, std::size_t want) {
@@ -297,13 +297,16 @@ Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
       if (n > 0) b.file_pos += n;
 #endif
     } else {
-      // No kTLS: the file is read and encrypted one record at a time through
-      // a 16k buffer, never loaded whole.
+      // No kTLS: the file is read into the loop's buffer a piece at a time
+      // (never loaded whole) and encrypted from there, a record per call.
       if (!stage_file(c, b, b.size())) {
         c.error = 1;
         return kChainError;
       }
-      n = write_some(c, t.stage + t.stage_pos, t.stage_len - t.stage_pos);
+      std::size_t want = t.stage_len - t.stage_pos;
+      if (static_cast<off_t>(want) > max - sent) want = static_cast<std::size_t>(max - sent);
+      if (want < t.write_pending) want = t.write_pending;  // never beyond the stage
+      n = write_some(c, t.stage + t.stage_pos, want);
       if (n > 0) {
         t.stage_pos += static_cast<std::size_t>(n);
         b.file_pos += n;
