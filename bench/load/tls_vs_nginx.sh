@@ -7,18 +7,30 @@
 #   bench/load/tls_vs_nginx.sh [ROUNDS [SECONDS]]      (default 3 rounds of 5 s)
 #
 # Cases (CASES, space-separated subset):
-#   new        new TLS 1.3 handshakes/s: openssl s_time -new -tls1_3, one
-#              request (12 bytes) per connection
-#   resumed    resumed handshakes/s: openssl s_time -reuse (TLS 1.3 tickets)
+#   new        new TLS 1.3 handshakes/s: STIME_CLIENTS (4) parallel
+#              `openssl s_time -new -tls1_3`, one request (12 bytes) per
+#              connection
+#   resumed    resumed handshakes/s: the same with -reuse (TLS 1.3 tickets)
 #   small      keep-alive 12-byte requests over TLS: wrk -c50
 #   big        a 1 MiB file over TLS: wrk -c50
 #   new2 small2 the same with two workers (master + 2 workers, unpinned)
 #   memory     bytes per idle TLS connection: (RSS with N idle - RSS before)/N,
 #              N = IDLE_CONNS (5,000), one request on each first
-# With one worker the server is pinned to CPU 0 and the client to CPU 1.
+# With one worker the server is pinned to CPU 0 and the clients to CPU 1.
+#
+# Every case also reports the server's CPU time per operation (handshake or
+# request), read from /proc/<pid>/stat of the server and its workers, and how
+# busy the server was (CPU time / wall time). On a shared machine that figure
+# moves much less than the rate. A handshake costs `openssl s_time` about
+# twice what it costs the server, so with one core for the clients the
+# handshake rates are bounded by the clients (the server stays well below
+# 100% busy): there, CPU per handshake is the figure that compares the
+# servers. wrk is no help for new handshakes: it resumes its sessions when it
+# reconnects. s_time runs with -no-CAfile -no-CApath -no-CAstore, otherwise
+# each connection scans the system's certificate directory.
 #
 # Environment: VIGIL (default build/release/vigil), NGINX (/usr/sbin/nginx),
-# CASES, IDLE_CONNS.
+# CASES, IDLE_CONNS, STIME_CLIENTS.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -28,6 +40,7 @@ VIGIL=${VIGIL:-$ROOT/build/release/vigil}
 NGINX=${NGINX:-/usr/sbin/nginx}
 CASES=${CASES:-"new resumed small big new2 small2 memory"}
 IDLE_CONNS=${IDLE_CONNS:-5000}
+STIME_CLIENTS=${STIME_CLIENTS:-4}
 
 if [[ ! -x $VIGIL ]]; then
   echo "building $VIGIL" >&2
@@ -153,22 +166,62 @@ stop_server() {
   sleep 0.3
 }
 
-# Connections per second from openssl s_time (MODE: -new or -reuse).
+# CPU time (clock ticks) used so far by the server processes and their children.
+server_ticks() {
+  local total=0 p
+  for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
+    [[ -r /proc/$p/stat ]] || continue
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$total"
+}
+
+now() { date +%s.%N; }
+
+# "ops/s server-CPU-us/op server-busy-%" from an operation count, the server's
+# ticks and the wall clock around the run.
+report() {  # ops ticks wall0 wall1
+  awk -v n="$1" -v t="$2" -v w0="$3" -v w1="$4" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {w = w1 - w0; printf "%.0f %.1f %.0f\n", (w > 0 ? n / w : 0), (n > 0 ? t * 1e6 / hz / n : 0), (w > 0 ? t * 100 / hz / w : 0)}'
+}
+
+CLIENT_PIN=()
+# STIME_CLIENTS parallel s_time processes (MODE: -new or -reuse), the
+# connections of all of them over the wall time of the run. One s_time waits
+# for each answer before it goes on, so one alone leaves the server idle
+# between its round trips.
 run_stime() {
-  local mode=$1 out
-  out=$(taskset -c 1 openssl s_time -connect "127.0.0.1:$PORT" "$mode" -tls1_3 \
-    -time "$DURATION" -www /small.txt 2>&1)
-  awk '/connections in [0-9.]+ real seconds/ {for (i = 1; i <= NF; i++) if ($i == "connections") n = $(i - 1); for (i = 1; i <= NF; i++) if ($i == "real") s = $(i - 1)} END {printf "%.0f\n", (s > 0 ? n / s : 0)}' <<<"$out"
+  local mode=$1 t0 t1 w0 w1 i n
+  local pids=()
+  t0=$(server_ticks)
+  w0=$(now)
+  for i in $(seq 1 "$STIME_CLIENTS"); do
+    "${CLIENT_PIN[@]}" openssl s_time -connect "127.0.0.1:$PORT" "$mode" -tls1_3 -time "$DURATION" \
+      -www /small.txt -no-CAfile -no-CApath -no-CAstore >"$TMP/stime.$i" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  w1=$(now)
+  t1=$(server_ticks)
+  n=$(cat "$TMP"/stime.* | awk '/connections in [0-9.]+ real seconds/ {s += $1} END {print s + 0}')
+  rm -f "$TMP"/stime.*
+  report "$n" $((t1 - t0)) "$w0" "$w1"
 }
 
 run_wrk() {  # path
-  local out
-  out=$(taskset -c 1 wrk -t1 -c50 -d"${DURATION}s" "https://127.0.0.1:$PORT$1" 2>&1)
+  local out t0 t1 w0 w1 n
+  t0=$(server_ticks)
+  w0=$(now)
+  out=$("${CLIENT_PIN[@]}" wrk -t1 -c50 -d"${DURATION}s" "https://127.0.0.1:$PORT$1" 2>&1)
+  w1=$(now)
+  t1=$(server_ticks)
   if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
     echo "wrk reported errors:" >&2
     grep "Non-2xx\|Socket errors" <<<"$out" >&2
   fi
-  awk '/Requests\/sec/ {print $2}' <<<"$out"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  # wrk's own rate (requests over its run), the server's CPU over ours.
+  report "$n" $((t1 - t0)) "$w0" "$w1" | awk -v r="$(awk '/Requests\/sec/ {print $2}' <<<"$out")" '{printf "%.0f %s %s\n", r, $2, $3}'
 }
 
 measure() {  # case
@@ -181,22 +234,36 @@ measure() {  # case
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-declare -A RESULT
+declare -A RESULT CPU BUSY LOAD
 bench_case() {  # name workers
-  local name=$1 workers=$2 n_res=() v_res=()
+  local name=$1 workers=$2 srv line r
+  declare -A res=() cpu=() busy=()
+  CLIENT_PIN=()
+  [[ $workers == 1 ]] && CLIENT_PIN=(taskset -c 1)
+  LOAD[$name]="$(loadavg)"
   for r in $(seq 1 "$ROUNDS"); do
-    start_nginx "$workers"
-    DURATION=1 measure "$name" >/dev/null  # warm-up
-    n_res+=("$(measure "$name")")
-    stop_server
-    start_vigil "$workers"
-    DURATION=1 measure "$name" >/dev/null
-    v_res+=("$(measure "$name")")
-    stop_server
-    echo "  $name round $r: nginx ${n_res[-1]}/s; vigil ${v_res[-1]}/s" >&2
+    local msg="  $name round $r (load $(loadavg)):"
+    for srv in nginx vigil; do
+      "start_$srv" "$workers"
+      DURATION=1 measure "$name" >/dev/null  # warm-up
+      line=$(measure "$name")
+      stop_server
+      read -r rate us pct <<<"$line"
+      res[$srv]+="$rate "
+      cpu[$srv]+="$us "
+      busy[$srv]+="$pct "
+      msg+=" $srv $rate/s ${us} us/op ${pct}% busy;"
+    done
+    echo "$msg" >&2
   done
-  RESULT[$name]="$(printf '%s\n' "${n_res[@]}" | median) $(printf '%s\n' "${v_res[@]}" | median)"
+  LOAD[$name]+=" .. $(loadavg)"
+  for srv in nginx vigil; do
+    RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
+    CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
+    BUSY[$name,$srv]=$(tr ' ' '\n' <<<"${busy[$srv]}" | grep . | median)
+  done
 }
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
@@ -222,29 +289,38 @@ memory_case() {
     out+=("$per")
     stop_server
   done
-  RESULT[memory]="${out[0]} ${out[1]}"
+  RESULT[memory,nginx]=${out[0]}
+  RESULT[memory,vigil]=${out[1]}
 }
 
-echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $(openssl version); ${ROUNDS} rounds of ${DURATION}s" >&2
+echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $(openssl version); ${ROUNDS} rounds of ${DURATION}s; $STIME_CLIENTS s_time clients; load average $(loadavg)" >&2
 for c in $CASES; do
   case $c in
     new | resumed | small | big) bench_case "$c" 1 ;;
     new2 | small2) bench_case "$c" 2 ;;
-    memory) memory_case ;;
+    memory) LOAD[memory]="$(loadavg)"; memory_case ;;
   esac
 done
 
-printf '\n| case | nginx | vigil | vigil/nginx |\n|---|---:|---:|---:|\n'
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else print "-"}'; }
+printf '\n| case | nginx | vigil | vigil/nginx | server CPU us/op nginx / vigil | nginx/vigil CPU | server busy %% nginx / vigil | load average (start .. end) |\n'
+printf '|---|---:|---:|---:|---:|---:|---:|---|\n'
 for c in $CASES; do
-  read -r n v <<<"${RESULT[$c]}"
   case $c in
-    new) label="new TLS 1.3 handshakes/s (s_time -new, 1 worker)" ;;
-    resumed) label="resumed TLS 1.3 handshakes/s (s_time -reuse, 1 worker)" ;;
+    new) label="new TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -new, 1 worker)" ;;
+    resumed) label="resumed TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -reuse, 1 worker)" ;;
     small) label="keep-alive 12 B requests/s over TLS (wrk -c50, 1 worker)" ;;
     big) label="1 MiB file requests/s over TLS (wrk -c50, 1 worker)" ;;
-    new2) label="new TLS 1.3 handshakes/s (s_time -new, 2 workers)" ;;
+    new2) label="new TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -new, 2 workers)" ;;
     small2) label="keep-alive 12 B requests/s over TLS (wrk -c50, 2 workers)" ;;
     memory) label="bytes per idle TLS connection ($IDLE_CONNS idle, lower is better)" ;;
   esac
-  printf '| %s | %s | %s | %s |\n' "$label" "$n" "$v" "$(awk -v n="$n" -v v="$v" 'BEGIN {printf "%.2f", (n > 0 ? v / n : 0)}')"
+  n=${RESULT[$c,nginx]:-0} v=${RESULT[$c,vigil]:-0}
+  if [[ $c == memory ]]; then
+    printf '| %s | %s | %s | %s | - | - | - | %s |\n' "$label" "$n" "$v" "$(ratio "$v" "$n")" "${LOAD[$c]}"
+    continue
+  fi
+  printf '| %s | %s | %s | %s | %s / %s | %s | %s / %s | %s |\n' "$label" "$n" "$v" "$(ratio "$v" "$n")" \
+    "${CPU[$c,nginx]}" "${CPU[$c,vigil]}" "$(ratio "${CPU[$c,nginx]}" "${CPU[$c,vigil]}")" \
+    "${BUSY[$c,nginx]}" "${BUSY[$c,vigil]}" "${LOAD[$c]}"
 done
