@@ -50,8 +50,9 @@ void finish(Connection& c, TlsHandshake result) {
     t.ktls_send = BIO_get_ktls_send(SSL_get_wbio(t.ssl)) ? 1 : 0;
 #endif
     // Application data may have arrived with the last handshake flight:
-    // the protocol's first read finds out (EAGAIN costs one call).
-    c.read->ready = 1;
+    // the protocol's first read finds out, unless the socket was empty at
+    // the last read and OpenSSL holds nothing (that read would meet EAGAIN).
+    c.read->ready = t.drained && !c.read->pending_eof && SSL_has_pending(t.ssl) == 0 ? 0 : 1;
   } else if (result == TlsHandshake::kFailed) {
     counters->tls_handshakes_failed.add();
   } else if (result == TlsHandshake::kPlain) {
@@ -178,6 +179,7 @@ Result<TlsConnection*> create(Connection& c, TlsContext& ctx) {
     return Status::error("SSL_set_fd() failed" + tls_error_text());
   }
   SSL_set_app_data(t->ssl, &c);
+  tls_watch_reads(*t);
   c.ssl = t;
   return t;
 }

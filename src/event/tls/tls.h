@@ -67,6 +67,10 @@ struct TlsConnection {
   unsigned client : 1 = 0;
   unsigned ktls_send : 1 = 0;
   unsigned read_error : 1 = 0;  // an error after data was returned: report it next
+  // The last read() OpenSSL made on the socket returned less than it asked
+  // for (or nothing): the socket was empty then, and an edge-triggered
+  // backend reports whatever arrives after it (tls_watch_reads keeps it).
+  unsigned drained : 1 = 0;
 };
 
 // A file goes out through the loop's buffer in pieces of this size: one
@@ -92,6 +96,12 @@ int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session);
 void tls_send_close_notify(Connection& c);
 // Sends close_notify without waiting and frees the TLS state; called by the pool.
 void tls_close(Connection& c);
+
+// Watches the reads OpenSSL makes on the connection's socket (a BIO
+// callback) to keep `drained`: a short read tells that the socket is empty,
+// as it does for plain sockets, and spares the read that would only return
+// EAGAIN. tls_start_server and tls_start_client install it.
+void tls_watch_reads(TlsConnection& t);
 
 // Forgets the connection's staged file bytes (the loop keeps its buffer).
 void tls_release_stage(Connection& c);

@@ -173,7 +173,26 @@ long send_file_ktls(Connection& c, Buf& b, off_t budget) {
 }
 #endif
 
+long watch_reads_cb(BIO* bio, int oper, const char*, std::size_t len, int, long, int ret,
+                    std::size_t* processed) {
+  if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+    auto* t = reinterpret_cast<TlsConnection*>(BIO_get_callback_arg(bio));
+    if (t != nullptr) {
+      const std::size_t got = ret > 0 && processed != nullptr ? *processed : 0;
+      t->drained = got < len ? 1 : 0;
+    }
+  }
+  return ret;
+}
+
 }  // namespace
+
+void tls_watch_reads(TlsConnection& t) {
+  BIO* bio = SSL_get_rbio(t.ssl);
+  if (bio == nullptr) return;
+  BIO_set_callback_arg(bio, reinterpret_cast<char*>(&t));
+  BIO_set_callback_ex(bio, watch_reads_cb);
+}
 
 long tls_recv(Connection& c, char* buf, std::size_t size) {
   TlsConnection& t = *c.ssl;
@@ -194,6 +213,14 @@ long tls_recv(Connection& c, char* buf, std::size_t size) {
       total += got;
       buf += got;
       size -= got;
+      // The socket was empty at OpenSSL's last read and OpenSSL holds no
+      // more bytes: another SSL_read would only meet EAGAIN (nginx's short
+      // read rule for plain sockets). With EPOLLRDHUP seen the FIN is next:
+      // read on to find it.
+      if (size > 0 && t.drained && !rev.pending_eof && SSL_has_pending(t.ssl) == 0) {
+        rev.ready = 0;
+        return static_cast<long>(total);
+      }
       continue;
     }
     const int err = SSL_get_error(t.ssl, rc);

@@ -357,6 +357,62 @@ TEST_F(TlsIo, ARecordReadAheadIsPostedAsWell) {
   pair_->c.loop = nullptr;
 }
 
+// Counts the read() calls OpenSSL makes on a socket watched by
+// tls_watch_reads, passing each on to the watcher.
+struct ReadCounter {
+  static inline int reads = 0;
+  static inline BIO_callback_fn_ex watcher = nullptr;
+  static long cb(BIO* b, int oper, const char* argp, std::size_t len, int argi, long argl, int ret,
+                 std::size_t* processed) {
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) ++reads;
+    return watcher(b, oper, argp, len, argi, argl, ret, processed);
+  }
+  explicit ReadCounter(SSL* ssl) {
+    BIO* bio = SSL_get_rbio(ssl);
+    reads = 0;
+    watcher = BIO_get_callback_ex(bio);
+    BIO_set_callback_ex(bio, cb);
+  }
+};
+
+// With read ahead, a read() that returns less than OpenSSL asked for found
+// the socket empty: the record it brought is returned without another read()
+// that could only fail with EAGAIN, and the event waits for the next edge.
+TEST_F(TlsIo, AShortReadSparesTheReadThatWouldMeetEagain) {
+  SSL_set_read_ahead(server_, 1);
+  tls_watch_reads(pair_->tc);
+  ASSERT_NE(BIO_get_callback_ex(SSL_get_rbio(server_)), nullptr);
+  ReadCounter counter(server_);
+  client_write("GET / HTTP/1.1\r\n\r\n");
+  char buf[4096];
+  ASSERT_EQ(tls_recv(pair_->c, buf, sizeof buf), 18);
+  EXPECT_EQ(pair_->rev.ready, 0u);
+  EXPECT_EQ(ReadCounter::reads, 1) << "one read() brought the record, none met EAGAIN";
+  EXPECT_EQ(pair_->tc.drained, 1u);
+
+  // A full buffer says nothing about the socket: the next call reads on.
+  client_write(std::string(3000, 'z'));
+  pair_->rev.ready = 1;
+  ASSERT_EQ(tls_recv(pair_->c, buf, 1000), 1000);
+  EXPECT_EQ(pair_->rev.ready, 1u);
+  ASSERT_EQ(tls_recv(pair_->c, buf, sizeof buf), 2000);
+  EXPECT_EQ(pair_->rev.ready, 0u);
+}
+
+// After EPOLLRDHUP (pending_eof) a short read means the FIN is next: the read
+// goes on and finds it in the same call.
+TEST_F(TlsIo, AfterRdhupAShortReadReadsOnToTheEof) {
+  SSL_set_read_ahead(server_, 1);
+  tls_watch_reads(pair_->tc);
+  client_write("last");
+  ASSERT_EQ(::shutdown(client_fd_, SHUT_WR), 0);
+  pair_->rev.pending_eof = 1;
+  char buf[64];
+  ASSERT_EQ(tls_recv(pair_->c, buf, sizeof buf), 4);
+  EXPECT_EQ(pair_->rev.eof, 1u) << "the FIN was read with the data";
+  EXPECT_EQ(tls_recv(pair_->c, buf, sizeof buf), 0);
+}
+
 TEST_F(TlsIo, APartialWriteIsCompletedFromWhereTheBufferMovedTo) {
   std::string data(1 << 20, '\0');
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i ^ (i >> 9));
