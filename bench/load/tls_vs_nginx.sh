@@ -30,13 +30,18 @@
 # each connection scans the system's certificate directory.
 #
 # Environment: VIGIL (default build/release/vigil), NGINX (/usr/sbin/nginx),
-# CASES, IDLE_CONNS, STIME_CLIENTS.
+# CASES, IDLE_CONNS, STIME_CLIENTS. VIGIL_BEFORE=<another vigil binary> adds
+# it as a third server ("before") to every round and to the table, to compare
+# a change with what it replaces under the same load.
 set -euo pipefail
 
 ROUNDS=${1:-3}
 DURATION=${2:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VIGIL=${VIGIL:-$ROOT/build/release/vigil}
+VIGIL_BEFORE=${VIGIL_BEFORE:-}
+SERVERS="nginx vigil"
+[[ -n $VIGIL_BEFORE ]] && SERVERS+=" before"
 NGINX=${NGINX:-/usr/sbin/nginx}
 CASES=${CASES:-"new resumed small big new2 small2 memory"}
 IDLE_CONNS=${IDLE_CONNS:-5000}
@@ -148,17 +153,20 @@ start_nginx() {  # workers
   wait_port
 }
 
-start_vigil() {  # workers
+start_vigil() {  # workers [binary]
+  local bin=${2:-$VIGIL}
   vigil_conf "$1"
   if [[ $1 == 1 ]]; then
-    taskset -c 0 "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
+    taskset -c 0 "$bin" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
   else
-    "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
+    "$bin" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
   fi
   SERVER_PIDS=($!)
   PIDS+=($!)
   wait_port
 }
+
+start_before() { start_vigil "$1" "$VIGIL_BEFORE"; }
 
 stop_server() {
   for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -245,7 +253,7 @@ bench_case() {  # name workers
   LOAD[$name]="$(loadavg)"
   for r in $(seq 1 "$ROUNDS"); do
     local msg="  $name round $r (load $(loadavg)):"
-    for srv in nginx vigil; do
+    for srv in $SERVERS; do
       "start_$srv" "$workers"
       DURATION=1 measure "$name" >/dev/null  # warm-up
       line=$(measure "$name")
@@ -259,7 +267,7 @@ bench_case() {  # name workers
     echo "$msg" >&2
   done
   LOAD[$name]+=" .. $(loadavg)"
-  for srv in nginx vigil; do
+  for srv in $SERVERS; do
     RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
     CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
     BUSY[$name,$srv]=$(tr ' ' '\n' <<<"${busy[$srv]}" | grep . | median)
@@ -269,14 +277,15 @@ bench_case() {  # name workers
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 memory_case() {
-  local out=()
-  for server in nginx vigil; do
+  local server
+  for server in $SERVERS; do
     "start_$server" 1
     local pid=${SERVER_PIDS[0]}
     curl -sk -o /dev/null "https://127.0.0.1:$PORT/small.txt"
     sleep 0.5
     local before after
     before=$(rss_kb "$pid")
+    rm -f "$TMP/idle.out"  # not the previous server's "ready"
     exec {fifo_w}> >(python3 "$ROOT/bench/load/idle_tls_clients.py" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
     for _ in $(seq 1 1200); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
     sleep 0.5
@@ -286,11 +295,9 @@ memory_case() {
     local per
     per=$(awk -v a="$after" -v b="$before" -v n="$IDLE_CONNS" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
     echo "  memory $server: RSS ${before} kB -> ${after} kB with $(cat "$TMP/idle.out") idle TLS connections: $per bytes each" >&2
-    out+=("$per")
+    RESULT[memory,$server]=$per
     stop_server
   done
-  RESULT[memory,nginx]=${out[0]}
-  RESULT[memory,vigil]=${out[1]}
 }
 
 echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $(openssl version); ${ROUNDS} rounds of ${DURATION}s; $STIME_CLIENTS s_time clients; load average $(loadavg)" >&2
@@ -303,8 +310,16 @@ for c in $CASES; do
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else print "-"}'; }
-printf '\n| case | nginx | vigil | vigil/nginx | server CPU us/op nginx / vigil | nginx/vigil CPU | server busy %% nginx / vigil | load average (start .. end) |\n'
-printf '|---|---:|---:|---:|---:|---:|---:|---|\n'
+slash() {  # ARRAY-NAME case: "nginx / vigil [/ before]"
+  local -n arr=$1
+  local out="" srv
+  for srv in $SERVERS; do out+="${arr[$2,$srv]:--} / "; done
+  echo "${out% / }"
+}
+B=""
+[[ -n $VIGIL_BEFORE ]] && B=" before |"
+printf '\n| case | nginx | vigil |%s vigil/nginx | server CPU us/op (%s) | nginx/vigil CPU | server busy %% (%s) | load average (start .. end) |\n' "$B" "${SERVERS// / \/ }" "${SERVERS// / \/ }"
+printf '|---|---:|---:|%s---:|---:|---:|---:|---|\n' "${B:+---:|}"
 for c in $CASES; do
   case $c in
     new) label="new TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -new, 1 worker)" ;;
@@ -316,11 +331,13 @@ for c in $CASES; do
     memory) label="bytes per idle TLS connection ($IDLE_CONNS idle, lower is better)" ;;
   esac
   n=${RESULT[$c,nginx]:-0} v=${RESULT[$c,vigil]:-0}
+  row="| $label | $n | $v |"
+  [[ -n $VIGIL_BEFORE ]] && row+=" ${RESULT[$c,before]:--} |"
+  row+=" $(ratio "$v" "$n") |"
   if [[ $c == memory ]]; then
-    printf '| %s | %s | %s | %s | - | - | - | %s |\n' "$label" "$n" "$v" "$(ratio "$v" "$n")" "${LOAD[$c]}"
-    continue
+    row+=" - | - | - | ${LOAD[$c]} |"
+  else
+    row+=" $(slash CPU "$c") | $(ratio "${CPU[$c,nginx]}" "${CPU[$c,vigil]}") | $(slash BUSY "$c") | ${LOAD[$c]} |"
   fi
-  printf '| %s | %s | %s | %s | %s / %s | %s | %s / %s | %s |\n' "$label" "$n" "$v" "$(ratio "$v" "$n")" \
-    "${CPU[$c,nginx]}" "${CPU[$c,vigil]}" "$(ratio "${CPU[$c,nginx]}" "${CPU[$c,vigil]}")" \
-    "${BUSY[$c,nginx]}" "${BUSY[$c,vigil]}" "${LOAD[$c]}"
+  echo "$row"
 done
