@@ -68,6 +68,7 @@ bool do_handshake(Connection& c) {
   TlsConnection& t = *c.ssl;
   EventLoop& loop = *c.loop;
   ERR_clear_error();
+  t.drained = 0;  // finish() trusts only a read() made by this step
   const int n = SSL_do_handshake(t.ssl);
   if (n == 1) {
     finish(c, TlsHandshake::kOk);

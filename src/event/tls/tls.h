@@ -67,9 +67,10 @@ struct TlsConnection {
   unsigned client : 1 = 0;
   unsigned ktls_send : 1 = 0;
   unsigned read_error : 1 = 0;  // an error after data was returned: report it next
-  // The last read() OpenSSL made on the socket returned less than it asked
-  // for (or nothing): the socket was empty then, and an edge-triggered
-  // backend reports whatever arrives after it (tls_watch_reads keeps it).
+  // The last read() OpenSSL made on the socket, in the current tls_recv or
+  // handshake step, returned less than it asked for (or nothing): the socket
+  // was empty then, and an edge-triggered backend reports whatever arrives
+  // after it (tls_watch_reads keeps it; each call clears it first).
   unsigned drained : 1 = 0;
 };
 

@@ -204,6 +204,9 @@ long tls_recv(Connection& c, char* buf, std::size_t size) {
   if (rev.eof) return 0;
   if (size == 0) return 0;
 
+  // Only a read() made by this call says anything about the socket now: an
+  // older short read may predate data whose readiness event brought us here.
+  t.drained = 0;
   std::size_t total = 0;
   while (size > 0) {
     std::size_t got = 0;

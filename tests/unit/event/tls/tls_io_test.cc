@@ -399,6 +399,27 @@ TEST_F(TlsIo, AShortReadSparesTheReadThatWouldMeetEagain) {
   EXPECT_EQ(pair_->rev.ready, 0u);
 }
 
+// A short read in an earlier call says nothing about the socket now: data
+// may have arrived since (its readiness event is what brought the caller
+// back), so a call that serves bytes OpenSSL already held reads on.
+TEST_F(TlsIo, AnOlderShortReadDoesNotStopALaterCall) {
+  auto loop = make_loop();
+  ASSERT_NE(loop, nullptr);
+  pair_->c.loop = loop.get();
+  SSL_set_read_ahead(server_, 1);
+  tls_watch_reads(pair_->tc);
+  client_write(std::string(100, 'a'));  // two records, one read() takes both
+  client_write(std::string(100, 'b'));
+  char buf[4096];
+  ASSERT_EQ(tls_recv(pair_->c, buf, 100), 100);  // the caller's buffer is full
+  PostedQueue::remove(pair_->rev);
+  client_write(std::string(100, 'c'));  // arrives after that short read
+  ASSERT_EQ(tls_recv(pair_->c, buf, sizeof buf), 200) << "b from OpenSSL, then c from the socket";
+  EXPECT_EQ(std::string(buf, 200), std::string(100, 'b') + std::string(100, 'c'));
+  EXPECT_EQ(pair_->rev.ready, 0u);
+  pair_->c.loop = nullptr;
+}
+
 // After EPOLLRDHUP (pending_eof) a short read means the FIN is next: the read
 // goes on and finds it in the same call.
 TEST_F(TlsIo, AfterRdhupAShortReadReadsOnToTheEof) {
