@@ -51,7 +51,7 @@ if [[ ! -x $VIGIL ]]; then
   echo "building $VIGIL" >&2
   (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
 fi
-for tool in "$NGINX" wrk openssl taskset python3; do
+for tool in "$NGINX" wrk openssl taskset python3 curl pgrep; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
 
