@@ -142,7 +142,12 @@ void proxy_handler(Event& ev) {
     ev.timedout = 0;
     return finalize(s, close ? "closed by the worker" : "timed out");
   }
-  if (s.upstream == nullptr) return;  // still connecting: nothing to relay yet
+  // Still connecting, or in the TLS handshake with the upstream: nothing to
+  // relay yet. (The upstream connection exists from the connect on; relaying
+  // then would put the client's bytes on the upstream's socket in the middle
+  // of its TLS handshake.) A client read event meanwhile leaves `ready` set,
+  // and start_relay reads what came.
+  if (!s.connected) return;
   process(s);
 }
 
