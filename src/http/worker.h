@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/access_log.h"
+#include "http/proxy_sessions.h"
 #include "http/servers.h"
 #include "vigil/event/event.h"
 
@@ -74,6 +75,8 @@ class HttpWorker {
   char* scratch() { return scratch_.get(); }
   std::size_t scratch_size() const { return scratch_size_; }
   int index() const { return index_; }
+  // proxy_ssl_session_reuse: the last session per upstream TLS context and server.
+  ProxySessions& proxy_sessions() { return proxy_sessions_; }
 
  private:
   static void flush_timer_handler(Event& ev);
@@ -87,6 +90,7 @@ class HttpWorker {
   std::size_t scratch_size_ = 0;
   std::vector<std::unique_ptr<AccessLog>> logs_;
   Event flush_event_;
+  ProxySessions proxy_sessions_;
 };
 
 // The HTTP worker of `loop` (the loop's HTTP context, set by init_worker in
