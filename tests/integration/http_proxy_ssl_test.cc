@@ -93,6 +93,13 @@ TEST_F(ProxySsl, ServerNameAndSslName) {
           "location /nosni/ { proxy_ssl_name other.test; proxy_ssl_verify on;\n"
           "  proxy_pass https://localhost/; }\n"
           "location /ip/ { proxy_ssl_server_name on; proxy_pass https://" +
+          addr(tls_) +
+          "/; }\n"
+          "location /ipverify/ { proxy_ssl_verify on; proxy_pass https://" +
+          addr(tls_) +
+          "/; }\n"
+          "location /var/ { proxy_ssl_server_name on; proxy_ssl_name $http_x_name;\n"
+          "  proxy_pass https://" +
           addr(tls_) + "/; }\n",
       "upstream localhost { server " + addr(tls_) + " max_fails=0; }\n"))
       << v_.output();
@@ -107,11 +114,19 @@ TEST_F(ProxySsl, ServerNameAndSslName) {
       << v_.output();
   // An IP literal is never sent as SNI (RFC 6066 §3).
   EXPECT_EQ(get("/ip/index.html").body, "nginx tls\n");
-  auto h = hits(3);
-  ASSERT_EQ(h.size(), 3u);
+  // proxy_ssl_name with a variable, evaluated per connection.
+  EXPECT_EQ(get("/var/index.html", "X-Name: other.test\r\n").body, "nginx tls\n");
+  // An IP address is checked as one: the certificate names only localhost.
+  // (Last: the failure takes the address's implicit group out for a while.)
+  EXPECT_EQ(get("/ipverify/index.html").status, 502);
+  EXPECT_TRUE(v_.wait_output("upstream SSL certificate does not match \"127.0.0.1\""))
+      << v_.output();
+  auto h = hits(4);
+  ASSERT_EQ(h.size(), 4u);
   EXPECT_EQ(h[0].sni, "localhost");
   EXPECT_EQ(h[1].sni, "other.test");
   EXPECT_EQ(h[2].sni, "-");
+  EXPECT_EQ(h[3].sni, "other.test");
 }
 
 TEST_F(ProxySsl, ClientCertificate) {

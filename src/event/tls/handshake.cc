@@ -33,9 +33,15 @@ void keep_client_failure(Connection& c, const char* what, int err) {
   // kept, but it decides nothing.
   const bool verifying = t.ssl != nullptr && (SSL_get_verify_mode(t.ssl) & SSL_VERIFY_PEER) != 0;
   const long verify = verifying ? SSL_get_verify_result(t.ssl) : X509_V_OK;
-  if (verify == X509_V_ERR_HOSTNAME_MISMATCH) {
-    const char* host = X509_VERIFY_PARAM_get0_host(SSL_get0_param(t.ssl), 0);
-    text = std::string("upstream SSL certificate does not match \"") + (host ? host : "") + "\"";
+  if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(t.ssl);
+    std::string name;
+    if (const char* host = X509_VERIFY_PARAM_get0_host(param, 0)) name = host;
+    if (char* ip = X509_VERIFY_PARAM_get1_ip_asc(param)) {
+      name = ip;
+      OPENSSL_free(ip);
+    }
+    text = "upstream SSL certificate does not match \"" + name + "\"";
     ERR_clear_error();
   } else if (verify != X509_V_OK) {
     text = "upstream SSL certificate verify error: (" + std::to_string(verify) + ":" +
