@@ -105,8 +105,12 @@ class ProxySsl : public ::testing::Test {
         "  server { listen 127.0.0.1:" +
         std::to_string(plain_) + "; location / { return 200 \"plain\\n\"; } }\n}\n");
     nginx_.launch("", 0);
+    // nginx writes its pid file once its sockets are bound: before that a
+    // connection could reach whoever else holds the port.
+    const std::string pid = std::to_string(nginx_.master());
     return wait_for(
         [&] {
+          if (nginx_.read("logs/nginx.pid") != pid + "\n") return false;
           for (int port : {tls_, mtls_, plain_}) {
             int fd = connect_loopback(port);
             if (fd == -1) return false;
