@@ -125,6 +125,9 @@ void begin_connect(ProxyState& ps) {
     key = std::string_view(ps.hash_key, ps.hash_key_len);
   }
   ps.pr.init(group, *r.c->loop, ps.conf->next_upstream_tries, key, r.c->peer_addr);
+  // Cached connections are kept per TLS context (null: plain), so a location
+  // gets back only connections made with its own proxy_ssl_* settings.
+  ps.pr.set_reuse_key(ps.conf->tls.get());
   ps.pr.attach(ps.pc);
   ps.pc.log = r.c->log;
   connect(ps);
@@ -270,8 +273,9 @@ void connect(ProxyState& ps) {
       return;
     }
     if (rc == kPeerDone && !cached_fits(ps, *ps.pc.connection)) {
-      // Cached by a location of the other scheme (or another TLS context)
-      // for the same server: not ours to use; a fresh connection instead.
+      // The cache is keyed by the TLS context (set_reuse_key above), so this
+      // is a safety net: a connection of another scheme or context is never
+      // used; a fresh one instead.
       Connection* other = ps.pc.connection;
       ps.pr.retry_fresh(ps.pc);
       ps.pc.connection = nullptr;

@@ -50,6 +50,30 @@ TEST_F(ProxySsl, KeepaliveReusesOneTlsConnection) {
   EXPECT_EQ(h[10].requests, "1") << "a new connection after the restart";
 }
 
+// One keepalive group used by two locations with different TLS settings
+// (here the SNI name): a connection cached by one is not handed to the other,
+// whose request would otherwise arrive under the first one's SNI.
+TEST_F(ProxySsl, KeepaliveConnectionsStayWithTheirTlsContext) {
+  ASSERT_TRUE(start_vigil(
+      "proxy_http_version 1.1; proxy_set_header Connection \"\";\n"
+      "location /a/ { proxy_ssl_server_name on; proxy_ssl_name other.test;"
+      " proxy_pass https://ka/; }\n"
+      "location /b/ { proxy_pass https://ka/; }\n",
+      "upstream ka { server " + addr(tls_) + "; keepalive 4; }\n"))
+      << v_.output();
+  ASSERT_EQ(get("/a/index.html").body, "nginx tls\n") << v_.output();
+  ASSERT_EQ(get("/b/index.html").body, "nginx tls\n");
+  ASSERT_EQ(get("/a/index.html").body, "nginx tls\n");
+  auto h = hits(3);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].sni, "other.test");
+  EXPECT_EQ(h[1].sni, "-");
+  EXPECT_NE(h[1].connection, h[0].connection);
+  // /a/ finds its own connection again.
+  EXPECT_EQ(h[2].connection, h[0].connection);
+  EXPECT_EQ(h[2].requests, "2");
+}
+
 // proxy_ssl_session_reuse on (the default): the first connection makes a
 // full handshake, the next ones resume ($ssl_session_reused "r"); off: none
 // does. proxy_http_version 1.0 closes every connection after its request.
