@@ -54,12 +54,12 @@ TEST_F(ProxySsl, KeepaliveReusesOneTlsConnection) {
 // (here the SNI name): a connection cached by one is not handed to the other,
 // whose request would otherwise arrive under the first one's SNI.
 TEST_F(ProxySsl, KeepaliveConnectionsStayWithTheirTlsContext) {
-  ASSERT_TRUE(start_vigil(
-      "proxy_http_version 1.1; proxy_set_header Connection \"\";\n"
-      "location /a/ { proxy_ssl_server_name on; proxy_ssl_name other.test;"
-      " proxy_pass https://ka/; }\n"
-      "location /b/ { proxy_pass https://ka/; }\n",
-      "upstream ka { server " + addr(tls_) + "; keepalive 4; }\n"))
+  ASSERT_TRUE(
+      start_vigil("proxy_http_version 1.1; proxy_set_header Connection \"\";\n"
+                  "location /a/ { proxy_ssl_server_name on; proxy_ssl_name other.test;"
+                  " proxy_pass https://ka/; }\n"
+                  "location /b/ { proxy_pass https://ka/; }\n",
+                  "upstream ka { server " + addr(tls_) + "; keepalive 4; }\n"))
       << v_.output();
   ASSERT_EQ(get("/a/index.html").body, "nginx tls\n") << v_.output();
   ASSERT_EQ(get("/b/index.html").body, "nginx tls\n");
