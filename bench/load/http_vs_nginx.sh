@@ -11,6 +11,8 @@
 # small1000 small1000x2 big close syscalls memory), SERVERS (subset of: nginx
 # epoll io_uring). The syscalls case counts raw_syscalls:sys_enter of the
 # server (perf stat, 1 worker, 50 keep-alive connections) per request.
+# OPEN_FILE_CACHE=1 adds "open_file_cache max=1000 inactive=60s;" to both
+# servers' http blocks (default: no cache, nginx's default).
 #
 # With one worker the server is pinned to CPU 0 and wrk to CPU 1; with two,
 # both servers run a master and two workers sharing one listening socket
@@ -29,6 +31,8 @@ NGINX=${NGINX:-/usr/sbin/nginx}
 CASES=${CASES:-"small50 small50x2 small1000 small1000x2 big close syscalls memory"}
 SERVERS=${SERVERS:-"nginx epoll io_uring"}
 IDLE_CONNS=${IDLE_CONNS:-10000}
+OFC_LINE=""
+[[ -n ${OPEN_FILE_CACHE:-} && ${OPEN_FILE_CACHE} != 0 ]] && OFC_LINE="open_file_cache max=1000 inactive=60s;"
 
 if [[ ! -x $VIGIL ]]; then
   echo "building $VIGIL" >&2
@@ -71,6 +75,7 @@ events { worker_connections $WORKER_CONNECTIONS; }
 http {
     access_log off;
     sendfile on;
+    $OFC_LINE
     server {
         listen 127.0.0.1:$PORT $reuse;
         root $TMP/html;
@@ -92,6 +97,7 @@ events { worker_connections $WORKER_CONNECTIONS; use ${USE:-epoll}; }
 http {
     access_log off;
     sendfile on;
+    $OFC_LINE
     server {
         listen 127.0.0.1:$PORT $reuse;
         root $TMP/html;
@@ -268,7 +274,7 @@ memory_case() {
   RESULT[memory,epoll]=${out[1]}
 }
 
-echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); ${ROUNDS} rounds of ${DURATION}s; nofile $NOFILE; servers: $SERVERS" >&2
+echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); ${ROUNDS} rounds of ${DURATION}s; nofile $NOFILE; servers: $SERVERS${OFC_LINE:+; $OFC_LINE}" >&2
 for c in $CASES; do
   case $c in
     small50) bench_case small50 1 50 /small.txt ;;

@@ -317,6 +317,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.disable_symlinks = parent.disable_symlinks;
     child.disable_symlinks_from = parent.disable_symlinks_from;
   }
+  if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
   if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
@@ -472,6 +473,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
+  // One table per open_file_cache directive that some location uses.
+  for (const HttpLocConf* loc : final_conf.servers->locations) {
+    const OpenFileCacheConf* fc = loc->open_file_cache.get();
+    if (fc == nullptr || fc->index != -1) continue;
+    fc->index = static_cast<int>(final_conf.servers->file_caches.size());
+    final_conf.servers->file_caches.push_back(fc);
+  }
   const ConfScope* root = &ctx.scope();
   while (root->parent() != nullptr) root = root->parent();
   final_conf.servers->main_scope = root;
@@ -556,6 +564,7 @@ Module* make_http_module() {
   add_limit_conn_directives(*m, loc, fin);
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
+  add_open_file_cache_directives(*m, loc);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
   add_proxy_directives(*m, loc);

@@ -67,6 +67,15 @@ struct LimitConnRef {
 // disable_symlinks off | on | if_not_owner (static_file.cc).
 enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
 
+// open_file_cache max=N [inactive=time] (open_file_cache.cc): one per
+// directive; locations that inherit it share it, and each worker builds its
+// own table for it (`index` into HttpServers::file_caches).
+struct OpenFileCacheConf {
+  std::uint32_t max = 0;
+  Msec inactive = 60000;
+  mutable int index = -1;  // set once the http block is finished
+};
+
 // if_modified_since off | exact | before
 enum class IfModifiedSince : std::uint8_t { kOff, kExact, kBefore };
 
@@ -142,6 +151,10 @@ struct HttpLocConf {
   std::size_t limit_rate_after = 0;
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
+  std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
+  std::uint32_t open_file_cache_valid = 60;  // seconds
+  std::uint32_t open_file_cache_min_uses = 1;
+  bool open_file_cache_errors = false;
 
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;
@@ -192,6 +205,7 @@ void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Htt
 void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
+void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

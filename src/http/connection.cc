@@ -16,6 +16,7 @@
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
 #include "http/worker.h"
+#include "http/open_file_cache.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -55,10 +56,7 @@ void free_request(Request& r) {
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
   proxy::release(r);
-  if (r.fd != -1) {
-    close_file(*r.c, r.fd);
-    r.fd = -1;
-  }
+  release_file(r);
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
   r.nretired = 0;
   if (r.big_header != nullptr) cache.put(r.big_header, r.big_header_size);
@@ -198,6 +196,17 @@ void close_file(Connection& c, int fd) {
     VIGIL_LOG(*c.log, kAlert, errno, "*%llu close() of a file failed",
               static_cast<unsigned long long>(c.number));
   }
+}
+
+void release_file(Request& r) {
+  if (r.fd == -1) return;
+  if (r.file_entry != nullptr) {
+    OpenFileCache::release(*r.file_entry, clock::current_msec());
+    r.file_entry = nullptr;
+  } else {
+    close_file(*r.c, r.fd);
+  }
+  r.fd = -1;
 }
 
 void init_connection(Connection& c) {

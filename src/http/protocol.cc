@@ -46,6 +46,7 @@ Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index)
   if (servers == nullptr) return Status::ok();
   auto worker = std::make_unique<HttpWorker>(loop, *servers, worker_index);
   if (Status s = worker->open_logs(); !s) return s;
+  if (Status s = worker->init_file_caches(); !s) return s;
   // The loop keeps the worker as its HTTP context until exit_worker.
   if (!attach_worker(loop, worker.get())) {
     return Status::error("no free context slot in the event loop for http");

@@ -33,6 +33,7 @@ namespace vigil::http {
 
 struct Request;
 class HttpWorker;
+struct CachedFile;
 
 struct HttpConnection {
   Connection* c = nullptr;
@@ -133,6 +134,7 @@ struct Request {
   char* big_header = nullptr;
   std::uint32_t big_header_size = 0;
   int fd = -1;         // the file being sent
+  CachedFile* file_entry = nullptr;  // fd is this open_file_cache entry's (not ours to close)
   off_t file_pos = 0;  // read position when sendfile is off
   off_t file_end = 0;
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
@@ -181,6 +183,9 @@ void empty_handler(Event& ev);
 void release_request(Request& r);
 // close(2) of a file being served, logged if it fails.
 void close_file(Connection& c, int fd);
+// Gives back the file the response sends (r.fd): closed, or its
+// open_file_cache entry released.
+void release_file(Request& r);
 
 // ---- read_request.cc ------------------------------------------------------------
 void process_request_line(Request& r);

@@ -288,10 +288,7 @@ void send_special(Request& r, int status) {
   if (status == 416 && r.content_range_len > 0) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }
-  if (r.fd != -1) {
-    close_file(*r.c, r.fd);
-    r.fd = -1;
-  }
+  release_file(r);
   r.header_only = r.line.method == Method::kHead;
   if (!write_header(r, h)) {
     terminate_request(r, 500);

@@ -46,6 +46,9 @@ class HttpServers {
   // Distinct access log files (by path; the first directive naming a path
   // sets its buffer and flush), for the workers to open.
   std::vector<const AccessLogConf*> access_logs;
+  // The open_file_cache directives in use (OpenFileCacheConf::index): each
+  // worker makes one table per entry.
+  std::vector<const OpenFileCacheConf*> file_caches;
   std::size_t max_large_buffer = 0;  // largest large_client_header_buffers size
   std::size_t max_header_buffer = 0;
   // The configuration's main scope (upstream::append_metrics finds the

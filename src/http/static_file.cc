@@ -6,7 +6,9 @@
 // name root + path names something lexically inside root whatever the
 // request spelled. Symbolic links inside root are followed, as nginx does by
 // default (disable_symlinks off): a link placed in the document root by its
-// owner is trusted.
+// owner is trusted. Files are opened through the location's open_file_cache
+// when it has one (open_file_cache.h), else opened, fstat()ed and closed per
+// request.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "http/http_date.h"
 #include "http/range.h"
 #include "http/disable_symlinks.h"
+#include "http/open_file_cache.h"
 #include "http/request.h"
 #include "http/tokens.h"
 #include "http/worker.h"
@@ -27,11 +30,11 @@
 namespace vigil::http {
 namespace {
 
-constexpr int kOpenFlags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
-
-// The errors nginx maps to 404 and 403 (ngx_http_static_handler).
-int status_for_open_error(int err) {
-  switch (err) {
+// The errors nginx maps to 404 and 403 (ngx_http_static_handler); a
+// failed fstat() is a 500.
+int status_for_error(const OpenFileInfo& info) {
+  if (std::strcmp(info.failed, "open") != 0) return 500;
+  switch (info.err) {
     case ENOENT:
     case ENOTDIR:
     case ENAMETOOLONG:
@@ -46,14 +49,14 @@ int status_for_open_error(int err) {
   }
 }
 
-void log_open_error(Request& r, const char* name, int err) {
+void log_open_error(Request& r, const char* name, const OpenFileInfo& info) {
   // nginx logs a missing file at "error" (log_not_found on) and the rest at "crit".
+  const int err = info.err;
+  const auto number = static_cast<unsigned long long>(r.c->number);
   if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) {
-    VIGIL_LOG(*r.c->log, kError, err, "*%llu open() \"%s\" failed",
-              static_cast<unsigned long long>(r.c->number), name);
+    VIGIL_LOG(*r.c->log, kError, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
   } else {
-    VIGIL_LOG(*r.c->log, kCrit, err, "*%llu open() \"%s\" failed",
-              static_cast<unsigned long long>(r.c->number), name);
+    VIGIL_LOG(*r.c->log, kCrit, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
   }
 }
 
@@ -69,13 +72,13 @@ char* put_hex(char* p, unsigned long long v) {
   return p;
 }
 
-std::size_t format_etag(const struct stat& st, char* out) {
+std::size_t format_etag(const OpenFileInfo& info, char* out) {
   // nginx's form: "<mtime hex>-<size hex>".
   char* p = out;
   *p++ = '"';
-  p = put_hex(p, static_cast<unsigned long long>(st.st_mtime));
+  p = put_hex(p, static_cast<unsigned long long>(info.mtime));
   *p++ = '-';
-  p = put_hex(p, static_cast<unsigned long long>(st.st_size));
+  p = put_hex(p, static_cast<unsigned long long>(info.size));
   *p++ = '"';
   return static_cast<std::size_t>(p - out);
 }
@@ -102,14 +105,45 @@ std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext) 
   return t.empty() ? std::string_view(loc.default_type) : t;
 }
 
-// Serves the open file `fd` (stat `st`) with the conditional and range rules
-// of RFC 9110 §13 and §14. Takes ownership of fd. Returns 0 or a status.
-int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) {
+// Opens `name` (NUL-terminated) for the request: through the location's
+// open_file_cache when it has one, else directly.
+void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
+               FileRef& ref) {
+  ref = FileRef{};
+  if (loc.open_file_cache != nullptr) {
+    if (OpenFileCache* cache = r.hc->worker->file_cache(loc.open_file_cache->index)) {
+      OpenFileParams p;
+      p.valid = static_cast<Msec>(loc.open_file_cache_valid) * 1000;
+      p.min_uses = loc.open_file_cache_min_uses;
+      p.errors = loc.open_file_cache_errors;
+      p.loc = &loc;
+      cache->open(name, p, clock::current_msec(), info, ref);
+      return;
+    }
+  }
+  open_and_stat(name.data(), &loc, info, ref.fd);
+}
+
+// Gives back a descriptor open_file() handed out.
+void drop(Request& r, FileRef& ref) {
+  if (ref.entry != nullptr) {
+    OpenFileCache::release(*ref.entry, clock::current_msec());
+  } else if (ref.fd != -1) {
+    close_file(*r.c, ref.fd);
+  }
+  ref = FileRef{};
+}
+
+// Serves the open file `ref` (what `info` says of it) with the conditional
+// and range rules of RFC 9110 §13 and §14. Takes ownership of ref. Returns 0
+// or a status.
+int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_view ext) {
   const HttpLocConf& loc = *r.loc;
   char etag_buf[48];
-  const std::string_view etag(etag_buf, format_etag(st, etag_buf));
-  const std::time_t mtime = st.st_mtime;
-  const std::int64_t size = st.st_size;
+  const std::string_view etag(etag_buf, format_etag(info, etag_buf));
+  const std::time_t mtime = info.mtime;
+  const std::int64_t size = info.size;
+  const int fd = ref.fd;
   const std::time_t now = clock::now_sec();
 
   ResponseHeaders h;
@@ -131,13 +165,13 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
     // Preconditions in the order of RFC 9110 §13.2.2.
     if (!r.if_match.empty()) {
       if (!etag_list_matches(r.if_match, etag, false)) {
-        close_file(*r.c, fd);
+        drop(r, ref);
         return 412;
       }
     } else if (!r.if_unmodified_since.empty()) {
       auto t = parse_http_date(r.if_unmodified_since, now);
       if (t && mtime > *t) {
-        close_file(*r.c, fd);
+        drop(r, ref);
         return 412;
       }
     }
@@ -152,7 +186,7 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
     }
     if (not_modified) {
       // 304 (RFC 9110 §15.4.5): the validators, no content.
-      close_file(*r.c, fd);
+      drop(r, ref);
       h.status = 304;
       h.content_type = {};
       h.accept_ranges = false;
@@ -177,7 +211,7 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
       if (use_range) {
         ByteRange br = parse_range(r.range, size);
         if (br.kind == RangeKind::kUnsatisfiable) {
-          close_file(*r.c, fd);
+          drop(r, ref);
           int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes */%lld",
                                 static_cast<long long>(size));
           r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
@@ -200,12 +234,12 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
   h.content_length = length;
   r.header_only = r.line.method == Method::kHead;
   if (!write_header(r, h)) {
-    close_file(*r.c, fd);
+    drop(r, ref);
     return 500;
   }
   r.bbuf = Buf{};
   if (r.header_only || length == 0) {
-    close_file(*r.c, fd);
+    drop(r, ref);
     send_response(r);
     return 0;
   }
@@ -221,16 +255,17 @@ int serve_file(Request& r, int fd, const struct stat& st, std::string_view ext) 
       VIGIL_LOG(*r.c->log, kCrit, got == -1 ? errno : 0, "*%llu pread() of %lld bytes got %lld",
                 static_cast<unsigned long long>(r.c->number), static_cast<long long>(length),
                 static_cast<long long>(got));
-      close_file(*r.c, fd);
+      drop(r, ref);
       r.hbuf = Buf{};  // nothing was sent: the error can still be answered
       return 500;
     }
     r.hbuf.last += length;
-    close_file(*r.c, fd);
+    drop(r, ref);
     send_response(r);
     return 0;
   }
   r.fd = fd;
+  r.file_entry = ref.entry;  // released with the request (release_file)
   if (loc.sendfile) {
     r.use_sendfile = true;
     r.bbuf.in_file = true;
@@ -281,20 +316,20 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
 
   if (path.back() == '/') {
     // The index module: the first index file that opens.
+    OpenFileInfo info;
+    FileRef ref;
     for (const std::string& index : loc.index) {
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';
-      int fd = VIGIL_FAULT(fault::kOpen, EMFILE, open_file_checked(loc, name, kOpenFlags));
-      if (fd == -1) {
-        const int err = errno;
-        if (err == ENOENT || err == ENOTDIR) continue;
-        log_open_error(r, name, err);
-        return status_for_open_error(err);
+      open_file(r, loc, std::string_view(name, len + index.size()), info, ref);
+      if (info.err != 0) {
+        if (info.err == ENOENT || info.err == ENOTDIR) continue;
+        log_open_error(r, name, info);
+        return status_for_error(info);
       }
-      struct stat st;
-      if (::fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-        close_file(*r.c, fd);
+      if (!info.is_file) {
+        drop(r, ref);
         continue;
       }
       // nginx redirects internally to path + index: another location may apply.
@@ -303,41 +338,35 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       const std::string_view new_uri(uri2, path.size() + index.size());
       const HttpLocConf& next = find_location(*r.srv, new_uri);
       if (&next != &loc) {
-        close_file(*r.c, fd);
+        drop(r, ref);
         if (++r.redirects > 10) return 500;
         r.loc = &next;
         return dispatch(r, new_uri, extension_of(index));
       }
-      return serve_file(r, fd, st, extension_of(index));
+      return serve_file(r, ref, info, extension_of(index));
     }
     name[len] = '\0';
-    struct stat st;
-    if (::stat(name, &st) == -1) {
-      const int err = errno;
-      log_open_error(r, name, err);
-      return status_for_open_error(err);
+    open_file(r, loc, std::string_view(name, len), info, ref);
+    drop(r, ref);
+    if (info.err != 0) {
+      log_open_error(r, name, info);
+      return status_for_error(info);
     }
-    if (!S_ISDIR(st.st_mode)) return 404;
+    if (!info.is_dir) return 404;
     VIGIL_LOG(*r.c->log, kError, 0, "*%llu directory index of \"%s\" is forbidden",
               static_cast<unsigned long long>(r.c->number), name);
     return 403;
   }
 
-  int fd = VIGIL_FAULT(fault::kOpen, EMFILE, open_file_checked(loc, name, kOpenFlags));
-  if (fd == -1) {
-    const int err = errno;
-    log_open_error(r, name, err);
-    return status_for_open_error(err);
+  OpenFileInfo info;
+  FileRef ref;
+  open_file(r, loc, std::string_view(name, len), info, ref);
+  if (info.err != 0) {
+    log_open_error(r, name, info);
+    return status_for_error(info);
   }
-  struct stat st;
-  if (::fstat(fd, &st) == -1) {
-    VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu fstat() \"%s\" failed",
-              static_cast<unsigned long long>(r.c->number), name);
-    close_file(*r.c, fd);
-    return 500;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    close_file(*r.c, fd);
+  if (info.is_dir) {
+    drop(r, ref);
     if (r.status != 0) return 404;  // an error_page naming a directory
     // nginx: 301 to the path with a slash, the query kept.
     ResponseHeaders h;
@@ -360,13 +389,13 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     send_response(r);
     return 0;
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!info.is_file) {
     VIGIL_LOG(*r.c->log, kError, 0, "*%llu \"%s\" is not a regular file",
               static_cast<unsigned long long>(r.c->number), name);
-    close_file(*r.c, fd);
+    drop(r, ref);
     return 404;
   }
-  return serve_file(r, fd, st, extension);
+  return serve_file(r, ref, info, extension);
 }
 
 }  // namespace vigil::http

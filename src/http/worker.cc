@@ -91,6 +91,15 @@ Status HttpWorker::open_logs() {
   return Status::ok();
 }
 
+Status HttpWorker::init_file_caches() {
+  for (const OpenFileCacheConf* fc : servers_.file_caches) {
+    auto cache = OpenFileCache::create(&loop_, fc->max, fc->inactive);
+    if (!cache) return cache.status();
+    file_caches_.push_back(std::move(cache.value()));
+  }
+  return Status::ok();
+}
+
 void HttpWorker::reopen_logs() {
   for (auto& log : logs_) {
     if (Status s = log->reopen(loop_.log()); !s) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/access_log.h"
+#include "http/open_file_cache.h"
 #include "http/proxy_sessions.h"
 #include "http/servers.h"
 #include "vigil/event/event.h"
@@ -51,6 +52,13 @@ class HttpWorker {
   HttpWorker& operator=(const HttpWorker&) = delete;
 
   Status open_logs();
+  // One open_file_cache table per directive in use (made at worker start).
+  Status init_file_caches();
+  OpenFileCache* file_cache(int index) {
+    return index >= 0 && static_cast<std::size_t>(index) < file_caches_.size()
+               ? file_caches_[index].get()
+               : nullptr;
+  }
   void reopen_logs();
   void flush_logs();
   // A log got its first buffered line: make sure the flush timer runs.
@@ -89,6 +97,7 @@ class HttpWorker {
   std::unique_ptr<char[]> scratch_;
   std::size_t scratch_size_ = 0;
   std::vector<std::unique_ptr<AccessLog>> logs_;
+  std::vector<std::unique_ptr<OpenFileCache>> file_caches_;
   Event flush_event_;
   ProxySessions proxy_sessions_;
 };

@@ -18,6 +18,7 @@
 #include "core/conf/tree.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "http/servers.h"
 #include "server/modules.h"
 #include "upstream/group.h"
 
@@ -67,6 +68,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(ev.use.empty() || ev.use == "epoll" || ev.use == "poll" || ev.use == "select" ||
             ev.use == "io_uring",
         "use is a known method");
+  if (const vigil::http::HttpServers* http = vigil::http::http_servers(**conf)) {
+    for (std::size_t i = 0; i < http->file_caches.size(); ++i) {
+      check(http->file_caches[i]->max >= 1, "open_file_cache max >= 1");
+      check(http->file_caches[i]->index == static_cast<int>(i), "open_file_cache table index");
+    }
+  }
   check((*conf)->used_embedded(), "loaded the input, not a file");
   check(tree.is_ok(), "a loadable text is grammatical");
   std::string dump = (*conf)->dump();

@@ -25,7 +25,11 @@
   TOTAL(tls_handshakes_failed, "vigil_tls_handshakes_failed_total", "counter",              \
         "TLS handshakes that failed (alert, garbage, timeout, reset).")                     \
   TOTAL(tls_sessions_reused, "vigil_tls_sessions_reused_total", "counter",                  \
-        "TLS handshakes that resumed a session.")
+        "TLS handshakes that resumed a session.")                                           \
+  TOTAL(open_file_cache_hits, "vigil_http_open_file_cache_hits_total", "counter",           \
+        "Static file lookups answered by open_file_cache.")                                 \
+  TOTAL(open_file_cache_misses, "vigil_http_open_file_cache_misses_total", "counter",       \
+        "Static file lookups under open_file_cache that opened the file.")
 
 // One worker's figures, shown per worker in /metrics:
 //   LOOP(member, metric, type, help)   counted by its event loop (LoopStats::member)

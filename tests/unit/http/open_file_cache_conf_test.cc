@@ -1,0 +1,99 @@
+// The open_file_cache directives (open_file_cache_conf.cc): nginx's
+// defaults, inheritance from http to server to location (a location that
+// inherits the cache shares its table), "off" below a level that has one,
+// and the errors nginx reports.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "http/conf.h"
+#include "http/servers.h"
+#include "server/modules.h"
+#include "unit/core/conf/conf_test_util.h"
+
+namespace vigil::http {
+namespace {
+
+class OpenFileCacheConfTest : public vigil::testing::ConfDirTest {
+ protected:
+  const HttpServers* servers(const std::string& http) {
+    conf_ = nullptr;
+    auto r = load("events {}\nhttp {\n" + http + "\n}\n");
+    EXPECT_TRUE(r) << r.status().message();
+    if (!r) return nullptr;
+    conf_ = std::move(r.value());
+    return http_servers(*conf_);
+  }
+  std::string error(const std::string& http) {
+    return error_of("events {}\nhttp {\n" + http + "\n}\n");
+  }
+  std::unique_ptr<Configuration> conf_;
+};
+
+TEST_F(OpenFileCacheConfTest, OffByDefaultWithNginxDefaults) {
+  const HttpServers* s = servers("server { listen 127.0.0.1:1; }");
+  ASSERT_NE(s, nullptr);
+  const HttpLocConf& loc = *s->servers[0]->loc;
+  EXPECT_EQ(loc.open_file_cache, nullptr);
+  EXPECT_EQ(loc.open_file_cache_valid, 60u);
+  EXPECT_EQ(loc.open_file_cache_min_uses, 1u);
+  EXPECT_FALSE(loc.open_file_cache_errors);
+  EXPECT_TRUE(s->file_caches.empty());
+}
+
+TEST_F(OpenFileCacheConfTest, InheritedAndSharedOrReplacedPerLevel) {
+  const HttpServers* s = servers(
+      "open_file_cache max=100 inactive=20s;\n"
+      "open_file_cache_valid 30s;\n"
+      "open_file_cache_errors on;\n"
+      "server { listen 127.0.0.1:1;\n"
+      "  open_file_cache_min_uses 2;\n"
+      "  location /a/ { }\n"
+      "  location /b/ { open_file_cache max=5; open_file_cache_valid 1m; }\n"
+      "  location /c/ { open_file_cache off; }\n"
+      "}\n");
+  ASSERT_NE(s, nullptr);
+  const HttpSrvConf& srv = *s->servers[0];
+  const HttpLocConf& top = *srv.loc;
+  const HttpLocConf& a = find_location(srv, "/a/x");
+  const HttpLocConf& b = find_location(srv, "/b/x");
+  const HttpLocConf& c = find_location(srv, "/c/x");
+  ASSERT_NE(top.open_file_cache, nullptr);
+  EXPECT_EQ(top.open_file_cache->max, 100u);
+  EXPECT_EQ(top.open_file_cache->inactive, 20000u);
+  EXPECT_EQ(a.open_file_cache, top.open_file_cache) << "inherited: the same table";
+  EXPECT_EQ(a.open_file_cache_valid, 30u);
+  EXPECT_EQ(a.open_file_cache_min_uses, 2u);
+  EXPECT_TRUE(a.open_file_cache_errors);
+  ASSERT_NE(b.open_file_cache, nullptr);
+  EXPECT_EQ(b.open_file_cache->max, 5u);
+  EXPECT_EQ(b.open_file_cache->inactive, 60000u) << "inactive defaults to 60s";
+  EXPECT_EQ(b.open_file_cache_valid, 60u);
+  EXPECT_EQ(c.open_file_cache, nullptr);
+  // Two tables per worker: the http level's (shared by server and /a/) and /b/'s.
+  ASSERT_EQ(s->file_caches.size(), 2u);
+  EXPECT_NE(top.open_file_cache->index, b.open_file_cache->index);
+  EXPECT_EQ(s->file_caches[static_cast<std::size_t>(b.open_file_cache->index)],
+            b.open_file_cache.get());
+}
+
+TEST_F(OpenFileCacheConfTest, ErrorsAsNginxReportsThem) {
+  EXPECT_NE(error("open_file_cache inactive=10s;").find("must have the \"max\" parameter"),
+            std::string::npos);
+  EXPECT_NE(error("open_file_cache max=0;").find("invalid \"open_file_cache\" parameter \"max=0\""),
+            std::string::npos);
+  EXPECT_NE(error("open_file_cache max=10 inactive=1x;")
+                .find("invalid \"open_file_cache\" parameter \"inactive=1x\""),
+            std::string::npos);
+  EXPECT_NE(error("open_file_cache max=10 bogus;").find("parameter \"bogus\""), std::string::npos);
+  EXPECT_NE(error("open_file_cache off max=10;").find("\"off\" cannot be used"), std::string::npos);
+  EXPECT_NE(error("open_file_cache_valid soon;").find("invalid value \"soon\""), std::string::npos);
+  EXPECT_NE(error("open_file_cache_errors maybe;").find("open_file_cache_errors"),
+            std::string::npos);
+  EXPECT_NE(error("open_file_cache max=1;\nopen_file_cache max=2;").find("is duplicate"),
+            std::string::npos)
+      << error("open_file_cache max=1;\nopen_file_cache max=2;");
+}
+
+}  // namespace
+}  // namespace vigil::http
