@@ -66,7 +66,9 @@ class ProxySsl : public ::testing::Test {
   // The Vigil under test exits cleanly (and, under the asan preset, without
   // a sanitizer report: sessions, contexts and cached connections freed).
   void TearDown() override {
-    if (v_.running()) EXPECT_EQ(v_.stop(), 0);
+    if (v_.running()) {
+      EXPECT_EQ(v_.stop(), 0);
+    }
   }
 
   std::string pki(const std::string& file) const { return v_.path(file); }
