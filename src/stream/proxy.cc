@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
@@ -188,7 +189,16 @@ void next_upstream(Session& s, const char* why, int err) {
 
 void upstream_handshake_done(Connection& u, TlsHandshake result) {
   Session& s = *static_cast<Session*>(u.data);
-  if (result != TlsHandshake::kOk) return next_upstream(s, "SSL handshake failed", 0);
+  if (result != TlsHandshake::kOk) {
+    // Why (the certificate, the peer, a timeout), as the handshake recorded it.
+    std::string why = "SSL handshake failed";
+    if (u.ssl != nullptr && !u.ssl->failure.empty()) {
+      why += " (";
+      why += u.ssl->failure;
+      why += ")";
+    }
+    return next_upstream(s, why.c_str(), 0);
+  }
   start_relay(s);
 }
 

@@ -62,6 +62,10 @@ struct TlsConnection {
   // Length of an SSL_write that returned WANT_WRITE: the retry must offer at
   // least as much (OpenSSL's "bad write retry" otherwise).
   std::size_t write_pending = 0;
+  // Client side: why the handshake failed (nginx's wording, e.g. "upstream
+  // SSL certificate verify error: (20:...)"), in the connection's arena; set
+  // before `done(c, kFailed)`, which logs it with its own context.
+  std::string_view failure;
   unsigned handshaked : 1 = 0;
   unsigned detect_plain : 1 = 0;
   unsigned client : 1 = 0;
