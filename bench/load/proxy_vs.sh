@@ -15,6 +15,9 @@
 #   http500      HTTP proxy, 12 B, 500 keep-alive client connections
 #   http64k      HTTP proxy, 64 KiB, 50 connections
 #   httpclose    HTTP proxy, 12 B, a new client connection per request
+#   https50      HTTP proxy to the backend over TLS (proxy_pass https://, HAProxy
+#                "ssl verify none"), keep-alive to it, 12 B, 50 connections
+#   https64k     the same with the 64 KiB file
 # The http cases need a vigil with `proxy_pass` in http; when the binary does
 # not accept it, they are skipped and the script says so.
 #
@@ -36,7 +39,7 @@ VIGIL=${VIGIL:-$ROOT/build/release/vigil}
 NGINX=${NGINX:-/usr/sbin/nginx}
 HAPROXY=${HAPROXY:-haproxy}
 NGINX_STREAM_MODULE=${NGINX_STREAM_MODULE:-/usr/lib/nginx/modules/ngx_stream_module.so}
-ALL_CASES="stream50 stream64k http50 http500 http64k httpclose"
+ALL_CASES="stream50 stream64k http50 http500 http64k httpclose https50 https64k"
 CASES=${CASES:-$ALL_CASES}
 
 if [[ ! -x $VIGIL ]]; then
@@ -61,6 +64,7 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 BACKEND_PORT=$(free_port)
+BACKEND_TLS_PORT=$(free_port)
 PORT=$(free_port)
 mkdir -p "$TMP/html" "$TMP/backend/logs" "$TMP/nginx/logs" "$TMP/haproxy" "$TMP/vigil/logs" "$TMP/vigil/conf"
 printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
@@ -80,6 +84,9 @@ wait_port() {  # port
 }
 
 # ---- the backend: nginx, one worker, keep-alive without limits --------------
+# (and the same over TLS, ECDSA P-256, for the https cases)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=backend \
+  -keyout "$TMP/backend/b.key" -out "$TMP/backend/b.crt" 2>/dev/null
 cat > "$TMP/backend/nginx.conf" <<EOF
 user root;
 worker_processes 1;
@@ -92,11 +99,19 @@ http {
     keepalive_requests 1000000;
     keepalive_timeout 300s;
     server { listen 127.0.0.1:$BACKEND_PORT backlog=4096; root $TMP/html; }
+    server { listen 127.0.0.1:$BACKEND_TLS_PORT ssl backlog=4096; root $TMP/html;
+             ssl_certificate $TMP/backend/b.crt; ssl_certificate_key $TMP/backend/b.key;
+             ssl_protocols TLSv1.2 TLSv1.3; }
 }
 EOF
 "$NGINX" -p "$TMP/backend" -c "$TMP/backend/nginx.conf" -g 'daemon off; master_process off;' &
 PIDS+=($!)
 wait_port "$BACKEND_PORT"
+wait_port "$BACKEND_TLS_PORT"
+
+# http mode: plain to the backend; https: the same proxy, TLS to the backend.
+upstream_port() { if [[ $1 == https ]]; then echo "$BACKEND_TLS_PORT"; else echo "$BACKEND_PORT"; fi; }
+upstream_scheme() { if [[ $1 == https ]]; then echo https; else echo http; fi; }
 
 # ---- the proxies ----------------------------------------------------------
 nginx_conf() {  # mode: stream | http
@@ -123,11 +138,11 @@ events { worker_connections 4096; }
 http {
     access_log off;
     keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive 64; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         location / {
-            proxy_pass http://backend;
+            proxy_pass $(upstream_scheme "$1")://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
@@ -155,7 +170,7 @@ frontend fe
     bind 127.0.0.1:$PORT
     default_backend be
 backend be
-    server s1 127.0.0.1:$BACKEND_PORT
+    server s1 127.0.0.1:$(upstream_port "$1")$([[ $1 == https ]] && echo " ssl verify none")
 EOF
 }
 
@@ -170,11 +185,11 @@ vigil_conf() {  # mode: stream | http
     body="http {
     access_log off;
     keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive 64; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         location / {
-            proxy_pass http://backend;
+            proxy_pass $(upstream_scheme "$1")://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
@@ -303,6 +318,8 @@ for c in "${RUN_CASES[@]}"; do
     http500) bench_case http500 http 500 /small.txt ;;
     http64k) bench_case http64k http 50 /big.bin ;;
     httpclose) bench_case httpclose http 50 /small.txt -H "Connection: close" ;;
+    https50) bench_case https50 https 50 /small.txt ;;
+    https64k) bench_case https64k https 50 /big.bin ;;
   esac
 done
 
@@ -314,6 +331,8 @@ label() {
     http500) echo "http proxy, 12 B, 500 keep-alive conns" ;;
     http64k) echo "http proxy, 64 KiB, 50 keep-alive conns" ;;
     httpclose) echo "http proxy, 12 B, new client connection per request" ;;
+    https50) echo "http proxy, TLS to the backend, 12 B, 50 keep-alive conns" ;;
+    https64k) echo "http proxy, TLS to the backend, 64 KiB, 50 keep-alive conns" ;;
   esac
 }
 printf '\n| case | req/s nginx / haproxy / vigil | vigil/nginx | vigil/haproxy | p99 ms nginx / haproxy / vigil | proxy CPU us/req nginx / haproxy / vigil |\n'

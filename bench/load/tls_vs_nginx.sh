@@ -7,33 +7,51 @@
 #   bench/load/tls_vs_nginx.sh [ROUNDS [SECONDS]]      (default 3 rounds of 5 s)
 #
 # Cases (CASES, space-separated subset):
-#   new        new TLS 1.3 handshakes/s: openssl s_time -new -tls1_3, one
-#              request (12 bytes) per connection
-#   resumed    resumed handshakes/s: openssl s_time -reuse (TLS 1.3 tickets)
+#   new        new TLS 1.3 handshakes/s: STIME_CLIENTS (4) parallel
+#              `openssl s_time -new -tls1_3`, one request (12 bytes) per
+#              connection
+#   resumed    resumed handshakes/s: the same with -reuse (TLS 1.3 tickets)
 #   small      keep-alive 12-byte requests over TLS: wrk -c50
 #   big        a 1 MiB file over TLS: wrk -c50
 #   new2 small2 the same with two workers (master + 2 workers, unpinned)
 #   memory     bytes per idle TLS connection: (RSS with N idle - RSS before)/N,
 #              N = IDLE_CONNS (5,000), one request on each first
-# With one worker the server is pinned to CPU 0 and the client to CPU 1.
+# With one worker the server is pinned to CPU 0 and the clients to CPU 1.
+#
+# Every case also reports the server's CPU time per operation (handshake or
+# request), read from /proc/<pid>/stat of the server and its workers, and how
+# busy the server was (CPU time / wall time). On a shared machine that figure
+# moves much less than the rate. A handshake costs `openssl s_time` about
+# twice what it costs the server, so with one core for the clients the
+# handshake rates are bounded by the clients (the server stays well below
+# 100% busy): there, CPU per handshake is the figure that compares the
+# servers. wrk is no help for new handshakes: it resumes its sessions when it
+# reconnects. s_time runs with -no-CAfile -no-CApath -no-CAstore, otherwise
+# each connection scans the system's certificate directory.
 #
 # Environment: VIGIL (default build/release/vigil), NGINX (/usr/sbin/nginx),
-# CASES, IDLE_CONNS.
+# CASES, IDLE_CONNS, STIME_CLIENTS. VIGIL_BEFORE=<another vigil binary> adds
+# it as a third server ("before") to every round and to the table, to compare
+# a change with what it replaces under the same load.
 set -euo pipefail
 
 ROUNDS=${1:-3}
 DURATION=${2:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VIGIL=${VIGIL:-$ROOT/build/release/vigil}
+VIGIL_BEFORE=${VIGIL_BEFORE:-}
+SERVERS="nginx vigil"
+[[ -n $VIGIL_BEFORE ]] && SERVERS+=" before"
 NGINX=${NGINX:-/usr/sbin/nginx}
 CASES=${CASES:-"new resumed small big new2 small2 memory"}
 IDLE_CONNS=${IDLE_CONNS:-5000}
+STIME_CLIENTS=${STIME_CLIENTS:-4}
 
 if [[ ! -x $VIGIL ]]; then
   echo "building $VIGIL" >&2
   (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
 fi
-for tool in "$NGINX" wrk openssl taskset python3; do
+for tool in "$NGINX" wrk openssl taskset python3 curl pgrep; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
 
@@ -135,17 +153,20 @@ start_nginx() {  # workers
   wait_port
 }
 
-start_vigil() {  # workers
+start_vigil() {  # workers [binary]
+  local bin=${2:-$VIGIL}
   vigil_conf "$1"
   if [[ $1 == 1 ]]; then
-    taskset -c 0 "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
+    taskset -c 0 "$bin" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
   else
-    "$VIGIL" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
+    "$bin" -p "$TMP/vigil" -c conf/vigil.conf 2>>"$TMP/vigil/logs/stderr" &
   fi
   SERVER_PIDS=($!)
   PIDS+=($!)
   wait_port
 }
+
+start_before() { start_vigil "$1" "$VIGIL_BEFORE"; }
 
 stop_server() {
   for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -153,22 +174,62 @@ stop_server() {
   sleep 0.3
 }
 
-# Connections per second from openssl s_time (MODE: -new or -reuse).
+# CPU time (clock ticks) used so far by the server processes and their children.
+server_ticks() {
+  local total=0 p
+  for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
+    [[ -r /proc/$p/stat ]] || continue
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "$total"
+}
+
+now() { date +%s.%N; }
+
+# "ops/s server-CPU-us/op server-busy-%" from an operation count, the server's
+# ticks and the wall clock around the run.
+report() {  # ops ticks wall0 wall1
+  awk -v n="$1" -v t="$2" -v w0="$3" -v w1="$4" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {w = w1 - w0; printf "%.0f %.1f %.0f\n", (w > 0 ? n / w : 0), (n > 0 ? t * 1e6 / hz / n : 0), (w > 0 ? t * 100 / hz / w : 0)}'
+}
+
+CLIENT_PIN=()
+# STIME_CLIENTS parallel s_time processes (MODE: -new or -reuse), the
+# connections of all of them over the wall time of the run. One s_time waits
+# for each answer before it goes on, so one alone leaves the server idle
+# between its round trips.
 run_stime() {
-  local mode=$1 out
-  out=$(taskset -c 1 openssl s_time -connect "127.0.0.1:$PORT" "$mode" -tls1_3 \
-    -time "$DURATION" -www /small.txt 2>&1)
-  awk '/connections in [0-9.]+ real seconds/ {for (i = 1; i <= NF; i++) if ($i == "connections") n = $(i - 1); for (i = 1; i <= NF; i++) if ($i == "real") s = $(i - 1)} END {printf "%.0f\n", (s > 0 ? n / s : 0)}' <<<"$out"
+  local mode=$1 t0 t1 w0 w1 i n
+  local pids=()
+  t0=$(server_ticks)
+  w0=$(now)
+  for i in $(seq 1 "$STIME_CLIENTS"); do
+    "${CLIENT_PIN[@]}" openssl s_time -connect "127.0.0.1:$PORT" "$mode" -tls1_3 -time "$DURATION" \
+      -www /small.txt -no-CAfile -no-CApath -no-CAstore >"$TMP/stime.$i" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  w1=$(now)
+  t1=$(server_ticks)
+  n=$(cat "$TMP"/stime.* | awk '/connections in [0-9.]+ real seconds/ {s += $1} END {print s + 0}')
+  rm -f "$TMP"/stime.*
+  report "$n" $((t1 - t0)) "$w0" "$w1"
 }
 
 run_wrk() {  # path
-  local out
-  out=$(taskset -c 1 wrk -t1 -c50 -d"${DURATION}s" "https://127.0.0.1:$PORT$1" 2>&1)
+  local out t0 t1 w0 w1 n
+  t0=$(server_ticks)
+  w0=$(now)
+  out=$("${CLIENT_PIN[@]}" wrk -t1 -c50 -d"${DURATION}s" "https://127.0.0.1:$PORT$1" 2>&1)
+  w1=$(now)
+  t1=$(server_ticks)
   if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
     echo "wrk reported errors:" >&2
     grep "Non-2xx\|Socket errors" <<<"$out" >&2
   fi
-  awk '/Requests\/sec/ {print $2}' <<<"$out"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  # wrk's own rate (requests over its run), the server's CPU over ours.
+  report "$n" $((t1 - t0)) "$w0" "$w1" | awk -v r="$(awk '/Requests\/sec/ {print $2}' <<<"$out")" '{printf "%.0f %s %s\n", r, $2, $3}'
 }
 
 measure() {  # case
@@ -181,35 +242,50 @@ measure() {  # case
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-declare -A RESULT
+declare -A RESULT CPU BUSY LOAD
 bench_case() {  # name workers
-  local name=$1 workers=$2 n_res=() v_res=()
+  local name=$1 workers=$2 srv line r
+  declare -A res=() cpu=() busy=()
+  CLIENT_PIN=()
+  [[ $workers == 1 ]] && CLIENT_PIN=(taskset -c 1)
+  LOAD[$name]="$(loadavg)"
   for r in $(seq 1 "$ROUNDS"); do
-    start_nginx "$workers"
-    DURATION=1 measure "$name" >/dev/null  # warm-up
-    n_res+=("$(measure "$name")")
-    stop_server
-    start_vigil "$workers"
-    DURATION=1 measure "$name" >/dev/null
-    v_res+=("$(measure "$name")")
-    stop_server
-    echo "  $name round $r: nginx ${n_res[-1]}/s; vigil ${v_res[-1]}/s" >&2
+    local msg="  $name round $r (load $(loadavg)):"
+    for srv in $SERVERS; do
+      "start_$srv" "$workers"
+      DURATION=1 measure "$name" >/dev/null  # warm-up
+      line=$(measure "$name")
+      stop_server
+      read -r rate us pct <<<"$line"
+      res[$srv]+="$rate "
+      cpu[$srv]+="$us "
+      busy[$srv]+="$pct "
+      msg+=" $srv $rate/s ${us} us/op ${pct}% busy;"
+    done
+    echo "$msg" >&2
   done
-  RESULT[$name]="$(printf '%s\n' "${n_res[@]}" | median) $(printf '%s\n' "${v_res[@]}" | median)"
+  LOAD[$name]+=" .. $(loadavg)"
+  for srv in $SERVERS; do
+    RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
+    CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
+    BUSY[$name,$srv]=$(tr ' ' '\n' <<<"${busy[$srv]}" | grep . | median)
+  done
 }
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 memory_case() {
-  local out=()
-  for server in nginx vigil; do
+  local server
+  for server in $SERVERS; do
     "start_$server" 1
     local pid=${SERVER_PIDS[0]}
     curl -sk -o /dev/null "https://127.0.0.1:$PORT/small.txt"
     sleep 0.5
     local before after
     before=$(rss_kb "$pid")
+    rm -f "$TMP/idle.out"  # not the previous server's "ready"
     exec {fifo_w}> >(python3 "$ROOT/bench/load/idle_tls_clients.py" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
     for _ in $(seq 1 1200); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
     sleep 0.5
@@ -219,32 +295,49 @@ memory_case() {
     local per
     per=$(awk -v a="$after" -v b="$before" -v n="$IDLE_CONNS" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
     echo "  memory $server: RSS ${before} kB -> ${after} kB with $(cat "$TMP/idle.out") idle TLS connections: $per bytes each" >&2
-    out+=("$per")
+    RESULT[memory,$server]=$per
     stop_server
   done
-  RESULT[memory]="${out[0]} ${out[1]}"
 }
 
-echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $(openssl version); ${ROUNDS} rounds of ${DURATION}s" >&2
+echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $(openssl version); ${ROUNDS} rounds of ${DURATION}s; $STIME_CLIENTS s_time clients; load average $(loadavg)" >&2
 for c in $CASES; do
   case $c in
     new | resumed | small | big) bench_case "$c" 1 ;;
     new2 | small2) bench_case "$c" 2 ;;
-    memory) memory_case ;;
+    memory) LOAD[memory]="$(loadavg)"; memory_case ;;
   esac
 done
 
-printf '\n| case | nginx | vigil | vigil/nginx |\n|---|---:|---:|---:|\n'
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else print "-"}'; }
+slash() {  # ARRAY-NAME case: "nginx / vigil [/ before]"
+  local -n arr=$1
+  local out="" srv
+  for srv in $SERVERS; do out+="${arr[$2,$srv]:--} / "; done
+  echo "${out% / }"
+}
+B=""
+[[ -n $VIGIL_BEFORE ]] && B=" before |"
+printf '\n| case | nginx | vigil |%s vigil/nginx | server CPU us/op (%s) | nginx/vigil CPU | server busy %% (%s) | load average (start .. end) |\n' "$B" "${SERVERS// / \/ }" "${SERVERS// / \/ }"
+printf '|---|---:|---:|%s---:|---:|---:|---:|---|\n' "${B:+---:|}"
 for c in $CASES; do
-  read -r n v <<<"${RESULT[$c]}"
   case $c in
-    new) label="new TLS 1.3 handshakes/s (s_time -new, 1 worker)" ;;
-    resumed) label="resumed TLS 1.3 handshakes/s (s_time -reuse, 1 worker)" ;;
+    new) label="new TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -new, 1 worker)" ;;
+    resumed) label="resumed TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -reuse, 1 worker)" ;;
     small) label="keep-alive 12 B requests/s over TLS (wrk -c50, 1 worker)" ;;
     big) label="1 MiB file requests/s over TLS (wrk -c50, 1 worker)" ;;
-    new2) label="new TLS 1.3 handshakes/s (s_time -new, 2 workers)" ;;
+    new2) label="new TLS 1.3 handshakes/s ($STIME_CLIENTS x s_time -new, 2 workers)" ;;
     small2) label="keep-alive 12 B requests/s over TLS (wrk -c50, 2 workers)" ;;
     memory) label="bytes per idle TLS connection ($IDLE_CONNS idle, lower is better)" ;;
   esac
-  printf '| %s | %s | %s | %s |\n' "$label" "$n" "$v" "$(awk -v n="$n" -v v="$v" 'BEGIN {printf "%.2f", (n > 0 ? v / n : 0)}')"
+  n=${RESULT[$c,nginx]:-0} v=${RESULT[$c,vigil]:-0}
+  row="| $label | $n | $v |"
+  [[ -n $VIGIL_BEFORE ]] && row+=" ${RESULT[$c,before]:--} |"
+  row+=" $(ratio "$v" "$n") |"
+  if [[ $c == memory ]]; then
+    row+=" - | - | - | ${LOAD[$c]} |"
+  else
+    row+=" $(slash CPU "$c") | $(ratio "${CPU[$c,nginx]}" "${CPU[$c,vigil]}") | $(slash BUSY "$c") | ${LOAD[$c]} |"
+  fi
+  echo "$row"
 done

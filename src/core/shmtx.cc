@@ -1,9 +1,11 @@
 #include "core/shmtx.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 namespace vigil {
@@ -21,6 +23,27 @@ inline void cpu_pause() {
 long ncpu() {
   static const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n;
+}
+
+// The lock word holds the owner's pid, needed on every lock and unlock;
+// getpid() is a system call (glibc does not cache it), so the pid is taken
+// once per process. fork() runs the atfork handler in the child, which
+// forgets the parent's pid before any code of the child can lock.
+std::atomic<pid_t> g_self{0};
+
+void forget_self() {
+  g_self.store(0, std::memory_order_relaxed);
+}
+
+std::uint64_t self_pid() {
+  pid_t pid = g_self.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    static const int registered = ::pthread_atfork(nullptr, nullptr, forget_self);
+    (void)registered;
+    pid = ::getpid();
+    g_self.store(pid, std::memory_order_relaxed);
+  }
+  return static_cast<std::uint64_t>(pid);
 }
 
 }  // namespace
@@ -83,8 +106,8 @@ bool Shmtx::trylock() {
   // failed CAS writes (seed 004: lock == 0 && CAS(0 -> pid)).
   std::uint64_t expected = 0;
   return sh_->lock.load(std::memory_order_relaxed) == 0 &&
-         sh_->lock.compare_exchange_strong(expected, static_cast<std::uint64_t>(::getpid()),
-                                           std::memory_order_acquire, std::memory_order_relaxed);
+         sh_->lock.compare_exchange_strong(expected, self_pid(), std::memory_order_acquire,
+                                           std::memory_order_relaxed);
 }
 
 void Shmtx::lock() {
@@ -129,7 +152,7 @@ void Shmtx::unlock() {
     return;
   }
   // Only the owner's pid can be swapped out: a stray unlock is harmless.
-  std::uint64_t expected = static_cast<std::uint64_t>(::getpid());
+  std::uint64_t expected = self_pid();
   if (sh_->lock.compare_exchange_strong(expected, 0, std::memory_order_release,
                                         std::memory_order_relaxed)) {
     wakeup();

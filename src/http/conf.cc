@@ -399,9 +399,22 @@ Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& loc
     ProxyConf& p = loc->proxy;
     if (!p.enabled || p.group != nullptr) continue;
     if (set == nullptr) set = &upstream::group_set(ctx, g_upstream_specs);
-    auto g = set->find_or_add(p.target, 80, p.where);
+    auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
     if (!g) return g.status();
     p.group = g.value();
+    if (p.https) {
+      // The TLS context now, at load time: -t and a reload check the
+      // trusted CAs and the client certificate (nginx's ngx_http_proxy_set_ssl).
+      if (p.ssl.where.empty()) p.ssl.where = p.where;
+      auto tls = TlsContext::client(p.ssl);
+      if (!tls) return tls.status();
+      p.tls = std::move(tls.value());
+      if (!p.ssl.name.empty()) {
+        auto t = VarTemplate::compile(p.ssl.name);
+        if (!t) return Status::error(t.status().message() + p.ssl.where);
+        p.ssl_name = std::move(t.value());
+      }
+    }
     if (!p.group->hash_key.empty()) {
       auto t = VarTemplate::compile(p.group->hash_key);
       if (!t) return Status::error(t.status().message() + p.group->where);

@@ -25,6 +25,8 @@ const char* action(Stage s) {
       return "reading client request body";
     case Stage::kConnecting:
       return "connecting to upstream";
+    case Stage::kHandshake:
+      return "SSL handshaking to upstream";
     case Stage::kSending:
       return "sending request to upstream";
     case Stage::kHead:
@@ -123,6 +125,9 @@ void begin_connect(ProxyState& ps) {
     key = std::string_view(ps.hash_key, ps.hash_key_len);
   }
   ps.pr.init(group, *r.c->loop, ps.conf->next_upstream_tries, key, r.c->peer_addr);
+  // Cached connections are kept per TLS context (null: plain), so a location
+  // gets back only connections made with its own proxy_ssl_* settings.
+  ps.pr.set_reuse_key(ps.conf->tls.get());
   ps.pr.attach(ps.pc);
   ps.pc.log = r.c->log;
   connect(ps);
@@ -200,12 +205,12 @@ void log_error(ProxyState& ps, int level, int err, const char* what) {
   if (err != 0) std::snprintf(errtext, sizeof errtext, " (%d: %s)", err, std::strerror(err));
   c.log->write(lvl, 0,
                "*%llu %s%s while %s, client: %.*s, server: %.*s, request: \"%.*s\", upstream: "
-               "\"http://%.*s%.*s\", host: \"%.*s\"",
+               "\"%s://%.*s%.*s\", host: \"%.*s\"",
                static_cast<unsigned long long>(c.number), what, errtext, action(ps.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
                static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
-               r.line.line.data(), static_cast<int>(peer.size()), peer.data(),
-               static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
+               r.line.line.data(), ps.conf->https ? "https" : "http", static_cast<int>(peer.size()),
+               peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
 }
 
 int start(Request& r) {
@@ -267,6 +272,16 @@ void connect(ProxyState& ps) {
       answer(ps, 502);
       return;
     }
+    if (rc == kPeerDone && !cached_fits(ps, *ps.pc.connection)) {
+      // The cache is keyed by the TLS context (set_reuse_key above), so this
+      // is a safety net: a connection of another scheme or context is never
+      // used; a fresh one instead.
+      Connection* other = ps.pc.connection;
+      ps.pr.retry_fresh(ps.pc);
+      ps.pc.connection = nullptr;
+      loop.pool().close_connection(*other);
+      continue;
+    }
     add_try(ps);
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     if (rc == kPeerError) {
@@ -291,8 +306,7 @@ void connect(ProxyState& ps) {
       loop.add_timer(*ps.u->write, ps.conf->connect_timeout);
       return;
     }
-    ps.stage = Stage::kSending;  // kPeerOk, or kPeerDone: a cached connection
-    send_request(ps);
+    connected(ps);  // kPeerOk, or kPeerDone: a cached connection (its TLS already up)
     return;
   }
 }
@@ -355,7 +369,8 @@ void finish(ProxyState& ps, bool error) {
   EventLoop& loop = *c.loop;
   if (ps.stage == Stage::kDone) return;
   const bool reusable = !error && ps.resp_done && ps.upstream_reusable && ps.request_sent &&
-                        ps.resp.keep_alive && !ps.upstream_eof;
+                        ps.resp.keep_alive && !ps.upstream_eof &&
+                        (ps.u == nullptr || tls_drained(*ps.u));
   ps.stage = Stage::kDone;
   close_upstream(ps, reusable);
   loop.del_timer(*c.read);
@@ -411,10 +426,11 @@ void upstream_handler(Event& ev) {
       }
       if (!ev.write) return;  // the write event says when it is connected
       r.c->loop->del_timer(*u.write);
-      ps.stage = Stage::kSending;
-      send_request(ps);
+      connected(ps);
       return;
     }
+    case Stage::kHandshake:  // the TLS layer's handlers run the handshake
+      return;
     case Stage::kSending:
     case Stage::kHead:
       if (ev.timedout) {
@@ -491,6 +507,7 @@ void client_read_handler(Event& ev) {
       tunnel(ps);
       return;
     case Stage::kConnecting:
+    case Stage::kHandshake:
     case Stage::kHead:
     case Stage::kRelay:
       if (!ps.body_in_done) return;  // unread body: reading it would mean sending it

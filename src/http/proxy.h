@@ -5,7 +5,8 @@
 // calls proxy::release, whatever ended it).
 //
 //   proxy_handler -> [read the body ahead: proxy_request_buffering]
-//     -> connect (upstream layer: balancer, keepalive cache) -> send the head
+//     -> connect (upstream layer: balancer, keepalive cache)
+//     -> [TLS handshake: proxy_pass https:// (proxy_ssl.cc)] -> send the head
 //        and stream the body (proxy_request.cc)
 //     -> read and parse the response head (proxy_response.cc)
 //        -> next upstream / intercept / 101 tunnel (proxy_tunnel.cc)
@@ -29,7 +30,16 @@
 
 namespace vigil::http::proxy {
 
-enum class Stage : std::uint8_t { kBody, kConnecting, kSending, kHead, kRelay, kTunnel, kDone };
+enum class Stage : std::uint8_t {
+  kBody,
+  kConnecting,
+  kHandshake,  // TLS to the upstream (proxy_pass https://), under proxy_connect_timeout
+  kSending,
+  kHead,
+  kRelay,
+  kTunnel,
+  kDone
+};
 
 enum class BodyOut : std::uint8_t {
   kNone,     // no body goes to the backend
@@ -154,6 +164,17 @@ bool build_client_head(ProxyState& ps, bool upgrade);
 void relay(ProxyState& ps);
 // Returns every ring buffer to the worker's cache.
 void release_ring(ProxyState& ps);
+
+// ---- proxy_ssl.cc ---------------------------------------------------------------------
+// The connection to the backend is up (fresh or cached): TLS first when
+// proxy_pass is https and the connection has none yet, then the request.
+void connected(ProxyState& ps);
+// A cached keepalive connection fits this location: TLS with the same
+// context for https, plain for http (one group may serve both).
+bool cached_fits(const ProxyState& ps, const Connection& u);
+// The response is complete: nothing of the backend's is left inside the TLS
+// layer (bytes OpenSSL read that no MSG_PEEK could see).
+bool tls_drained(const Connection& u);
 
 // ---- proxy_tunnel.cc ------------------------------------------------------------------
 void start_tunnel(ProxyState& ps);

@@ -21,21 +21,24 @@ std::string lower(std::string s) {
   return s;
 }
 
-// proxy_pass http://host[:port][/uri]
+// proxy_pass http://host[:port][/uri] | https://host[:port][/uri]
 Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
   ProxyConf& p = loc.proxy;
   const std::string& url = call.arg(0);
-  constexpr std::string_view kHttp = "http://";
-  if (url.size() < kHttp.size() || !conf::iequals(std::string_view(url).substr(0, 7), kHttp)) {
-    if (url.find("://") != std::string::npos && conf::iequals(url.substr(0, 8), "https://")) {
-      return call.error("https protocol requires SSL support, which proxy_pass does not have yet");
-    }
+  std::size_t scheme = 0;
+  if (url.size() >= 7 && conf::iequals(std::string_view(url).substr(0, 7), "http://")) {
+    scheme = 7;
+    p.https = false;
+  } else if (url.size() >= 8 && conf::iequals(std::string_view(url).substr(0, 8), "https://")) {
+    scheme = 8;
+    p.https = true;
+  } else {
     return call.error("invalid URL prefix in \"" + url + "\"");
   }
   if (url.find('$') != std::string::npos) {
     return call.error("variables in \"proxy_pass\" are not supported");
   }
-  std::string rest = url.substr(kHttp.size());
+  std::string rest = url.substr(scheme);
   std::size_t slash = rest.find('/');
   p.target = rest.substr(0, slash);
   if (p.target.empty())
@@ -44,8 +47,12 @@ Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
     p.has_uri = true;
     p.uri = rest.substr(slash);
   }
+  // $proxy_host leaves out the scheme's default port, as nginx's does.
   p.proxy_host = p.target;
-  if (p.proxy_host.ends_with(":80")) p.proxy_host.resize(p.proxy_host.size() - 3);
+  const std::string_view default_port = p.https ? ":443" : ":80";
+  if (p.proxy_host.ends_with(default_port)) {
+    p.proxy_host.resize(p.proxy_host.size() - default_port.size());
+  }
   p.pass = url;
   p.where = call.where();
   p.enabled = true;
@@ -235,6 +242,10 @@ Status check(const ConfInit& ctx, ProxyConf& p) {
   return Status::ok();
 }
 
+TlsClientConf& proxy_ssl_conf(void* conf) {
+  return static_cast<HttpLocConf*>(conf)->proxy.ssl;
+}
+
 }  // namespace
 
 unsigned next_upstream_bit(int status) {
@@ -267,6 +278,7 @@ Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& chil
   for (const auto& i : inherited()) {
     if (!ctx.is_set(i.directive)) i.copy(parent, child);
   }
+  merge_tls_client_conf(ctx, parent.ssl, child.ssl);
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
   return check(ctx, child);
 }
@@ -325,6 +337,10 @@ void add_proxy_directives(Module& m, ConfSlot<HttpLocConf> loc) {
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.intercept_errors); });
   add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);
+  // proxy_ssl_* (the event layer's one parser, shared with stream); TLS is
+  // switched on by "proxy_pass https://", so no "proxy_ssl on" here.
+  add_tls_client_directives(m, kLoc, loc.index(), typeid(HttpLocConf), proxy_ssl_conf,
+                            /*with_enable_flag=*/false);
 }
 
 }  // namespace vigil::http

@@ -6,13 +6,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/conf/module.h"
+#include "event/tls/tls_conf.h"
 #include "http/variables.h"
 #include "vigil/core/clock.h"
 
+namespace vigil {
+class TlsContext;
+}  // namespace vigil
 namespace vigil::upstream {
 class Group;
 }
@@ -43,8 +48,9 @@ struct ProxyHeader {
 };
 
 struct ProxyConf {
-  // proxy_pass http://name_or_address[:port][/uri]
+  // proxy_pass http[s]://name_or_address[:port][/uri]
   bool enabled = false;
+  bool https = false;                // proxy_pass https://: TLS to the upstream
   std::string pass;                  // as written
   std::string where;                 // " in F:L" of proxy_pass
   std::string target;                // "name" or "host:port"
@@ -74,6 +80,12 @@ struct ProxyConf {
   bool request_buffering = true;
   bool intercept_errors = false;
   bool redirect_default = true;  // proxy_redirect default | off
+
+  // proxy_ssl_* (inherited like the rest); the context is built when the
+  // http block is finished, for the locations whose proxy_pass is https.
+  TlsClientConf ssl;
+  std::shared_ptr<TlsContext> tls;
+  VarTemplate ssl_name;  // proxy_ssl_name, compiled; empty: the proxy_pass host
 };
 
 // Registers the proxy_* directives for the loc conf spec `loc`.

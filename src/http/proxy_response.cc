@@ -64,16 +64,17 @@ bool named_by_connection(const ProxyState& ps, std::string_view name) {
   return false;
 }
 
-// proxy_redirect default: "http://<proxy_pass host><proxy_pass uri>..." in
+// proxy_redirect default: "http[s]://<proxy_pass host><proxy_pass uri>..." in
 // Location becomes "<location><...>" (relative, RFC 9110 §10.2.2 allows it).
 std::string_view redirect_prefix(const ProxyState& ps, char* buf, std::size_t cap) {
   const ProxyConf& p = *ps.conf;
   std::string_view uri = p.has_uri ? std::string_view(p.uri) : std::string_view("/");
-  const std::size_t n = 7 + p.target.size() + uri.size();
+  const std::string_view scheme = p.https ? "https://" : "http://";
+  const std::size_t n = scheme.size() + p.target.size() + uri.size();
   if (n > cap) return {};
-  std::memcpy(buf, "http://", 7);
-  std::memcpy(buf + 7, p.target.data(), p.target.size());
-  std::memcpy(buf + 7 + p.target.size(), uri.data(), uri.size());
+  std::memcpy(buf, scheme.data(), scheme.size());
+  std::memcpy(buf + scheme.size(), p.target.data(), p.target.size());
+  std::memcpy(buf + scheme.size() + p.target.size(), uri.data(), uri.size());
   return {buf, n};
 }
 

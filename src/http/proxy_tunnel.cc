@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "event/tls/tls.h"
 #include "http/proxy.h"
 #include "http/worker.h"
 #include "vigil/core/log.h"
@@ -45,7 +46,8 @@ bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_s
   }
   if (src_eof && buf.pos == buf.last && !dst_shut) {
     dst_shut = true;
-    if (::shutdown(dst.fd, SHUT_WR) == -1 && errno != ENOTCONN) return false;
+    tls_send_close_notify(dst);  // a TLS side (client or https upstream) sees a clean end first
+    if (shutdown_write(dst) == -1 && errno != ENOTCONN) return false;
   }
   return true;
 }

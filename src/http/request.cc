@@ -10,6 +10,7 @@
 #include "http/proxy.h"
 #include "http/request.h"
 #include "event/tls/tls.h"
+#include "http/tokens.h"
 #include "http/uri.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
@@ -231,6 +232,23 @@ int dispatch(Request& r, std::string_view path, std::string_view extension) {
   return static_handler(r, path, extension);
 }
 
+namespace {
+
+// A request over TLS whose Host chooses another server block than the one
+// SNI chose, when either of the two checks client certificates: the
+// certificate was checked (or not) by the SNI server's rules, so the other
+// server must not serve it (nginx's 421, RFC 9110 §15.5.20). nginx looks at
+// the Host server's ssl_verify_client only; the SNI server's counts too here,
+// since its verification is the one that ran.
+bool misdirected(const HttpConnection& hc, const Request& r) {
+  const std::string_view sni = tls_server_name(*r.c);
+  if (sni.empty() || r.check.host.empty() || r.srv == hc.srv || hc.srv == nullptr) return false;
+  if (r.check.host.size() == sni.size() && iequals(r.check.host, sni)) return false;
+  return hc.srv->ssl.verify != TlsVerify::kOff || r.srv->ssl.verify != TlsVerify::kOff;
+}
+
+}  // namespace
+
 void process_request(Request& r) {
   HttpConnection& hc = *r.hc;
   Connection& c = *r.c;
@@ -259,6 +277,14 @@ void process_request(Request& r) {
     VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent plain HTTP request to HTTPS port",
               static_cast<unsigned long long>(c.number));
     finalize_error(r, kStatusPlainHttp);
+    return;
+  }
+  if (c.ssl != nullptr && misdirected(hc, r)) {
+    VIGIL_LOG(*c.log, kInfo, 0,
+              "*%llu client attempted to request the server name different from the one that "
+              "was negotiated",
+              static_cast<unsigned long long>(c.number));
+    finalize_error(r, 421);
     return;
   }
   if (c.ssl != nullptr) {

@@ -91,6 +91,7 @@ constexpr Special kReasons[] = {
     {414, "URI Too Long"},
     {415, "Unsupported Media Type"},
     {416, "Range Not Satisfiable"},
+    {421, "Misdirected Request"},
     {429, "Too Many Requests"},
     {431, "Request Header Fields Too Large"},
     {500, "Internal Server Error"},

@@ -10,6 +10,7 @@
 
 #include "http/access_log.h"
 #include "http/open_file_cache.h"
+#include "http/proxy_sessions.h"
 #include "http/servers.h"
 #include "vigil/event/event.h"
 
@@ -82,6 +83,8 @@ class HttpWorker {
   char* scratch() { return scratch_.get(); }
   std::size_t scratch_size() const { return scratch_size_; }
   int index() const { return index_; }
+  // proxy_ssl_session_reuse: the last session per upstream TLS context and server.
+  ProxySessions& proxy_sessions() { return proxy_sessions_; }
 
  private:
   static void flush_timer_handler(Event& ev);
@@ -96,6 +99,7 @@ class HttpWorker {
   std::vector<std::unique_ptr<AccessLog>> logs_;
   std::vector<std::unique_ptr<OpenFileCache>> file_caches_;
   Event flush_event_;
+  ProxySessions proxy_sessions_;
 };
 
 // The HTTP worker of `loop` (the loop's HTTP context, set by init_worker in

@@ -4,6 +4,7 @@
 
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "event/tls/tls.h"
 #include "http/conf.h"
 #include "http/protocol.h"
 #include "stream/protocol.h"
@@ -26,6 +27,8 @@ std::vector<ServerModule> builtin_modules() {
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
+      // The per-worker TLS file buffer (http and stream listeners share it).
+      {"tls", nullptr, nullptr, nullptr, tls_exit_loop},
   };
 }
 

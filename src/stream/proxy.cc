@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
@@ -142,7 +143,12 @@ void proxy_handler(Event& ev) {
     ev.timedout = 0;
     return finalize(s, close ? "closed by the worker" : "timed out");
   }
-  if (s.upstream == nullptr) return;  // still connecting: nothing to relay yet
+  // Still connecting, or in the TLS handshake with the upstream: nothing to
+  // relay yet. (The upstream connection exists from the connect on; relaying
+  // then would put the client's bytes on the upstream's socket in the middle
+  // of its TLS handshake.) A client read event meanwhile leaves `ready` set,
+  // and start_relay reads what came.
+  if (!s.connected) return;
   process(s);
 }
 
@@ -183,7 +189,16 @@ void next_upstream(Session& s, const char* why, int err) {
 
 void upstream_handshake_done(Connection& u, TlsHandshake result) {
   Session& s = *static_cast<Session*>(u.data);
-  if (result != TlsHandshake::kOk) return next_upstream(s, "SSL handshake failed", 0);
+  if (result != TlsHandshake::kOk) {
+    // Why (the certificate, the peer, a timeout), as the handshake recorded it.
+    std::string why = "SSL handshake failed";
+    if (u.ssl != nullptr && !u.ssl->failure.empty()) {
+      why += " (";
+      why += u.ssl->failure;
+      why += ")";
+    }
+    return next_upstream(s, why.c_str(), 0);
+  }
   start_relay(s);
 }
 

@@ -27,6 +27,7 @@ struct Item {
   Item* next = nullptr;
   Connection* c = nullptr;
   const Peer* peer = nullptr;
+  const void* key = nullptr;  // PeerRequest::reuse_key of the request that used it
   GroupCache* cache = nullptr;
 };
 
@@ -126,11 +127,11 @@ void close_handler(Event& ev) {
 
 }  // namespace
 
-Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer) {
+Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key) {
   GroupCache* gc = cache_of(loop, group, false);
   if (gc == nullptr) return nullptr;
   for (Item* i = gc->cached.head.next; i != &gc->cached.head; i = i->next) {
-    if (i->peer != &peer) continue;
+    if (i->peer != &peer || i->key != key) continue;
     Connection* c = i->c;
     List::unlink(*i);
     gc->free.push_front(*i);
@@ -147,7 +148,7 @@ Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer) {
   return nullptr;
 }
 
-bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c) {
+bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key) {
   GroupCache* gc = cache_of(loop, group, true);
   if (gc == nullptr) return false;
   if (gc->free.empty()) close_item(*gc->cached.head.prev);  // the least recently used
@@ -157,6 +158,7 @@ bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c) {
   ++gc->count;
   item.c = &c;
   item.peer = &peer;
+  item.key = key;
 
   c.data = &item;
   c.log = &loop.log();

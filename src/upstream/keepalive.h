@@ -7,11 +7,11 @@
 
 namespace vigil::upstream {
 
-// A cached connection to `peer` of `group`, taken out of the cache (ready to
-// send on), or null.
-Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer);
-// Keeps `c` (idle, nothing unread) for a later request to `peer`. False when
-// it cannot be kept (the caller closes it).
-bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c);
+// A cached connection to `peer` of `group` cached under `key` (see
+// PeerRequest::set_reuse_key), taken out of the cache (ready to send on), or null.
+Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key);
+// Keeps `c` (idle, nothing unread) for a later request to `peer` with the
+// same `key`. False when it cannot be kept (the caller closes it).
+bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key);
 
 }  // namespace vigil::upstream

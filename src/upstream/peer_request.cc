@@ -34,6 +34,7 @@ void PeerRequest::init(Group& group, EventLoop& loop, unsigned max_tries, std::s
   current_ = nullptr;
   fresh_ = nullptr;
   cached_ = false;
+  reuse_key_ = nullptr;
   hash_key_ = hash_key;
   client_ = client;
   hash_tries = 0;
@@ -80,7 +81,7 @@ int PeerRequest::get(PeerConnection& pc, void* data) {
   pc.name = p->name;
   count_start(g, *p);
   if (g.keepalive != 0 && !fresh_only) {
-    if (Connection* c = keepalive_take(*pr.loop_, g, *p)) {
+    if (Connection* c = keepalive_take(*pr.loop_, g, *p, pr.reuse_key_)) {
       p->stats->cache_hits.fetch_add(1, kRelaxed);
       c->log = pc.log != nullptr ? pc.log : &pr.loop_->log();
       pc.connection = c;
@@ -133,7 +134,7 @@ void PeerRequest::free(PeerConnection& pc, void* data, unsigned state) {
   if (c == nullptr || g.keepalive == 0 || !(state & kPeerKeepalive)) return;
   ++c->requests;
   if (c->requests >= g.keepalive_requests || c->close || c->error) return;
-  if (keepalive_put(*pr.loop_, g, *p, *c)) pc.connection = nullptr;
+  if (keepalive_put(*pr.loop_, g, *p, *c, pr.reuse_key_)) pc.connection = nullptr;
 }
 
 void PeerRequest::retry_fresh(PeerConnection& pc) {

@@ -221,6 +221,12 @@ class PeerRequest {
             const sockaddr* client = nullptr);
   // Points pc's get/free/data at this request and sets pc.tries.
   void attach(PeerConnection& pc);
+  // What a cached keepalive connection must have been made for to be handed
+  // to this request (e.g. the TLS context of an https location; null for
+  // plain connections). A connection is cached under the key of the request
+  // that used it. Set after init (which clears it).
+  void set_reuse_key(const void* key) { reuse_key_ = key; }
+  const void* reuse_key() const { return reuse_key_; }
 
   Group* group() const { return group_; }
   // The peer of the current attempt (null before the first get or after a busy one).
@@ -255,6 +261,7 @@ class PeerRequest {
   unsigned tries_ = 0;
   bool cached_ = false;
   Peer* fresh_ = nullptr;  // retry_fresh(): the peer the next get() must reconnect to
+  const void* reuse_key_ = nullptr;
   std::string_view hash_key_;
   const sockaddr* client_ = nullptr;
   std::uint64_t inline_tried_[kInlinePeers / 64] = {};

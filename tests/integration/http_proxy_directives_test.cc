@@ -40,7 +40,16 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
     std::string error;
   };
   const Case cases[] = {
-      {"server { location / { proxy_pass https://a; } }", "https protocol requires SSL support"},
+      {"server { location / { proxy_pass https://; } }", "no host in \"https://\""},
+      {"server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_certificate c.crt; } }",
+       "no \"proxy_ssl_certificate_key\" is defined for certificate"},
+      {"server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_protocols SSLv3; } }",
+       "\"SSLv3\" is not supported by this OpenSSL"},
+      {"server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_name $nosuch; } }",
+       "unknown \"nosuch\" variable"},
+      {"server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_verify on;\n"
+       "  proxy_ssl_trusted_certificate /nonexistent/ca.crt; } }",
+       "cannot load trusted certificates \"/nonexistent/ca.crt\""},
       {"server { location / { proxy_pass ftp://a; } }", "invalid URL prefix in \"ftp://a\""},
       {"server { location / { proxy_pass http://; } }", "no host in \"http://\""},
       {"server { location / { proxy_pass http://$host; } }",

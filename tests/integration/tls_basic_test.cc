@@ -7,7 +7,9 @@
 
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tls_harness.h"
 
@@ -346,6 +348,57 @@ TEST_P(TlsLargeFile, SixteenMebibytesToASlowReaderArriveIntact) {
   }
   ASSERT_EQ(buf.size(), want);
   EXPECT_TRUE(buf.compare(head_end + 4, big.size(), big) == 0) << "the body differs";
+}
+
+// A worker has one file buffer for TLS: slow readers of different files take
+// turns with it, each stopping with part of its piece not yet encrypted, and
+// every body must still arrive as it is on disk.
+TEST(Tls, SlowReadersOfDifferentFilesShareTheWorkersFileBuffer) {
+  TlsServer s;
+  int port = test::free_port();
+  constexpr int kReaders = 3;
+  std::string files[kReaders];
+  for (int f = 0; f < kReaders; ++f) {
+    files[f].resize(8 << 20);
+    for (std::size_t i = 0; i < files[f].size(); ++i) {
+      files[f][i] = static_cast<char>(((i + 977 * f) * 2654435761u) >> (11 + f));
+    }
+    s.write("html/f" + std::to_string(f) + ".bin", files[f]);
+  }
+  start(s, port, "sendfile on;");
+  // Small receive windows; files larger than what the kernel buffers on the
+  // way, so the worker finds each socket full many times, mid-piece.
+  std::vector<std::unique_ptr<TlsClient>> clients;
+  for (int f = 0; f < kReaders; ++f) {
+    clients.push_back(std::make_unique<TlsClient>(port));
+    const int rcvbuf = 16384;
+    ASSERT_EQ(::setsockopt(clients[f]->fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
+    ASSERT_TRUE(clients[f]->handshake()) << clients[f]->error();
+    ASSERT_TRUE(clients[f]->send(test::simple_get("/f" + std::to_string(f) + ".bin")));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::size_t body_at[kReaders] = {};
+  bool done[kReaders] = {};
+  for (int left = kReaders; left > 0;) {
+    for (int f = 0; f < kReaders; ++f) {
+      if (done[f]) continue;
+      std::string& buf = clients[f]->buffer();
+      ASSERT_TRUE(clients[f]->fill(deadline, 8192)) << "reader " << f << " at " << buf.size();
+      if (body_at[f] == 0) {
+        const std::size_t end = buf.find("\r\n\r\n");
+        if (end != std::string::npos) body_at[f] = end + 4;
+      }
+      if (body_at[f] != 0 && buf.size() >= body_at[f] + files[f].size()) {
+        done[f] = true;
+        --left;
+      }
+    }
+  }
+  for (int f = 0; f < kReaders; ++f) {
+    const std::string& buf = clients[f]->buffer();
+    ASSERT_EQ(buf.size(), body_at[f] + files[f].size()) << "reader " << f;
+    EXPECT_TRUE(buf.compare(body_at[f], files[f].size(), files[f]) == 0) << "reader " << f;
+  }
 }
 
 // "ssl_conf_command Options KTLS" asks OpenSSL for kernel TLS; on a kernel

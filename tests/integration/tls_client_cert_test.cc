@@ -101,5 +101,43 @@ TEST_F(ClientCerts, VerifyClientWithoutACaFileIsAConfigurationError) {
   EXPECT_NE(out.find("no ssl_client_certificate for ssl_verify_client"), std::string::npos) << out;
 }
 
+// A Host naming another server block than the one SNI chose, when client
+// certificates are checked by one of them: 421 Misdirected Request (RFC 9110
+// §15.5.20), as nginx answers; the same names, or no verification, are served.
+TEST_F(ClientCerts, HostOtherThanSniIsMisdirected) {
+  port_ = test::free_port();
+  ASSERT_TRUE(s_.start("access_log off;\n" +
+                       test::tls_server_block(port_,
+                                              "ssl_verify_client on;\n"
+                                              "  ssl_client_certificate ../ca.crt;",
+                                              "localhost") +
+                       test::tls_server_block(port_, "", "other.test") +
+                       test::tls_server_block(port_, "", "third.test")))
+      << s_.output();
+  auto request = [&](const std::string& sni, const std::string& host) {
+    TlsOptions o;
+    o.sni = sni;
+    o.cert = s_.path("alice.crt");
+    o.key = s_.path("alice.key");
+    TlsClient c(port_, o);
+    if (!c.handshake()) return Response{};
+    if (!c.send(test::simple_get("/", host))) return Response{};
+    return c.read_response();
+  };
+  EXPECT_EQ(request("localhost", "localhost").status, 200);
+  Response r = request("localhost", "other.test");
+  EXPECT_EQ(r.status, 421) << r.head;
+  EXPECT_EQ(r.status_line, "HTTP/1.1 421 Misdirected Request");
+  EXPECT_TRUE(s_.wait_output(
+      "client attempted to request the server name different from the one that was negotiated"))
+      << s_.output();
+  // The Host's server checks certificates, the SNI's did not: 421 too.
+  EXPECT_EQ(request("other.test", "localhost").status, 421);
+  // Neither checks: Host chooses, as without TLS.
+  EXPECT_EQ(request("other.test", "third.test").status, 200);
+  // Host is the SNI name in another case and with a port: the same server.
+  EXPECT_EQ(request("localhost", "LocalHost:443").status, 200);
+}
+
 }  // namespace
 }  // namespace vigil

@@ -221,5 +221,28 @@ TEST(TlsWorkers, AFullSharedCacheEvictsTheOldestSessions) {
   EXPECT_FALSE(reused) << "the oldest was evicted";
 }
 
+// Under TLS 1.3 with tickets the ticket is the session: OpenSSL still
+// offers every ticket to the cache (two per handshake), but nothing would
+// ever look them up, so they must not take the place of TLS 1.2 sessions,
+// which resume only through the cache.
+TEST(TlsWorkers, Tls13TicketsDoNotCrowdTls12SessionsOutOfTheSharedCache) {
+  TlsServer s;
+  int port = test::free_port();
+  start(s, port, "ssl_session_cache shared:tiny:32k;\n  ssl_session_tickets on;");
+  const TlsOptions v12{.max_version = TLS1_2_VERSION, .tickets = false};
+  Session first, ticket;
+  bool reused = true;
+  ASSERT_TRUE(request(port, v12, "/", &reused, &first.s));
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_TRUE(
+        request(port, {.min_version = TLS1_3_VERSION}, "/", &reused, i == 0 ? &ticket.s : nullptr));
+  }
+  ASSERT_TRUE(request(port, {.max_version = TLS1_2_VERSION, .session = first.s, .tickets = false},
+                      "/", &reused));
+  EXPECT_TRUE(reused) << "the TLS 1.2 session is still in the cache";
+  ASSERT_TRUE(request(port, {.min_version = TLS1_3_VERSION, .session = ticket.s}, "/", &reused));
+  EXPECT_TRUE(reused) << "TLS 1.3 resumes by its ticket";
+}
+
 }  // namespace
 }  // namespace vigil

@@ -134,7 +134,10 @@ TEST(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
   ASSERT_TRUE(c.send(test::simple_get("/")));
   EXPECT_TRUE(c.closed_within(5000));
   EXPECT_EQ(c.extra(), "") << "nothing of the backend's reached the client";
-  EXPECT_TRUE(s.wait_output("SSL handshake failed while connecting to upstream")) << s.output();
+  EXPECT_TRUE(s.wait_output(
+      "SSL handshake failed (upstream SSL certificate does not match \"other.test\") while "
+      "connecting to upstream"))
+      << s.output();
 }
 
 TEST(TlsStream, TerminationAndUpstreamTlsTogether) {

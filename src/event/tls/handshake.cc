@@ -4,8 +4,11 @@
 #include <openssl/err.h>
 #include <sys/socket.h>
 
+#include <openssl/x509v3.h>
+
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "event/tls/context.h"
@@ -19,7 +22,48 @@ namespace {
 
 void handshake_handler(Event& ev);
 
+// Why a client (upstream) handshake failed, as nginx words it: the
+// certificate check first (the verify callback's verdict is what ended the
+// handshake), else what the library or the socket said. Kept in the arena
+// for the done callback, which logs it with its own context.
+void keep_client_failure(Connection& c, const char* what, int err) {
+  TlsConnection& t = *c.ssl;
+  std::string text;
+  // Without proxy_ssl_verify the chain is still checked and its result
+  // kept, but it decides nothing.
+  const bool verifying = t.ssl != nullptr && (SSL_get_verify_mode(t.ssl) & SSL_VERIFY_PEER) != 0;
+  const long verify = verifying ? SSL_get_verify_result(t.ssl) : X509_V_OK;
+  if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(t.ssl);
+    std::string name;
+    if (const char* host = X509_VERIFY_PARAM_get0_host(param, 0)) name = host;
+    if (char* ip = X509_VERIFY_PARAM_get1_ip_asc(param)) {
+      name = ip;
+      OPENSSL_free(ip);
+    }
+    text = "upstream SSL certificate does not match \"" + name + "\"";
+    ERR_clear_error();
+  } else if (verify != X509_V_OK) {
+    text = "upstream SSL certificate verify error: (" + std::to_string(verify) + ":" +
+           X509_verify_cert_error_string(verify) + ")";
+    ERR_clear_error();
+  } else {
+    text = what;
+    if (err != 0) text += " (" + std::to_string(err) + ": " + std::strerror(err) + ")";
+    text += tls_error_text();
+  }
+  char* mem = c.arena != nullptr ? static_cast<char*>(c.arena->alloc(text.size(), 1)) : nullptr;
+  if (mem != nullptr) {
+    std::memcpy(mem, text.data(), text.size());
+    t.failure = std::string_view(mem, text.size());
+  }
+}
+
 void log_handshake_failure(Connection& c, const char* what, int err) {
+  if (c.ssl != nullptr && c.ssl->client) {
+    keep_client_failure(c, what, err);
+    return;
+  }
   if (c.log == nullptr) {
     ERR_clear_error();
     return;
@@ -51,8 +95,9 @@ void finish(Connection& c, TlsHandshake result) {
     t.ktls_send = BIO_get_ktls_send(SSL_get_wbio(t.ssl)) ? 1 : 0;
 #endif
     // Application data may have arrived with the last handshake flight:
-    // the protocol's first read finds out (EAGAIN costs one call).
-    c.read->ready = 1;
+    // the protocol's first read finds out, unless the socket was empty at
+    // the last read and OpenSSL holds nothing (that read would meet EAGAIN).
+    c.read->ready = t.drained && !c.read->pending_eof && SSL_has_pending(t.ssl) == 0 ? 0 : 1;
   } else if (result == TlsHandshake::kFailed) {
     counters->tls_handshakes_failed.add();
   } else if (result == TlsHandshake::kPlain) {
@@ -68,6 +113,7 @@ bool do_handshake(Connection& c) {
   TlsConnection& t = *c.ssl;
   EventLoop& loop = *c.loop;
   ERR_clear_error();
+  t.drained = 0;  // finish() trusts only a read() made by this step
   const int n = SSL_do_handshake(t.ssl);
   if (n == 1) {
     finish(c, TlsHandshake::kOk);
@@ -143,7 +189,9 @@ void handshake_handler(Event& ev) {
   Connection& c = *ev.owner<Connection>();
   if (ev.timedout) {
     c.timedout = 1;
-    if (c.log != nullptr) {
+    if (c.ssl->client) {
+      keep_client_failure(c, "upstream timed out", ETIMEDOUT);
+    } else if (c.log != nullptr) {
       VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out in SSL handshake, client: %.*s",
                 static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
                 c.addr_text.data());
@@ -179,6 +227,7 @@ Result<TlsConnection*> create(Connection& c, TlsContext& ctx) {
     return Status::error("SSL_set_fd() failed" + tls_error_text());
   }
   SSL_set_app_data(t->ssl, &c);
+  tls_watch_reads(*t);
   c.ssl = t;
   return t;
 }
@@ -252,18 +301,14 @@ void tls_send_close_notify(Connection& c) {
 }
 
 void tls_close(Connection& c) {
+  tls_release_stage(c);
   TlsConnection* t = c.ssl;
   c.ssl = nullptr;
   c.recv = unix_recv;
   c.send = unix_send;
   c.recv_chain = readv_chain;
   c.send_chain = writev_chain;
-  if (t == nullptr) return;
-  if (t->stage != nullptr) {
-    std::free(t->stage);
-    t->stage = nullptr;
-  }
-  if (t->ssl == nullptr) return;
+  if (t == nullptr || t->ssl == nullptr) return;
   ERR_clear_error();
   if (t->handshaked && !c.error && !c.timedout) {
     // One try: close_notify goes out if the socket buffer takes it. We never

@@ -118,6 +118,15 @@ ShmZone* zone_of(SSL_CTX* ctx) {
 }
 
 int new_session_cb(SSL* ssl, SSL_SESSION* sess) {
+  // TLS 1.3 with tickets: the ticket carries the whole session and
+  // resumption never looks it up by id, yet OpenSSL 3 reports every ticket
+  // it sends here (two per handshake). Storing them would cost two DER
+  // encodings and two trips through the zone's lock per handshake and push
+  // TLS 1.2 sessions, which do need the cache, out of it. Stateful TLS 1.3
+  // tickets (ssl_session_tickets off) are looked up by id: those are kept.
+  if (SSL_version(ssl) == TLS1_3_VERSION && (SSL_get_options(ssl) & SSL_OP_NO_TICKET) == 0) {
+    return 0;
+  }
   ShmZone* z = zone_of(SSL_get_SSL_CTX(ssl));
   if (z == nullptr) return 0;
   unsigned id_len = 0;

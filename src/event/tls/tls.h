@@ -51,8 +51,9 @@ struct TlsConnection {
   TlsSelectServer select = nullptr;
   TlsSessionSaved saved = nullptr;
   // A file range being encrypted: bytes [stage_off, stage_off + stage_len)
-  // of stage_fd, of which stage_pos are sent. Bounded (kTlsStageSize), taken
-  // only while a file is being sent.
+  // of stage_fd, of which stage_pos are sent. `stage` points into the loop's
+  // file buffer (kTlsStageSize, one per loop, shared by its connections),
+  // set only while a file is being sent.
   char* stage = nullptr;
   std::size_t stage_len = 0;
   std::size_t stage_pos = 0;
@@ -61,14 +62,26 @@ struct TlsConnection {
   // Length of an SSL_write that returned WANT_WRITE: the retry must offer at
   // least as much (OpenSSL's "bad write retry" otherwise).
   std::size_t write_pending = 0;
+  // Client side: why the handshake failed (nginx's wording, e.g. "upstream
+  // SSL certificate verify error: (20:...)"), in the connection's arena; set
+  // before `done(c, kFailed)`, which logs it with its own context.
+  std::string_view failure;
   unsigned handshaked : 1 = 0;
   unsigned detect_plain : 1 = 0;
   unsigned client : 1 = 0;
   unsigned ktls_send : 1 = 0;
   unsigned read_error : 1 = 0;  // an error after data was returned: report it next
+  // The last read() OpenSSL made on the socket, in the current tls_recv or
+  // handshake step, returned less than it asked for (or nothing): the socket
+  // was empty then, and an edge-triggered backend reports whatever arrives
+  // after it (tls_watch_reads keeps it; each call clears it first).
+  unsigned drained : 1 = 0;
 };
 
-inline constexpr std::size_t kTlsStageSize = 16384;  // one TLS record
+// A file goes out through the loop's buffer in pieces of this size: one
+// pread() per four 16 KiB records (nginx reads 32 KiB output buffers and
+// copies them once more into its 16 KiB TLS buffer).
+inline constexpr std::size_t kTlsStageSize = 65536;
 
 // Starts a server handshake on an accepted connection. `detect_plain`: peek
 // at the first byte and report kPlain when it is not a TLS handshake record.
@@ -88,6 +101,17 @@ int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session);
 void tls_send_close_notify(Connection& c);
 // Sends close_notify without waiting and frees the TLS state; called by the pool.
 void tls_close(Connection& c);
+
+// Watches the reads OpenSSL makes on the connection's socket (a BIO
+// callback) to keep `drained`: a short read tells that the socket is empty,
+// as it does for plain sockets, and spares the read that would only return
+// EAGAIN. tls_start_server and tls_start_client install it.
+void tls_watch_reads(TlsConnection& t);
+
+// Forgets the connection's staged file bytes (the loop keeps its buffer).
+void tls_release_stage(Connection& c);
+// Frees the loop's TLS file buffer: the exit hook of a worker's loop.
+void tls_exit_loop(EventLoop& loop);
 
 // The I/O functions installed after the handshake (same contracts as io.cc).
 long tls_recv(Connection& c, char* buf, std::size_t size);

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <new>
 
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -54,28 +54,85 @@ long write_some(Connection& c, const char* buf, std::size_t size) {
   return kIoError;
 }
 
-// Keeps the staged file bytes when they still match the buffer (a retry),
-// else reads the next piece of the file into the stage.
+// The file buffer of a loop: one per worker, made at the first file sent
+// over TLS without kTLS and kept until the worker exits, so no request
+// allocates one. Connections take turns: `owner` is the one whose bytes it
+// holds now.
+struct LoopStage {
+  char buf[kTlsStageSize];
+  const TlsConnection* owner = nullptr;
+};
+
+const char kStageKey = 0;  // the address is the key of our per-loop state
+
+LoopStage* loop_stage(Connection& c) {
+  if (c.loop == nullptr) return nullptr;
+  auto* ls = static_cast<LoopStage*>(c.loop->context(&kStageKey));
+  if (ls != nullptr) return ls;
+  ls = new (std::nothrow) LoopStage;
+  if (ls == nullptr) return nullptr;
+  if (!c.loop->set_context(&kStageKey, ls)) {
+    delete ls;
+    return nullptr;
+  }
+  return ls;
+}
+
+// Reads exactly `len` bytes of the file at `off` into the buffer.
+bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::pread(fd, to, len, off);
+    if (n > 0) {
+      to += n;
+      off += n;
+      len -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == -1 && errno == EINTR) continue;
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
+                static_cast<unsigned long long>(c.number),
+                n == 0 ? "file was truncated while being sent" : "pread() failed");
+    }
+    return false;
+  }
+  return true;
+}
+
+// Makes t.stage point at the next unsent file bytes of `b` (at most
+// kTlsStageSize). Bytes already staged and not yet sent are kept; when another
+// connection used the loop's buffer meanwhile, they are read again from the
+// file (the same bytes: a retry after WANT_WRITE offers the same length).
 bool stage_file(Connection& c, const Buf& b, std::size_t want) {
   TlsConnection& t = *c.ssl;
-  if (t.stage != nullptr && t.stage_fd == b.file_fd &&
-      t.stage_off + static_cast<off_t>(t.stage_pos) == b.file_pos && t.stage_pos < t.stage_len) {
+  LoopStage* ls = loop_stage(c);
+  if (ls == nullptr) {
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kAlert, 0, "*%llu no memory for a TLS file buffer",
+                static_cast<unsigned long long>(c.number));
+    }
+    return false;
+  }
+  if (t.stage_fd == b.file_fd && t.stage_off + static_cast<off_t>(t.stage_pos) == b.file_pos &&
+      t.stage_pos < t.stage_len) {
+    if (ls->owner == &t) return true;
+    const std::size_t left = t.stage_len - t.stage_pos;
+    ls->owner = nullptr;
+    if (!read_piece(c, b.file_fd, b.file_pos, ls->buf, left)) return false;
+    ls->owner = &t;
+    t.stage = ls->buf;
+    t.stage_off = b.file_pos;
+    t.stage_len = left;
+    t.stage_pos = 0;
     return true;
   }
-  if (t.stage == nullptr) {
-    t.stage = static_cast<char*>(std::malloc(kTlsStageSize));
-    if (t.stage == nullptr) {
-      if (c.log != nullptr) {
-        VIGIL_LOG(*c.log, kAlert, 0, "*%llu no memory for a TLS file buffer",
-                  static_cast<unsigned long long>(c.number));
-      }
-      return false;
-    }
-  }
   if (want > kTlsStageSize) want = kTlsStageSize;
+  ls->owner = nullptr;
   for (;;) {
-    const ssize_t n = ::pread(b.file_fd, t.stage, want, b.file_pos);
+    const ssize_t n = ::pread(b.file_fd, ls->buf, want, b.file_pos);
     if (n > 0) {
+      ls->owner = &t;
+      t.stage = ls->buf;
       t.stage_fd = b.file_fd;
       t.stage_off = b.file_pos;
       t.stage_len = static_cast<std::size_t>(n);
@@ -90,14 +147,6 @@ bool stage_file(Connection& c, const Buf& b, std::size_t want) {
     }
     return false;
   }
-}
-
-void release_stage(TlsConnection& t) {
-  if (t.stage == nullptr) return;
-  std::free(t.stage);
-  t.stage = nullptr;
-  t.stage_len = t.stage_pos = 0;
-  t.stage_fd = -1;
 }
 
 #ifdef BIO_get_ktls_send
@@ -124,7 +173,26 @@ long send_file_ktls(Connection& c, Buf& b, off_t budget) {
 }
 #endif
 
+long watch_reads_cb(BIO* bio, int oper, const char*, std::size_t len, int, long, int ret,
+                    std::size_t* processed) {
+  if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+    auto* t = reinterpret_cast<TlsConnection*>(BIO_get_callback_arg(bio));
+    if (t != nullptr) {
+      const std::size_t got = ret > 0 && processed != nullptr ? *processed : 0;
+      t->drained = got < len ? 1 : 0;
+    }
+  }
+  return ret;
+}
+
 }  // namespace
+
+void tls_watch_reads(TlsConnection& t) {
+  BIO* bio = SSL_get_rbio(t.ssl);
+  if (bio == nullptr) return;
+  BIO_set_callback_arg(bio, reinterpret_cast<char*>(&t));
+  BIO_set_callback_ex(bio, watch_reads_cb);
+}
 
 long tls_recv(Connection& c, char* buf, std::size_t size) {
   TlsConnection& t = *c.ssl;
@@ -136,6 +204,9 @@ long tls_recv(Connection& c, char* buf, std::size_t size) {
   if (rev.eof) return 0;
   if (size == 0) return 0;
 
+  // Only a read() made by this call says anything about the socket now: an
+  // older short read may predate data whose readiness event brought us here.
+  t.drained = 0;
   std::size_t total = 0;
   while (size > 0) {
     std::size_t got = 0;
@@ -145,6 +216,14 @@ long tls_recv(Connection& c, char* buf, std::size_t size) {
       total += got;
       buf += got;
       size -= got;
+      // The socket was empty at OpenSSL's last read and OpenSSL holds no
+      // more bytes: another SSL_read would only meet EAGAIN (nginx's short
+      // read rule for plain sockets). With EPOLLRDHUP seen the FIN is next:
+      // read on to find it.
+      if (size > 0 && t.drained && !rev.pending_eof && SSL_has_pending(t.ssl) == 0) {
+        rev.ready = 0;
+        return static_cast<long>(total);
+      }
       continue;
     }
     const int err = SSL_get_error(t.ssl, rc);
@@ -248,13 +327,16 @@ Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
       if (n > 0) b.file_pos += n;
 #endif
     } else {
-      // No kTLS: the file is read and encrypted one record at a time through
-      // a 16k buffer, never loaded whole.
+      // No kTLS: the file is read into the loop's buffer a piece at a time
+      // (never loaded whole) and encrypted from there, a record per call.
       if (!stage_file(c, b, b.size())) {
         c.error = 1;
         return kChainError;
       }
-      n = write_some(c, t.stage + t.stage_pos, t.stage_len - t.stage_pos);
+      std::size_t want = t.stage_len - t.stage_pos;
+      if (static_cast<off_t>(want) > max - sent) want = static_cast<std::size_t>(max - sent);
+      if (want < t.write_pending) want = t.write_pending;  // never beyond the stage
+      n = write_some(c, t.stage + t.stage_pos, want);
       if (n > 0) {
         t.stage_pos += static_cast<std::size_t>(n);
         b.file_pos += n;
@@ -265,8 +347,28 @@ Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
     sent += n;
     while (cl != nullptr && cl->buf->empty()) cl = cl->next;
   }
-  if (cl == nullptr) release_stage(t);
+  if (cl == nullptr) tls_release_stage(c);
   return cl;
+}
+
+void tls_release_stage(Connection& c) {
+  TlsConnection* t = c.ssl;
+  if (t == nullptr) return;
+  if (t->stage != nullptr && c.loop != nullptr) {
+    auto* ls = static_cast<LoopStage*>(c.loop->context(&kStageKey));
+    if (ls != nullptr && ls->owner == t) ls->owner = nullptr;
+  }
+  t->stage = nullptr;
+  t->stage_len = t->stage_pos = 0;
+  t->stage_off = 0;
+  t->stage_fd = -1;
+}
+
+void tls_exit_loop(EventLoop& loop) {
+  auto* ls = static_cast<LoopStage*>(loop.context(&kStageKey));
+  if (ls == nullptr) return;
+  loop.set_context(&kStageKey, nullptr);
+  delete ls;
 }
 
 }  // namespace vigil

@@ -48,9 +48,10 @@ class Keepalive : public testing::UpstreamConfTest,
     PeerConnection pc;
     int rc = 0;
   };
-  std::unique_ptr<Attempt> connect(Group& g) {
+  std::unique_ptr<Attempt> connect(Group& g, const void* reuse_key = nullptr) {
     auto a = std::make_unique<Attempt>();
     a->pr.init(g, *loop_, 0);
+    a->pr.set_reuse_key(reuse_key);
     a->pr.attach(a->pc);
     a->rc = event_connect_peer(*loop_, a->pc);
     if (a->rc == kPeerAgain) {
@@ -122,6 +123,32 @@ TEST_P(Keepalive, ReusableConnectionIsHandedOutAgain) {
   b->pc.free(b->pc, b->pc.data, 0);
   ASSERT_NE(b->pc.connection, nullptr) << "not reusable: the caller closes it";
   loop_->pool().close_connection(*b->pc.connection);
+}
+
+// A connection cached under one reuse key (an https location's TLS
+// context) goes only to a request with the same key; others connect anew.
+TEST_P(Keepalive, ReuseKeySeparatesConnections) {
+  Group* g = group("keepalive 4;");
+  ASSERT_NE(g, nullptr);
+  int ctx_a = 0, ctx_b = 0;
+  auto a = connect(*g, &ctx_a);
+  exchange(*a);
+  Connection* c = a->pc.connection;
+  a->pc.free(a->pc, a->pc.data, kPeerKeepalive);
+  ASSERT_EQ(keepalive_cached(*loop_, *g), 1u);
+
+  auto plain = connect(*g);
+  EXPECT_NE(plain->rc, kPeerDone) << "no key: not the keyed connection";
+  auto other = connect(*g, &ctx_b);
+  EXPECT_NE(other->rc, kPeerDone);
+  EXPECT_EQ(keepalive_cached(*loop_, *g), 1u) << "left in the cache, not closed";
+  auto same = connect(*g, &ctx_a);
+  ASSERT_EQ(same->rc, kPeerDone);
+  EXPECT_EQ(same->pc.connection, c);
+  for (auto* at : {plain.get(), other.get(), same.get()}) {
+    at->pc.free(at->pc, at->pc.data, 0);
+    if (at->pc.connection != nullptr) loop_->pool().close_connection(*at->pc.connection);
+  }
 }
 
 TEST_P(Keepalive, ConnectionClosedByTheBackendIsDroppedAtOnce) {
