@@ -194,6 +194,10 @@ void tls_watch_reads(TlsConnection& t) {
   BIO_set_callback_ex(bio, watch_reads_cb);
 }
 
+bool tls_has_pending(const Connection& c) {
+  return c.ssl != nullptr && c.ssl->ssl != nullptr && SSL_has_pending(c.ssl->ssl) == 1;
+}
+
 long tls_recv(Connection& c, char* buf, std::size_t size) {
   TlsConnection& t = *c.ssl;
   Event& rev = *c.read;
