@@ -39,8 +39,7 @@ TEST_P(TlsProxyPipeline, ARequestLeftInsideOpensslIsServedAfterTheProxiedOne) {
   const std::string conf =
       "access_log off;\n" +
       test::tls_server_block(port, "location / { proxy_pass http://" + backend.address() + "; }");
-  ASSERT_TRUE(s.start(conf, "", "use " + GetParam() + ";"))
-      << s.output();
+  ASSERT_TRUE(s.start(conf, "", "use " + GetParam() + ";")) << s.output();
 
   TlsClient c(port);
   ASSERT_TRUE(c.handshake()) << c.error();
