@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "event/tls/tls.h"
 #include "http/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -147,8 +148,10 @@ void body_phase(ProxyState& ps) {
 void check_broken(ProxyState& ps, Event& rev) {
   Connection& c = *ps.r->c;
   if (!rev.ready && !rev.eof) return;
+  // Under TLS the next request may be inside OpenSSL already, where the
+  // socket shows nothing: it is pipelined input, and readiness must stay.
   char ch;
-  const ssize_t n = ::recv(c.fd, &ch, 1, MSG_PEEK);
+  const ssize_t n = tls_has_pending(c) ? 1 : ::recv(c.fd, &ch, 1, MSG_PEEK);
   if (n > 0) {
     // Pipelined input: it waits for the next request. A level-triggered
     // backend would report it again and again.

@@ -29,17 +29,7 @@ class ProxyStream : public ::testing::Test {
 // An upgrade-aware echo backend: 101, then every byte back until EOF.
 bool echo_upgrade(BackendConn& c, const BackendRequest& r) {
   if (r.header("upgrade") != "websocket") return c.send(backend_response(426, "upgrade please"));
-  if (!c.send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              "Sec-WebSocket-Accept: x\r\n\r\n")) {
-    return false;
-  }
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
-    if (n <= 0) break;
-    if (!c.send(std::string_view(buf, static_cast<std::size_t>(n)))) break;
-  }
-  return false;
+  return upgrade_and_echo(c);
 }
 
 TEST_F(ProxyStream, WebSocketEchoThroughTheProxy) {

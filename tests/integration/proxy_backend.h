@@ -76,6 +76,22 @@ inline std::string backend_response(int status, const std::string& body,
          " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
 }
 
+// Answers an Upgrade request with 101, then sends every byte back until the
+// peer's EOF; false (close the connection) at the end.
+inline bool upgrade_and_echo(BackendConn& c) {
+  if (!c.send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              "Sec-WebSocket-Accept: x\r\n\r\n")) {
+    return false;
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    if (!c.send(std::string_view(buf, static_cast<std::size_t>(n)))) break;
+  }
+  return false;
+}
+
 class Backend {
  public:
   explicit Backend(BackendHandler handler = nullptr) : handler_(std::move(handler)) {

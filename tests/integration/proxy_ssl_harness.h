@@ -38,17 +38,7 @@ inline bool echo_backend(BackendConn& c, const BackendRequest& r) {
     return c.send(
         backend_response(200, r.method + " " + std::to_string(r.body.size()) + "\n" + r.body));
   }
-  if (!c.send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              "Sec-WebSocket-Accept: x\r\n\r\n")) {
-    return false;
-  }
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
-    if (n <= 0) break;
-    if (!c.send(std::string_view(buf, static_cast<std::size_t>(n)))) break;
-  }
-  return false;
+  return upgrade_and_echo(c);
 }
 
 class ProxySsl : public ::testing::Test {

@@ -87,10 +87,6 @@ void finish(Connection& c, TlsHandshake result) {
     counters->tls_handshakes.add();
     if (SSL_session_reused(t.ssl) == 1) counters->tls_sessions_reused.add();
     t.handshaked = 1;
-    c.recv = tls_recv;
-    c.send = tls_send;
-    c.recv_chain = tls_recv_chain;
-    c.send_chain = tls_send_chain;
 #ifdef BIO_get_ktls_send
     t.ktls_send = BIO_get_ktls_send(SSL_get_wbio(t.ssl)) ? 1 : 0;
 #endif
@@ -104,6 +100,10 @@ void finish(Connection& c, TlsHandshake result) {
     SSL_free(t.ssl);
     t.ssl = nullptr;
     c.ssl = nullptr;
+    c.recv = unix_recv;
+    c.send = unix_send;
+    c.recv_chain = readv_chain;
+    c.send_chain = writev_chain;
   }
   done(c, result);
 }
@@ -229,6 +229,15 @@ Result<TlsConnection*> create(Connection& c, TlsContext& ctx) {
   SSL_set_app_data(t->ssl, &c);
   tls_watch_reads(*t);
   c.ssl = t;
+  // OpenSSL reads and writes the socket itself from here on. The TLS I/O is
+  // installed before any event is armed, so a completion-based backend
+  // (io_uring) sees the connection's I/O replaced and watches it for
+  // readiness instead of receiving the ClientHello into its own buffers.
+  // Nothing reads through c.recv until the handshake is done.
+  c.recv = tls_recv;
+  c.send = tls_send;
+  c.recv_chain = tls_recv_chain;
+  c.send_chain = tls_send_chain;
   return t;
 }
 

@@ -115,6 +115,9 @@ void tls_exit_loop(EventLoop& loop);
 
 // The I/O functions installed after the handshake (same contracts as io.cc).
 long tls_recv(Connection& c, char* buf, std::size_t size);
+// OpenSSL holds bytes of `c` not yet returned by tls_recv (decrypted or
+// read ahead): a peek at the socket cannot see them.
+bool tls_has_pending(const Connection& c);
 long tls_send(Connection& c, const char* buf, std::size_t size);
 long tls_recv_chain(Connection& c, Chain* chain, off_t limit);
 Chain* tls_send_chain(Connection& c, Chain* in, off_t limit);

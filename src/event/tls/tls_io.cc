@@ -78,23 +78,30 @@ LoopStage* loop_stage(Connection& c) {
   return ls;
 }
 
-// Reads exactly `len` bytes of the file at `off` into the buffer.
-bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
-  while (len > 0) {
+// One pread() of up to `len` bytes, retried on EINTR: the count read, or 0
+// after logging why nothing can be read (an error, or the file ended early).
+std::size_t read_file(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  for (;;) {
     const ssize_t n = ::pread(fd, to, len, off);
-    if (n > 0) {
-      to += n;
-      off += n;
-      len -= static_cast<std::size_t>(n);
-      continue;
-    }
+    if (n > 0) return static_cast<std::size_t>(n);
     if (n == -1 && errno == EINTR) continue;
     if (c.log != nullptr) {
       VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
                 static_cast<unsigned long long>(c.number),
                 n == 0 ? "file was truncated while being sent" : "pread() failed");
     }
-    return false;
+    return 0;
+  }
+}
+
+// Reads exactly `len` bytes of the file at `off` into the buffer.
+bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  while (len > 0) {
+    const std::size_t n = read_file(c, fd, off, to, len);
+    if (n == 0) return false;
+    to += n;
+    off += static_cast<off_t>(n);
+    len -= n;
   }
   return true;
 }
@@ -128,25 +135,15 @@ bool stage_file(Connection& c, const Buf& b, std::size_t want) {
   }
   if (want > kTlsStageSize) want = kTlsStageSize;
   ls->owner = nullptr;
-  for (;;) {
-    const ssize_t n = ::pread(b.file_fd, ls->buf, want, b.file_pos);
-    if (n > 0) {
-      ls->owner = &t;
-      t.stage = ls->buf;
-      t.stage_fd = b.file_fd;
-      t.stage_off = b.file_pos;
-      t.stage_len = static_cast<std::size_t>(n);
-      t.stage_pos = 0;
-      return true;
-    }
-    if (n == -1 && errno == EINTR) continue;
-    if (c.log != nullptr) {
-      VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
-                static_cast<unsigned long long>(c.number),
-                n == 0 ? "file was truncated while being sent" : "pread() failed");
-    }
-    return false;
-  }
+  const std::size_t n = read_file(c, b.file_fd, b.file_pos, ls->buf, want);
+  if (n == 0) return false;
+  ls->owner = &t;
+  t.stage = ls->buf;
+  t.stage_fd = b.file_fd;
+  t.stage_off = b.file_pos;
+  t.stage_len = n;
+  t.stage_pos = 0;
+  return true;
 }
 
 #ifdef BIO_get_ktls_send
@@ -192,6 +189,10 @@ void tls_watch_reads(TlsConnection& t) {
   if (bio == nullptr) return;
   BIO_set_callback_arg(bio, reinterpret_cast<char*>(&t));
   BIO_set_callback_ex(bio, watch_reads_cb);
+}
+
+bool tls_has_pending(const Connection& c) {
+  return c.ssl != nullptr && c.ssl->ssl != nullptr && SSL_has_pending(c.ssl->ssl) == 1;
 }
 
 long tls_recv(Connection& c, char* buf, std::size_t size) {

@@ -9,27 +9,12 @@
 #include "http/servers.h"
 #include "http/types.h"
 #include "server/modules.h"
-#include "unit/core/conf/conf_test_util.h"
+#include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {
 namespace {
 
-class HttpConf : public vigil::testing::ConfDirTest {
- protected:
-  const HttpServers* servers(const std::string& http) {
-    conf_ = nullptr;
-    auto r = load("events {}\nhttp {\n" + http + "\n}\n");
-    EXPECT_TRUE(r) << r.status().message();
-    if (!r) return nullptr;
-    conf_ = std::move(r.value());
-    return http_servers(*conf_);
-  }
-  std::string error(const std::string& http) {
-    return error_of("events {}\nhttp {\n" + http + "\n}\n");
-  }
-
-  std::unique_ptr<Configuration> conf_;
-};
+using HttpConf = testing::HttpConfTest;
 
 TEST_F(HttpConf, NoHttpBlockNoServers) {
   auto r = load("events {}\n");

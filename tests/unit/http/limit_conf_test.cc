@@ -8,27 +8,12 @@
 #include "http/conf.h"
 #include "http/servers.h"
 #include "server/modules.h"
-#include "unit/core/conf/conf_test_util.h"
+#include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {
 namespace {
 
-class LimitConf : public vigil::testing::ConfDirTest {
- protected:
-  const HttpSrvConf* server(const std::string& http) {
-    conf_ = nullptr;
-    auto r = load("events {}\nhttp {\n" + http + "\n}\n");
-    EXPECT_TRUE(r) << r.status().message();
-    if (!r) return nullptr;
-    conf_ = std::move(r.value());
-    const HttpServers* s = http_servers(*conf_);
-    return s != nullptr && !s->servers.empty() ? s->servers[0] : nullptr;
-  }
-  std::string error(const std::string& http) {
-    return error_of("events {}\nhttp {\n" + http + "\n}\n");
-  }
-  std::unique_ptr<Configuration> conf_;
-};
+using LimitConf = testing::HttpConfTest;
 
 TEST_F(LimitConf, DefaultsAreNginxs) {
   const HttpSrvConf* srv = server("server { listen 127.0.0.1:1; }");
@@ -71,10 +56,10 @@ TEST_F(LimitConf, ValuesAndInheritance) {
   EXPECT_EQ(top.limit_rate_after, 1048576u);
   EXPECT_EQ(top.limit_req_status, 429);
   ASSERT_EQ(top.prefix_locations.size(), 2u);
-  const HttpLocConf* a = top.prefix_locations[0]->name == "/a" ? top.prefix_locations[0]
-                                                               : top.prefix_locations[1];
-  const HttpLocConf* b = a == top.prefix_locations[0] ? top.prefix_locations[1]
-                                                      : top.prefix_locations[0];
+  const HttpLocConf* a =
+      top.prefix_locations[0]->name == "/a" ? top.prefix_locations[0] : top.prefix_locations[1];
+  const HttpLocConf* b =
+      a == top.prefix_locations[0] ? top.prefix_locations[1] : top.prefix_locations[0];
   // /a sets nothing: everything inherited.
   ASSERT_EQ(a->limit_req.size(), 1u);
   EXPECT_EQ(a->limit_req[0].zone->name(), "one");

@@ -9,26 +9,12 @@
 #include "http/conf.h"
 #include "http/servers.h"
 #include "server/modules.h"
-#include "unit/core/conf/conf_test_util.h"
+#include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {
 namespace {
 
-class OpenFileCacheConfTest : public vigil::testing::ConfDirTest {
- protected:
-  const HttpServers* servers(const std::string& http) {
-    conf_ = nullptr;
-    auto r = load("events {}\nhttp {\n" + http + "\n}\n");
-    EXPECT_TRUE(r) << r.status().message();
-    if (!r) return nullptr;
-    conf_ = std::move(r.value());
-    return http_servers(*conf_);
-  }
-  std::string error(const std::string& http) {
-    return error_of("events {}\nhttp {\n" + http + "\n}\n");
-  }
-  std::unique_ptr<Configuration> conf_;
-};
+using OpenFileCacheConfTest = testing::HttpConfTest;
 
 TEST_F(OpenFileCacheConfTest, OffByDefaultWithNginxDefaults) {
   const HttpServers* s = servers("server { listen 127.0.0.1:1; }");
