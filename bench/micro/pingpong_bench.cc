@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -87,6 +88,9 @@ class Client {
     char buf[4096];
     while (done < fds_.size()) {
       int n = ::epoll_wait(ep_, evs, 256, 5000);
+      // EINTR: io_uring may interrupt this thread's wait when it runs work
+      // queued by the ring's setup here (the loop is made on this thread).
+      if (n == -1 && errno == EINTR) continue;
       if (n <= 0) return false;
       for (int k = 0; k < n; ++k) {
         std::size_t i = evs[k].data.u32;
