@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -210,6 +209,23 @@ inline Response get(int port, const std::string& request, bool head_only = false
 inline std::string simple_get(const std::string& target, const std::string& host = "localhost",
                               const std::string& extra = "") {
   return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + extra + "\r\n";
+}
+
+// Through a tunnel that echoes (after a 101 from the backend): three masked
+// WebSocket frames ("hello", RFC 6455 §5.7) and then 200,000 bytes, each
+// expected back byte for byte. Callers check HasFatalFailure() after it.
+inline void expect_echo_tunnel(Client& c) {
+  const std::string frame("\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58", 11);
+  std::string got = c.extra();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(frame));
+    got += read_n(c.fd(), frame.size() - got.size(), 3000);
+    ASSERT_EQ(got, frame) << i;
+    got.clear();
+  }
+  std::string big(200000, 'w');
+  ASSERT_TRUE(c.send(big));
+  EXPECT_EQ(read_n(c.fd(), big.size(), 5000), big);
 }
 
 }  // namespace vigil::test
