@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "http/head_writer.h"
 #include "http/limit_rate.h"
 #include "http/request.h"
 #include "http/worker.h"
@@ -29,21 +30,8 @@ constexpr off_t kWriteChunk = off_t{2} << 20;
 
 constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
 
-struct Out {
-  char* p;
-  void put(std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
-  }
-  void put_uint(std::uint64_t v) {
-    char tmp[20];
-    int n = 0;
-    do {
-      tmp[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (n > 0) *p++ = tmp[--n];
-  }
+// The response head's writer: the proxy's HeadWriter, and Location paths.
+struct Out : HeadWriter {
   // A path for Location, percent-encoding what may not appear raw in a
   // URI reference (RFC 3986 §2): controls, space, non-ASCII, and "\"%<>\\^`{|}#?".
   void put_escaped_path(std::string_view s) {
@@ -202,7 +190,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
     r.big_header_size = static_cast<std::uint32_t>(cap);
   }
 
-  Out o{mem};
+  Out o{{mem}};
   o.put("HTTP/1.1 ");
   o.put_uint(static_cast<std::uint64_t>(h.status));
   *o.p++ = ' ';
