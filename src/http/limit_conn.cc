@@ -111,13 +111,8 @@ Status set_limit_conn_zone(const DirectiveCall& call, HttpFinalConf& fin) {
   std::string name;
   std::uint64_t size = 0;
   if (Status st = parse_zone_arg(call, a.substr(5), name, size); !st) return st;
-  if (Status st = bind_limit_zone(call, "limit_conn_zone", "limit_conn_zone", name, size,
-                                  &kLimitConnTag, ctx.get());
-      !st) {
-    return st;
-  }
-  fin.limit_zones.push_back(std::move(ctx));
-  return Status::ok();
+  return bind_limit_zone(call, "limit_conn_zone", "limit_conn_zone", name, size, &kLimitConnTag,
+                         std::move(ctx), fin.limit_zones);
 }
 
 // limit_conn zone number;

@@ -211,13 +211,8 @@ Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
     }
   }
   if (name.empty()) return call.error("\"limit_req_zone\" must have \"zone\" parameter");
-  if (Status st = bind_limit_zone(call, "limit_req_zone", "limit_req", name, size,
-                                  &kLimitReqTag, ctx.get());
-      !st) {
-    return st;
-  }
-  fin.limit_zones.push_back(std::move(ctx));
-  return Status::ok();
+  return bind_limit_zone(call, "limit_req_zone", "limit_req", name, size, &kLimitReqTag,
+                         std::move(ctx), fin.limit_zones);
 }
 
 // limit_req zone=name [burst=N] [nodelay | delay=N];

@@ -19,9 +19,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/conf/module.h"
 #include "core/conf/values.h"
@@ -91,7 +93,7 @@ inline Status parse_zone_arg(const DirectiveCall& call, std::string_view v, std:
                              std::uint64_t& size) {
   const auto colon = v.rfind(':');
   auto parsed = colon == std::string_view::npos || colon == 0 ? std::nullopt
-                                                               : parse_size(v.substr(colon + 1));
+                                                              : parse_size(v.substr(colon + 1));
   if (!parsed) return call.error("invalid zone size \"" + std::string(v) + "\"");
   name = std::string(v.substr(0, colon));
   size = *parsed;
@@ -103,10 +105,12 @@ inline Status parse_zone_arg(const DirectiveCall& call, std::string_view v, std:
 // has one key; a reload that keeps the zone must keep its key too
 // ("<reload_label> "x" uses the "$a" key while previously it used the "$b"
 // key", nginx's text). The table is laid over the zone when it is mapped.
+// `ctx` is kept alive in `keep` (the configuration's list) once bound.
 template <class Zone>
 Status bind_limit_zone(const DirectiveCall& call, const char* directive, const char* reload_label,
                        const std::string& name, std::uint64_t size, const void* tag,
-                       Zone* raw) {
+                       std::shared_ptr<Zone> ctx, std::vector<std::shared_ptr<void>>& keep) {
+  Zone* raw = ctx.get();
   auto z = call.zones().add(name, size, tag, call.where());
   if (!z) return z.status();
   if ((*z)->data() != nullptr) {
@@ -129,6 +133,7 @@ Status bind_limit_zone(const DirectiveCall& call, const char* directive, const c
     zone.set_data(raw);
     return Status::ok();
   });
+  keep.push_back(std::move(ctx));
   return Status::ok();
 }
 
