@@ -2,57 +2,16 @@
 // §7.8): the two connections become a tunnel, bytes copied both ways
 // through one buffer each, a side's EOF passed on as a half-close, idle for
 // at most proxy_read_timeout (nginx's ngx_http_upstream_process_upgraded).
-#include <sys/socket.h>
 
-#include <cerrno>
 #include <cstring>
 
-#include "event/tls/tls.h"
 #include "http/proxy.h"
 #include "http/worker.h"
+#include "upstream/relay.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
 namespace vigil::http::proxy {
-namespace {
-
-// src -> buf -> dst as far as the sockets allow; false on an error.
-bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_shut,
-          bool& progress) {
-  for (;;) {
-    bool moved = false;
-    if (buf.pos < buf.last && dst.write->ready) {
-      long n = dst.send(dst, buf.pos, static_cast<std::size_t>(buf.last - buf.pos));
-      if (n == kIoError) return false;
-      if (n > 0) {
-        buf.pos += n;
-        if (buf.pos == buf.last) buf.pos = buf.last = buf.start;
-        moved = true;
-      }
-    }
-    if (!src_eof && buf.last < buf.end && src.read->ready) {
-      long n = src.recv(src, buf.last, static_cast<std::size_t>(buf.end - buf.last));
-      if (n == kIoError) return false;
-      if (n == 0) {
-        src_eof = true;
-        moved = true;
-      } else if (n > 0) {
-        buf.last += n;
-        moved = true;
-      }
-    }
-    if (!moved) break;
-    progress = true;
-  }
-  if (src_eof && buf.pos == buf.last && !dst_shut) {
-    dst_shut = true;
-    tls_send_close_notify(dst);  // a TLS side (client or https upstream) sees a clean end first
-    if (shutdown_write(dst) == -1 && errno != ENOTCONN) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 void start_tunnel(ProxyState& ps) {
   Request& r = *ps.r;
@@ -121,8 +80,8 @@ void tunnel(ProxyState& ps) {
   }
   bool progress = false;
   Buf& down = ps.ring[0];
-  if (!pump(c, u, ps.body, ps.client_eof, ps.tunnel_up_shut, progress) ||
-      !pump(u, c, down, ps.upstream_eof, ps.tunnel_down_shut, progress)) {
+  if (!upstream::relay(c, u, ps.body, ps.client_eof, ps.tunnel_up_shut, progress) ||
+      !upstream::relay(u, c, down, ps.upstream_eof, ps.tunnel_down_shut, progress)) {
     finish(ps, false);
     return;
   }

@@ -14,6 +14,7 @@
 
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
+#include "upstream/relay.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -29,8 +30,8 @@ struct Session {
   const StreamSrvConf* conf = nullptr;
   PeerConnection peer;
   upstream::PeerRequest balancer;  // pick the server, count, health (peer.get/free)
-  Buf up;    // client -> upstream
-  Buf down;  // upstream -> client
+  Buf up;                          // client -> upstream
+  Buf down;                        // upstream -> client
   bool client_eof = false;
   bool upstream_eof = false;
   bool upstream_shut = false;  // we sent FIN to the upstream
@@ -69,52 +70,13 @@ void finalize(Session& s, const char* why) {
   loop.pool().close_connection(client);
 }
 
-// Moves bytes src -> buf -> dst as far as the sockets allow. Returns false on
-// an error (the session is finished by the caller).
-bool pump(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_shut,
-          std::uint64_t& counter, bool& progress) {
-  for (;;) {
-    bool moved = false;
-    if (buf.pos < buf.last && dst.write->ready) {
-      long n = dst.send(dst, buf.pos, static_cast<std::size_t>(buf.last - buf.pos));
-      if (n == kIoError) return false;
-      if (n > 0) {
-        buf.pos += n;
-        if (buf.pos == buf.last) buf.pos = buf.last = buf.start;
-        moved = true;
-      }
-    }
-    if (!src_eof && buf.last < buf.end && src.read->ready) {
-      long n = src.recv(src, buf.last, static_cast<std::size_t>(buf.end - buf.last));
-      if (n == kIoError) return false;
-      if (n == 0) {
-        src_eof = true;
-        moved = true;
-      } else if (n > 0) {
-        buf.last += n;
-        counter += static_cast<std::uint64_t>(n);
-        moved = true;
-      }
-    }
-    if (!moved) break;
-    progress = true;
-  }
-  // Everything the side sent is delivered: pass its EOF on as a half-close.
-  if (src_eof && buf.pos == buf.last && !dst_shut) {
-    dst_shut = true;
-    tls_send_close_notify(dst);  // a TLS side sees a clean end first
-    if (shutdown_write(dst) == -1 && errno != ENOTCONN) return false;
-  }
-  return true;
-}
-
 void process(Session& s) {
   Connection& c = *s.client;
   Connection& u = *s.upstream;
   EventLoop& loop = *c.loop;
   bool progress = false;
-  if (!pump(c, u, s.up, s.client_eof, s.upstream_shut, s.from_client, progress) ||
-      !pump(u, c, s.down, s.upstream_eof, s.client_shut, s.from_upstream, progress)) {
+  if (!upstream::relay(c, u, s.up, s.client_eof, s.upstream_shut, progress, &s.from_client) ||
+      !upstream::relay(u, c, s.down, s.upstream_eof, s.client_shut, progress, &s.from_upstream)) {
     return finalize(s, "connection error");
   }
   if (s.client_eof && s.upstream_eof && s.up.pos == s.up.last && s.down.pos == s.down.last) {
@@ -250,7 +212,8 @@ void connect_upstream(Session& s) {
     s.peer.log = s.client->log;
     int rc = event_connect_peer(loop, s.peer);
     if (rc == kPeerBusy) {
-      VIGIL_LOG(*s.client->log, kError, 0, "no live upstreams while connecting to upstream \"%s\", client: %s",
+      VIGIL_LOG(*s.client->log, kError, 0,
+                "no live upstreams while connecting to upstream \"%s\", client: %s",
                 s.conf->upstream->name.c_str(), std::string(s.client->addr_text).c_str());
       break;
     }
@@ -286,7 +249,8 @@ std::string_view hash_key(Connection& c, const std::string& key) {
   std::string_view remote_host = c.addr_text, local, local_port;
   char remote_port_text[8] = {};
   std::string_view remote_port;
-  if (c.peer_addr != nullptr && (c.peer_addr->sa_family == AF_INET || c.peer_addr->sa_family == AF_INET6)) {
+  if (c.peer_addr != nullptr &&
+      (c.peer_addr->sa_family == AF_INET || c.peer_addr->sa_family == AF_INET6)) {
     const in_port_t port = c.peer_addr->sa_family == AF_INET
                                ? reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_port
                                : reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_port;
@@ -302,17 +266,23 @@ std::string_view hash_key(Connection& c, const std::string& key) {
   }
   std::string_view binary;
   if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET) {
-    binary = std::string_view(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_addr), 4);
+    binary = std::string_view(
+        reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_addr),
+        4);
   } else if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET6) {
-    binary = std::string_view(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_addr), 16);
+    binary = std::string_view(reinterpret_cast<const char*>(
+                                  &reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_addr),
+                              16);
   }
   struct Var {
     std::string_view name;
     std::string_view value;
   };
   // Longest names first: $remote_addr must not match inside $remote_address.
-  const Var vars[] = {{"binary_remote_addr", binary}, {"remote_addr", remote_host},
-                      {"remote_port", remote_port},   {"server_addr", local},
+  const Var vars[] = {{"binary_remote_addr", binary},
+                      {"remote_addr", remote_host},
+                      {"remote_port", remote_port},
+                      {"server_addr", local},
                       {"server_port", local_port}};
   std::size_t cap = key.size() + 256;
   char* out = static_cast<char*>(c.arena->alloc(cap, 1));
@@ -364,7 +334,8 @@ void start_session(Connection& c) {
   s->down.reset(mem + n, n);
   upstream::Group& group = *conf->upstream;
   std::string_view key;
-  if (group.method == upstream::Method::kHash || group.method == upstream::Method::kConsistentHash) {
+  if (group.method == upstream::Method::kHash ||
+      group.method == upstream::Method::kConsistentHash) {
     key = hash_key(c, group.hash_key);
   }
   s->balancer.init(group, *c.loop, conf->proxy_next_upstream_tries, key, c.peer_addr);
