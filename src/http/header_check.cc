@@ -6,9 +6,6 @@
 #include "http/chars.h"
 
 namespace vigil::http {
-namespace {
-
-// Content-Length = 1*DIGIT (RFC 9110 §8.6); -1 when invalid or beyond int64.
 std::int64_t parse_content_length(std::string_view v) {
   if (v.empty()) return -1;
   std::int64_t n = 0;
@@ -20,8 +17,6 @@ std::int64_t parse_content_length(std::string_view v) {
   }
   return n;
 }
-
-}  // namespace
 
 void HeaderChecker::error(int status, const char* why) {
   if (out_.status != 0) return;  // the first problem is the one reported

@@ -15,6 +15,10 @@
 
 namespace vigil::http {
 
+// Content-Length = 1*DIGIT (RFC 9110 §8.6); -1 when invalid or beyond int64.
+// Requests and proxied responses share it.
+std::int64_t parse_content_length(std::string_view v);
+
 struct HeaderCheck {
   int status = 0;                    // 0: acceptable; else 400 or 501 to answer
   const char* error = "";            // why, for the error log

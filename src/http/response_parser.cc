@@ -2,9 +2,8 @@
 // §4, §6.1, §6.3); field lines go through the request parser's field machine.
 #include "http/response_parser.h"
 
-#include <limits>
-
 #include "http/chars.h"
+#include "http/header_check.h"
 #include "http/tokens.h"
 
 namespace vigil::http {
@@ -28,18 +27,6 @@ enum State : std::uint8_t {
 };
 
 constexpr char kHttpName[] = "HTTP/";
-
-std::int64_t parse_length(std::string_view v) {
-  if (v.empty()) return -1;
-  std::int64_t n = 0;
-  for (char c : v) {
-    if (!chars::is_digit(c)) return -1;
-    const int d = c - '0';
-    if (n > (std::numeric_limits<std::int64_t>::max() - d) / 10) return -1;
-    n = n * 10 + d;
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -180,7 +167,7 @@ ResponseParse ResponseParser::parse_header(std::string_view in, std::size_t& use
     case HeaderId::kContentLength:
       if (has_content_length_) return fail("duplicate Content-Length");
       has_content_length_ = true;
-      content_length_ = parse_length(field.value);
+      content_length_ = parse_content_length(field.value);
       if (content_length_ < 0) return fail("invalid Content-Length");
       break;
     case HeaderId::kTransferEncoding: {
