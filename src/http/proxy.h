@@ -159,6 +159,14 @@ bool rewind_request(ProxyState& ps);
 
 // ---- proxy_response.cc ----------------------------------------------------------------
 void read_response_head(ProxyState& ps);
+// Hop-by-hop fields (RFC 9110 §7.6.1), never forwarded as they are, in
+// either direction. nginx clears only some of these by default; the RFC says
+// all, and we follow it.
+bool hop_by_hop(std::string_view name);
+// A field that one of the Connection fields among `fields` names (RFC 9110
+// §7.6.1: hop-by-hop too).
+bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string_view name);
+
 // The client's response head (status line, filtered fields) into r.hbuf.
 bool build_client_head(ProxyState& ps, bool upgrade);
 void relay(ProxyState& ps);

@@ -18,27 +18,6 @@ constexpr char kChunkEnd[] = "\r\n";
 constexpr char kChunkEndLast[] = "\r\n0\r\n\r\n";
 constexpr char kLastChunk[] = "0\r\n\r\n";
 
-// Hop-by-hop fields (RFC 9110 §7.6.1), never forwarded as they are. nginx
-// clears only some of these by default; the RFC says all, and we follow it.
-bool hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
-                                                "trailer",         "transfer-encoding", "upgrade",
-                                                "proxy-connection"};
-  for (auto n : kNames) {
-    if (iequals(n, name)) return true;
-  }
-  return false;
-}
-
-// A field the client's Connection header names (it is hop-by-hop too).
-bool named_by_connection(const Request& r, std::string_view name) {
-  for (std::uint32_t i = 0; i < r.nfields; ++i) {
-    if (r.fields[i].id != HeaderId::kConnection) continue;
-    if (list_has_token(r.fields[i].value, name)) return true;
-  }
-  return false;
-}
-
 bool dropped(const Request& r, const ProxyConf& p, const HeaderField& f) {
   if (hop_by_hop(f.name) || iequals(f.name, "content-length") || iequals(f.name, "expect")) {
     return true;
@@ -46,7 +25,7 @@ bool dropped(const Request& r, const ProxyConf& p, const HeaderField& f) {
   for (const auto& h : p.set_headers) {
     if (iequals(h.name, f.name)) return true;
   }
-  return named_by_connection(r, f.name);
+  return named_by_connection(r.fields, r.nfields, f.name);
 }
 
 // Percent-encodes what may not appear raw in a path (RFC 3986 §3.3).
@@ -134,6 +113,23 @@ void body_failed(ProxyState& ps, int status) {
 }
 
 }  // namespace
+
+bool hop_by_hop(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
+                                                "trailer",         "transfer-encoding", "upgrade",
+                                                "proxy-connection"};
+  for (auto n : kNames) {
+    if (iequals(n, name)) return true;
+  }
+  return false;
+}
+
+bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string_view name) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (fields[i].id == HeaderId::kConnection && list_has_token(fields[i].value, name)) return true;
+  }
+  return false;
+}
 
 bool build_request(ProxyState& ps) {
   Request& r = *ps.r;

@@ -45,25 +45,6 @@ bool hidden(const ProxyConf& p, std::string_view name) {
   return hide;
 }
 
-bool hop_by_hop(std::string_view name) {
-  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
-                                                "trailer",         "transfer-encoding", "upgrade",
-                                                "proxy-connection"};
-  for (auto n : kNames) {
-    if (iequals(n, name)) return true;
-  }
-  return false;
-}
-
-bool named_by_connection(const ProxyState& ps, std::string_view name) {
-  for (std::uint32_t i = 0; i < ps.nfields; ++i) {
-    if (ps.fields[i].id == HeaderId::kConnection && list_has_token(ps.fields[i].value, name)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // proxy_redirect default: "http[s]://<proxy_pass host><proxy_pass uri>..." in
 // Location becomes "<location><...>" (relative, RFC 9110 §10.2.2 allows it).
 std::string_view redirect_prefix(const ProxyState& ps, char* buf, std::size_t cap) {
@@ -94,15 +75,8 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {
     need += ps.fields[i].name.size() + ps.fields[i].value.size() + 4;
   }
-  char* mem = r.header_mem;
-  std::size_t cap = kHeaderInline;
-  if (need > kHeaderInline) {
-    cap = (need + 4095) & ~std::size_t{4095};
-    mem = r.hc->worker->buffers().get(cap);
-    if (mem == nullptr) return false;
-    r.big_header = mem;
-    r.big_header_size = static_cast<std::uint32_t>(cap);
-  }
+  char* mem = head_memory(r, need);
+  if (mem == nullptr) return false;
   r.status = ps.resp.status;
   if (ps.resp.body == BodyKind::kClose || upgrade || status_closes(ps.resp.status)) {
     r.keepalive = false;
@@ -136,7 +110,9 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
       o.put("\r\n");
       continue;
     }
-    if (hop_by_hop(f.name) || hidden(p, f.name) || named_by_connection(ps, f.name)) continue;
+    if (hop_by_hop(f.name) || hidden(p, f.name) ||
+        named_by_connection(ps.fields, ps.nfields, f.name))
+      continue;
     o.put(f.name);
     o.put(": ");
     if (!prefix.empty() && iequals(f.name, "location") && f.value.starts_with(prefix)) {
@@ -156,7 +132,6 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
     o.put("Connection: close\r\n");
   }
   o.put("\r\n");
-  r.hbuf.reset(mem, cap);
   r.hbuf.last = o.p;
   r.header_size = o.p - mem;
   return true;

@@ -44,10 +44,10 @@ struct HttpConnection {
   Request* request = nullptr;        // the request in progress, if any
   Msec lingering_deadline = 0;
   Msec lingering_timeout = 0;
-  bool large = false;      // `buffer` is a large_client_header_buffers buffer
-  bool waiting = false;    // counted in stub_status "Waiting" (reusable: idle or not yet read)
-  bool keepalive = false;  // idle between requests (vs. a new connection)
-  bool plain_http = false; // plain text on a TLS port: answered with 400 (nginx's 497)
+  bool large = false;       // `buffer` is a large_client_header_buffers buffer
+  bool waiting = false;     // counted in stub_status "Waiting" (reusable: idle or not yet read)
+  bool keepalive = false;   // idle between requests (vs. a new connection)
+  bool plain_http = false;  // plain text on a TLS port: answered with 400 (nginx's 497)
 };
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
@@ -70,8 +70,8 @@ inline constexpr std::uint32_t kMaxFields = 512;
 struct UpstreamTry {
   char addr[64];
   std::uint8_t addr_len = 0;
-  int status = 0;     // 0: no response (written as "-"), else the backend's status or 502/504
-  Msec time = 0;      // from the connect to the end of the response header / failure
+  int status = 0;  // 0: no response (written as "-"), else the backend's status or 502/504
+  Msec time = 0;   // from the connect to the end of the response header / failure
 };
 inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 
@@ -133,9 +133,9 @@ struct Request {
   Chain* pending = nullptr;  // what is left to send
   char* big_header = nullptr;
   std::uint32_t big_header_size = 0;
-  int fd = -1;         // the file being sent
+  int fd = -1;                       // the file being sent
   CachedFile* file_entry = nullptr;  // fd is this open_file_cache entry's (not ours to close)
-  off_t file_pos = 0;  // read position when sendfile is off
+  off_t file_pos = 0;                // read position when sendfile is off
   off_t file_end = 0;
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
@@ -228,6 +228,10 @@ struct ResponseHeaders {
   std::string_view location_query;
   bool allow = false;  // "Allow: GET, HEAD" (405)
 };
+// Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
+// the request's inline buffer, or a worker buffer kept in r.big_header;
+// nullptr if none could be had.
+char* head_memory(Request& r, std::size_t need);
 // Formats the status line and header fields into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.
 bool write_header(Request& r, const ResponseHeaders& h);

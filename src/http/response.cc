@@ -166,6 +166,20 @@ std::string_view special_body(int status) {
   return special_pages().bodies[static_cast<std::size_t>(status)];
 }
 
+char* head_memory(Request& r, std::size_t need) {
+  char* mem = r.header_mem;
+  std::size_t cap = kHeaderInline;
+  if (need > kHeaderInline) {
+    cap = (need + 4095) & ~std::size_t{4095};
+    mem = r.hc->worker->buffers().get(cap);
+    if (mem == nullptr) return nullptr;
+    r.big_header = mem;
+    r.big_header_size = static_cast<std::uint32_t>(cap);
+  }
+  r.hbuf.reset(mem, cap);
+  return mem;
+}
+
 bool write_header(Request& r, const ResponseHeaders& h) {
   Connection& c = *r.c;
   const HttpLocConf& loc = *r.loc;
@@ -180,15 +194,8 @@ bool write_header(Request& r, const ResponseHeaders& h) {
 
   std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size();
-  char* mem = r.header_mem;
-  std::size_t cap = kHeaderInline;
-  if (need > kHeaderInline) {
-    cap = (need + 4095) & ~std::size_t{4095};
-    mem = r.hc->worker->buffers().get(cap);
-    if (mem == nullptr) return false;
-    r.big_header = mem;
-    r.big_header_size = static_cast<std::uint32_t>(cap);
-  }
+  char* mem = head_memory(r, need);
+  if (mem == nullptr) return false;
 
   Out o{{mem}};
   o.put("HTTP/1.1 ");
@@ -256,7 +263,6 @@ bool write_header(Request& r, const ResponseHeaders& h) {
   if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
   o.put("\r\n");
 
-  r.hbuf.reset(mem, cap);
   r.hbuf.last = o.p;
   r.header_size = o.p - mem;
   return true;
