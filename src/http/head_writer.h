@@ -1,7 +1,7 @@
 #pragma once
-// Writes a message head into memory sized beforehand (the proxy computes the
-// length first, then writes exactly that many bytes): no bounds checks here,
-// the caller's length pass is the bound.
+// Writes a message head into memory sized beforehand (the response and the
+// proxy compute the length first, then write at most that many bytes): no
+// bounds checks here, the caller's length pass is the bound.
 
 #include <cstdint>
 #include <cstring>
@@ -23,6 +23,22 @@ struct HeadWriter {
       v /= 10;
     } while (v != 0);
     while (k > 0) *p++ = tmp[--k];
+  }
+  // A path percent-encoding what may not appear raw in a URI reference
+  // (RFC 3986 §2, §3.3): controls, space, non-ASCII, and "\"%<>\\^`{|}#?".
+  // Up to 3 bytes out per byte in.
+  void put_escaped_path(std::string_view s) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (unsigned char ch : s) {
+      const bool raw = ch > 0x20 && ch < 0x7f && std::strchr("\"%<>\\^`{|}#?", ch) == nullptr;
+      if (raw) {
+        *p++ = static_cast<char>(ch);
+      } else {
+        *p++ = '%';
+        *p++ = kHex[ch >> 4];
+        *p++ = kHex[ch & 0xf];
+      }
+    }
   }
 };
 

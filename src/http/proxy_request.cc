@@ -28,23 +28,6 @@ bool dropped(const Request& r, const ProxyConf& p, const HeaderField& f) {
   return named_by_connection(r.fields, r.nfields, f.name);
 }
 
-// Percent-encodes what may not appear raw in a path (RFC 3986 §3.3).
-std::size_t escape_path(std::string_view s, char* out) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::size_t n = 0;
-  for (unsigned char ch : s) {
-    const bool raw = ch > 0x20 && ch < 0x7f && std::strchr("\"%<>\\^`{|}#?", ch) == nullptr;
-    if (raw) {
-      out[n++] = static_cast<char>(ch);
-    } else {
-      out[n++] = '%';
-      out[n++] = kHex[ch >> 4];
-      out[n++] = kHex[ch & 0xf];
-    }
-  }
-  return n;
-}
-
 // Moves body bytes from the client's header buffer (what arrived with the
 // head) into ps.body.
 void take_buffered(ProxyState& ps, Buf& hb) {
@@ -179,7 +162,7 @@ bool build_request(ProxyState& ps) {
   ps.uri_off = static_cast<std::uint32_t>(w.p - mem);
   if (replace) {
     w.put(p.uri);
-    w.p += escape_path(rest, w.p);
+    w.put_escaped_path(rest);
     if (r.line.has_query) {
       *w.p++ = '?';
       w.put(r.line.query);

@@ -30,24 +30,7 @@ constexpr off_t kWriteChunk = off_t{2} << 20;
 
 constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
 
-// The response head's writer: the proxy's HeadWriter, and Location paths.
-struct Out : HeadWriter {
-  // A path for Location, percent-encoding what may not appear raw in a
-  // URI reference (RFC 3986 §2): controls, space, non-ASCII, and "\"%<>\\^`{|}#?".
-  void put_escaped_path(std::string_view s) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    for (unsigned char ch : s) {
-      const bool raw = ch > 0x20 && ch < 0x7f && std::strchr("\"%<>\\^`{|}#?", ch) == nullptr;
-      if (raw) {
-        *p++ = static_cast<char>(ch);
-      } else {
-        *p++ = '%';
-        *p++ = kHex[ch >> 4];
-        *p++ = kHex[ch & 0xf];
-      }
-    }
-  }
-};
+using Out = HeadWriter;
 
 struct Special {
   int status;
@@ -197,7 +180,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
 
-  Out o{{mem}};
+  Out o{mem};
   o.put("HTTP/1.1 ");
   o.put_uint(static_cast<std::uint64_t>(h.status));
   *o.p++ = ' ';
