@@ -62,12 +62,7 @@ bool limit_conn_pass(Request& r) {
     auto* ctx = static_cast<LimitConnZone*>(ref.zone->data());
     if (ctx == nullptr || !ctx->table.valid()) continue;
     char buf[kMaxLimitKey];
-    if (ctx->key.length(r) > sizeof buf) {
-      VIGIL_LOG(*c.log, kError, 0, "*%llu the value of the \"%s\" key is more than %zu bytes",
-                static_cast<unsigned long long>(c.number), ctx->key.source().c_str(), kMaxLimitKey);
-      continue;
-    }
-    const std::string_view key(buf, static_cast<std::size_t>(ctx->key.write(r, buf) - buf));
+    const std::string_view key = limit_key(r, ctx->key, buf);
     if (key.empty()) continue;
     const std::uint64_t hash = limit_key_hash(key);
     LimitNode* node = nullptr;

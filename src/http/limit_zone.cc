@@ -5,6 +5,10 @@
 #include <cstring>
 #include <new>
 
+#include "http/request.h"
+#include "http/variables.h"
+#include "vigil/core/log.h"
+
 namespace vigil::http {
 namespace {
 
@@ -19,6 +23,16 @@ bool key_less(const RbNode* a, const RbNode* b) {
 }
 
 }  // namespace
+
+std::string_view limit_key(Request& r, const VarTemplate& key, char* buf) {
+  if (key.length(r) > kMaxLimitKey) {
+    const Connection& c = *r.c;
+    VIGIL_LOG(*c.log, kError, 0, "*%llu the value of the \"%s\" key is more than %zu bytes",
+              static_cast<unsigned long long>(c.number), key.source().c_str(), kMaxLimitKey);
+    return {};
+  }
+  return std::string_view(buf, static_cast<std::size_t>(key.write(r, buf) - buf));
+}
 
 std::uint64_t limit_key_hash(std::string_view key) {
   // FNV-1a: the keys are short (4 or 16 bytes of an address, mostly).

@@ -61,6 +61,13 @@ struct LimitShared {
 
 std::uint64_t limit_key_hash(std::string_view key);
 
+struct Request;
+class VarTemplate;
+// A zone's key evaluated for `r` into `buf` (kMaxLimitKey bytes). Empty when
+// the value is empty (not accounted, as nginx) or longer than the buffer
+// (logged at [error], as nginx).
+std::string_view limit_key(Request& r, const VarTemplate& key, char* buf);
+
 class LimitTable {
  public:
   LimitTable() = default;
