@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "http/head_writer.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -18,13 +19,7 @@ char* put(char* p, std::string_view s) {
 
 char* put_uint(char* p, std::uint64_t v) {
   char tmp[20];
-  int n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) *p++ = tmp[--n];
-  return p;
+  return put(p, decimal(v, tmp));
 }
 
 // A value that is empty is logged as "-", as nginx does for unset variables.

@@ -3,11 +3,23 @@
 // proxy compute the length first, then write at most that many bytes): no
 // bounds checks here, the caller's length pass is the bound.
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
 namespace vigil::http {
+
+// `v` in decimal, written at the end of `tmp`: the digits, as a view into it.
+inline std::string_view decimal(std::uint64_t v, char (&tmp)[20]) {
+  char* const end = tmp + sizeof tmp;
+  char* b = end;
+  do {
+    *--b = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return std::string_view(b, static_cast<std::size_t>(end - b));
+}
 
 struct HeadWriter {
   char* p;
@@ -17,12 +29,7 @@ struct HeadWriter {
   }
   void put_uint(std::uint64_t v) {
     char tmp[20];
-    int k = 0;
-    do {
-      tmp[k++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (k > 0) *p++ = tmp[--k];
+    put(decimal(v, tmp));
   }
   // A path percent-encoding what may not appear raw in a URI reference
   // (RFC 3986 §2, §3.3): controls, space, non-ASCII, and "\"%<>\\^`{|}#?".

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "event/tls/tls.h"
+#include "http/head_writer.h"
 #include "http/request.h"
 #include "vigil/core/clock.h"
 
@@ -79,12 +80,7 @@ class Sink {
   }
   void put_uint(std::uint64_t v) {
     char tmp[20];
-    int k = 0;
-    do {
-      tmp[k++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (k > 0) put_char(tmp[--k]);
+    put(decimal(v, tmp));
   }
   // "1.234": seconds with milliseconds, as nginx's $request_time.
   void put_msec(Msec ms) {
