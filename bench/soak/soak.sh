@@ -63,7 +63,7 @@ trap cleanup EXIT
 "$VIGIL" -p "$DIR" 2>>"$DIR/logs/stderr.log" &
 MASTER=$!
 for _ in $(seq 100); do
-  [ "$(grep -c 'running:' "$DIR/logs/error.log" 2>/dev/null || true)" -ge 2 ] && break
+  [ "$(grep -c 'running:' "$DIR/logs/error.log" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
   sleep 0.1
 done
 
@@ -92,7 +92,10 @@ while :; do
   if [ "$now" -ge "$next_kill" ]; then
     victim=$(workers | head -1)
     if [ -n "$victim" ]; then
-      kill -KILL "$victim" 2>/dev/null && { date +%s.%N >> "$KILLS"; kills=$((kills + 1)); }
+      # The time is taken before the signal: a client can see the reset
+      # before a date run after kill would return.
+      at=$(date +%s.%N)
+      kill -KILL "$victim" 2>/dev/null && { echo "$at" >> "$KILLS"; kills=$((kills + 1)); }
     fi
     next_kill=$((next_kill + KILL_EVERY))
   fi
@@ -123,6 +126,10 @@ for i, (t, mrss, mfds, n, wrss, wfds) in enumerate(samples):
     st = periodic[i] if i < len(periodic) else final
     print(f"| {t} | {mrss} | {mfds} | {n} | {wrss} | {wfds} | {st['ok']} | {st['failed']} |")
 unexcused = [f for f in final["failures"] if not any(k <= f[0] <= k + 3 for k in kills)]
+for f in unexcused:
+    near = min(kills, key=lambda k: abs(f[0] - k)) if kills else None
+    print(f"unexcused failure: {f[1]} at {f[0]:.3f}" +
+          (f", {f[0] - near:+.3f} s from the nearest SIGKILL" if near else ""))
 kinds = {}
 for f in unexcused:
     kinds[f[1]] = kinds.get(f[1], 0) + 1
