@@ -1,6 +1,7 @@
 #include "event/backends/uring.h"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,9 @@ namespace {
 constexpr std::uint32_t kGenerationMask = 0x7fffu;
 constexpr std::uint32_t kLevelBit = 1u << 16;
 constexpr std::uint32_t kAcceptBit = UringBackend::kAcceptIndexBit;  // an accept, not a poll
+// A listening socket's poll shared by workers without the accept mutex
+// (kEvExclusive): EPOLLEXCLUSIVE, so a new connection wakes one of them.
+constexpr std::uint32_t kExclusiveBit = 1u << 18;
 
 // user_data: generation in bits 48..62, the Event pointer below (user-space
 // addresses fit in 48 bits on x86-64 and arm64).
@@ -51,6 +55,7 @@ bool is_current(const Event& ev, std::uint64_t user_data) {
 }
 
 unsigned poll_mask(const Event& ev) {
+  if (ev.index & kExclusiveBit) return POLLIN | EPOLLEXCLUSIVE;
   return ev.write ? POLLOUT : POLLIN | POLLRDHUP;
 }
 
@@ -348,6 +353,12 @@ Status UringBackend::add(Event& ev, unsigned flags) {
   }
   generation_ = static_cast<std::uint16_t>((generation_ + 1) & kGenerationMask);
   ev.index = generation_ | (level ? kLevelBit : 0u);
+  // Workers sharing a listening socket: a single-shot poll with
+  // EPOLLEXCLUSIVE wakes one waiting worker per connection, and since a
+  // completed poll is armed again at the back of the socket's wait queue,
+  // the workers take turns (epoll's registration keeps its place, which is
+  // why accept.cc re-adds it every 16 accepts there).
+  if ((flags & kEvExclusive) && ev.accept && !ev.write && exclusive_ok_) ev.index |= kExclusiveBit;
   Status st = arm(ev, ev.owner<Connection>()->fd);
   if (!st) {
     ev.index = Event::kNoIndex;
@@ -533,6 +544,17 @@ void UringBackend::complete(const Completion& cqe, unsigned flags) {
   if (cqe.res == -ECANCELED) {
     // Our own cancels are never current (del resets the index), so the
     // kernel stopped the request: the registration must go on.
+    Status st = arm(*ev, c->fd);
+    if (!st)
+      VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,
+                st.message().c_str());
+    return;
+  }
+  if (cqe.res == -EINVAL && (ev->index & kExclusiveBit)) {
+    // A kernel whose poll refuses EPOLLEXCLUSIVE: every worker is woken, as
+    // before, and the first accept4() wins.
+    exclusive_ok_ = false;
+    ev->index &= ~kExclusiveBit;
     Status st = arm(*ev, c->fd);
     if (!st)
       VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: cannot re-arm fd:%d: %s", c->fd,

@@ -84,7 +84,7 @@ class UringBackend final : public Backend {
   UringBackend& operator=(const UringBackend&) = delete;
 
   std::string_view name() const override { return "io_uring"; }
-  unsigned capabilities() const override { return kCapClear | kCapEpoll; }
+  unsigned capabilities() const override { return kCapClear | kCapEpoll | kCapExclusive; }
 
   // Can this kernel set up a ring at all (io_uring_setup: ENOSYS on old
   // kernels, EPERM when io_uring_disabled or seccomp refuse it)?
@@ -237,6 +237,7 @@ class UringBackend final : public Backend {
   bool defer_taskrun_ = false;  // completions are posted only when we wait
   unsigned setup_flags_ = 0;    // what io_uring_setup accepted
   bool skip_success_ = false;   // IORING_FEAT_CQE_SKIP: no completion for a successful cancel
+  bool exclusive_ok_ = true;    // the kernel's poll takes EPOLLEXCLUSIVE (kEvExclusive)
   std::unique_ptr<io_uring_cqe*[]> cqes_;
   std::unique_ptr<Completion[]> batch_;
   unsigned batch_size_ = 0;
