@@ -12,8 +12,10 @@
 //    send() copies into a per-connection send chunk, which stays alive until
 //    its completion; one send request is in flight at a time, a short send is
 //    resubmitted, and the write event is ready while the chunk has room. A
-//    file buffer waits until the chunk is empty and then goes out with
-//    sendfile(2) (with POLLOUT armed through the ring on EAGAIN). Requests
+//    file buffer waits until the chunk is empty and then goes out through
+//    the ring (uring_file.cc: a READ into a registered buffer linked to a
+//    SEND, or file -> pipe -> socket SPLICEs), or with sendfile(2) (with
+//    POLLOUT armed through the ring on EAGAIN) when that is off. Requests
 //    are tagged with the pool slot and Connection::generation, so a
 //    completion for a closed connection never reaches the slot's next owner.
 //    Close cancels the receive; sends still in flight drain first (the
@@ -37,7 +39,7 @@
 //
 // Ring user_data has bit 63 set: kind (bits 56..58), the Connection::generation
 // (bits 24..55) and the pool slot (bits 0..23); a send's user_data carries its
-// chunk's index instead of the slot.
+// chunk's index instead of the slot, a file send's its FileSend's index.
 
 #include <liburing.h>
 
@@ -60,6 +62,8 @@ inline constexpr std::uint64_t kRecv = 1;     // the multishot receive
 inline constexpr std::uint64_t kSend = 2;     // a send from a chunk (its index, not the slot)
 inline constexpr std::uint64_t kPollIn = 3;   // POLLIN: the receive fell back to recv(2)
 inline constexpr std::uint64_t kPollOut = 4;  // POLLOUT: sendfile(2) met EAGAIN
+inline constexpr std::uint64_t kFileIn = 5;   // a file send's READ or file->pipe SPLICE (its index)
+inline constexpr std::uint64_t kFileOut = 6;  // a file send's SEND or pipe->socket SPLICE
 inline constexpr int kGenShift = 24;
 inline constexpr std::uint64_t kIndexMask = (std::uint64_t{1} << kGenShift) - 1;
 inline std::uint64_t make(std::uint64_t kind, std::uint32_t generation, std::uint32_t index) {
@@ -125,6 +129,14 @@ class UringBackend final : public Backend {
   // Event::index bit of a listening socket's multishot accept registration.
   static constexpr std::uint32_t kAcceptIndexBit = 1u << 17;
 
+  // How a ring connection's file buffers reach the socket (uring_file.cc).
+  enum class FileMode : std::uint8_t { kSendfile, kReadSend, kSplice };
+  FileMode file_mode() const { return file_mode_; }
+  // One file send moves at most this much (a registered buffer, a pipe).
+  static constexpr std::uint32_t kFileBufferSize = 256 * 1024;
+  // File sends in flight per loop; beyond this a file goes out with sendfile(2).
+  static constexpr std::uint32_t kMaxFileSends = 64;
+
  private:
   struct Completion {
     std::uint64_t user_data;
@@ -152,6 +164,35 @@ class UringBackend final : public Backend {
     char data[kChunkSize];
   };
 
+  // A file range on its way to a ring connection's socket (uring_file.cc):
+  // READ (READ_FIXED) into a buffer linked to a SEND of it, or SPLICE file ->
+  // pipe linked to SPLICE pipe -> socket. Alive until its last completion.
+  struct FileSend {
+    std::uint32_t index = 0;  // in files_
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+    int fd = -1;           // the socket
+    int file_fd = -1;      // the Buf's descriptor (compared at consumption)
+    int splice_fd = -1;    // splice: our dup of it (the SPLICE resolves it late)
+    off_t pos = 0;         // the range's file offset
+    std::uint32_t len = 0;
+    std::uint32_t got = 0;      // bytes the READ / first SPLICE produced
+    std::uint32_t sent = 0;     // bytes the socket took
+    std::uint32_t in_pipe = 0;  // splice: bytes waiting in the pipe
+    std::uint8_t outstanding = 0;  // completions still to come
+    bool read_done = false;
+    bool orphan = false;  // the connection is closed; the socket is ours to close
+    bool truncated = false;
+    int error = 0;
+    unsigned sq_tail = 0;  // liburing's sqe_tail after the requests were queued
+    io_uring_sqe* sqes[2] = {nullptr, nullptr};
+    char* buf = nullptr;  // read+send: the buffer (registered when buf_index >= 0)
+    int buf_index = -1;
+    int pipe_r = -1;  // splice
+    int pipe_w = -1;
+    FileSend* next = nullptr;  // free list, or the orphans
+  };
+
   // Receive state of one pool slot.
   struct Slot {
     std::int32_t head = -1;  // received buffers, oldest first (buffer ids)
@@ -166,6 +207,7 @@ class UringBackend final : public Backend {
     std::uint64_t recv_ud = 0;
     std::uint64_t pollout_ud = 0;
     Chunk* out = nullptr;
+    FileSend* file = nullptr;  // a file send, until ring_send_chain consumes it
   };
   struct BufMeta {
     std::uint32_t len = 0;
@@ -225,6 +267,21 @@ class UringBackend final : public Backend {
   void on_poll(Connection* c, bool write, const Completion& cqe, unsigned flags);
   void make_ready_write(Connection& c, unsigned flags);
   void finish_orphan(Chunk& k);
+
+  // uring_file.cc
+  void init_file_io();
+  void done_file_io();
+  FileSend* get_file_send(Connection& c);
+  void put_file_send(FileSend* f);
+  bool queue_file_send(FileSend& f);
+  bool queue_file_out(FileSend& f);
+  // Sends (part of) the file buffer b through the ring: >0 bytes a finished
+  // send consumed from b, kIoAgain (waiting), kIoError, or 0: not through
+  // the ring (no resources), sendfile(2) instead.
+  long ring_send_file(Connection& c, Slot& s, Buf& b, off_t budget);
+  void on_file(const Completion& cqe, unsigned flags);
+  bool release_file(Slot& s);  // true: an orphan now owns the socket
+  bool file_busy(const Slot& s) const { return s.file != nullptr && s.file->outstanding > 0; }
   void drain_lingering();
   void expire_lingering();
   Msec linger_wait(Msec timer) const;
@@ -262,6 +319,13 @@ class UringBackend final : public Backend {
   Chunk* free_chunks_ = nullptr;
   Chunk linger_;  // head of the orphans still sending, oldest first
   std::size_t lingering_ = 0;
+
+  // File sends (uring_file.cc).
+  FileMode file_mode_ = FileMode::kSendfile;
+  std::vector<std::unique_ptr<FileSend>> files_;
+  FileSend* free_files_ = nullptr;
+  bool file_buffers_registered_ = false;
+  char* file_buffers_ = nullptr;  // kMaxFileSends x kFileBufferSize, mapped on first use
 };
 
 }  // namespace vigil::backends
