@@ -2,7 +2,7 @@
 // file buffer in a connection's send chain goes to the socket through the
 // ring instead of a synchronous sendfile(2), in one of two ways:
 //
-//  - read+send (default): IORING_OP_READ_FIXED of the range into a buffer
+//  - read+send (VIGIL_URING_FILE=read): IORING_OP_READ_FIXED of the range into a buffer
 //    registered with the ring, linked (IOSQE_IO_LINK) to an IORING_OP_SEND
 //    of that buffer (MSG_WAITALL: the kernel waits for room itself). A
 //    buffer the kernel refuses to register is read with IORING_OP_READ.
@@ -11,6 +11,9 @@
 //    the FileSend and is reused. SPLICE resolves its input descriptor in an
 //    io-wq worker, later than the handler may close it, so it splices from a
 //    dup of the file's descriptor.
+//
+// Neither is the default: synchronous sendfile(2) measured cheaper (see
+// init_file_io), so VIGIL_URING_FILE=read or splice turns them on.
 //
 // One FileSend per connection at a time, at most kFileBufferSize bytes. The
 // chain is not consumed until its last completion: send_chain returns the
@@ -60,12 +63,17 @@ void close_fd(int& fd) {
 }  // namespace
 
 void UringBackend::init_file_io() {
-  // VIGIL_URING_FILE=sendfile|read|splice chooses (for measurements and for
-  // testing the fallback); the default is read+send (docs/benchmarks-http.md).
-  FileMode want = FileMode::kReadSend;
+  // VIGIL_URING_FILE=read|splice|sendfile chooses. The default is sendfile(2)
+  // (uring_send.cc): on the 1 MiB benchmark it costs the server 118 us per
+  // request, read+send 351 (two copies of every byte: page cache -> buffer
+  // -> socket, where sendfile hands the socket the page cache's pages) and
+  // splice 211 (every SPLICE runs in an io-wq worker thread); see
+  // docs/benchmarks-http.md. The ring modes stay for measuring and for a
+  // kernel or a device where the balance differs.
+  FileMode want = FileMode::kSendfile;
   if (const char* env = std::getenv("VIGIL_URING_FILE"); env != nullptr && *env != '\0') {
     const std::string_view v(env);
-    if (v == "sendfile") want = FileMode::kSendfile;
+    if (v == "read") want = FileMode::kReadSend;
     if (v == "splice") want = FileMode::kSplice;
   }
   file_mode_ = FileMode::kSendfile;
