@@ -171,14 +171,14 @@ class UringBackend final : public Backend {
     std::uint32_t index = 0;  // in files_
     std::uint32_t slot = 0;
     std::uint32_t generation = 0;
-    int fd = -1;           // the socket
-    int file_fd = -1;      // the Buf's descriptor (compared at consumption)
-    int splice_fd = -1;    // splice: our dup of it (the SPLICE resolves it late)
-    off_t pos = 0;         // the range's file offset
+    int fd = -1;         // the socket
+    int file_fd = -1;    // the Buf's descriptor (compared at consumption)
+    int splice_fd = -1;  // splice: our dup of it (the SPLICE resolves it late)
+    off_t pos = 0;       // the range's file offset
     std::uint32_t len = 0;
-    std::uint32_t got = 0;      // bytes the READ / first SPLICE produced
-    std::uint32_t sent = 0;     // bytes the socket took
-    std::uint32_t in_pipe = 0;  // splice: bytes waiting in the pipe
+    std::uint32_t got = 0;         // bytes the READ / first SPLICE produced
+    std::uint32_t sent = 0;        // bytes the socket took
+    std::uint32_t in_pipe = 0;     // splice: bytes waiting in the pipe
     std::uint8_t outstanding = 0;  // completions still to come
     bool read_done = false;
     bool orphan = false;  // the connection is closed; the socket is ours to close
@@ -224,7 +224,6 @@ class UringBackend final : public Backend {
     std::uint64_t delivered = 0;  // the pass that last delivered the event
     unsigned handed = 0;          // connections handed out since the request was armed
   };
-
 
   // The kernel's batch of deferred completions per wait (DEFER_TASKRUN).
   static constexpr unsigned kDeferredBatch = 20;

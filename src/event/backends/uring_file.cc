@@ -121,15 +121,15 @@ UringBackend::FileSend* UringBackend::get_file_send(Connection& c) {
     fresh->index = static_cast<std::uint32_t>(files_.size());
     if (file_mode_ == FileMode::kReadSend) {
       if (file_buffers_ == nullptr) {
-        void* mem = ::mmap(nullptr, std::size_t{kMaxFileSends} * kFileBufferSize,
-                           PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE,
-                           -1, 0);
+        void* mem =
+            ::mmap(nullptr, std::size_t{kMaxFileSends} * kFileBufferSize, PROT_READ | PROT_WRITE,
+                   MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
         if (mem == MAP_FAILED) return nullptr;
         file_buffers_ = static_cast<char*>(mem);
         // A sparse table: each buffer is registered when first used. No
         // table (or a buffer the kernel refuses, RLIMIT_MEMLOCK): plain READ.
-        file_buffers_registered_ = enable() && ::io_uring_register_buffers_sparse(
-                                                   &ring_, kMaxFileSends) == 0;
+        file_buffers_registered_ =
+            enable() && ::io_uring_register_buffers_sparse(&ring_, kMaxFileSends) == 0;
       }
       fresh->buf = file_buffers_ + std::size_t{fresh->index} * kFileBufferSize;
       if (file_buffers_registered_) {
