@@ -32,7 +32,8 @@ constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
 constexpr std::uint64_t kAcceptTag = 1;       // bit 0 of an accept's user_data (Events are aligned)
-constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
+constexpr std::uint64_t kCancelUserData =
+    UringBackend::kIgnoredUserData;  // the completion of a poll-remove request
 constexpr std::uint64_t kTeardownUserData =
     2;  // done()'s cancel-everything request (no Event is at 2)
 
@@ -260,10 +261,11 @@ io_uring_sqe* UringBackend::next_sqe(Status* st) {
   return sqe;
 }
 
-int UringBackend::submit() {
+int UringBackend::submit(bool run_completions) {
   if (!enable()) return -EBADFD;
   const unsigned queued = ::io_uring_sq_ready(&ring_);
-  const int rc = ::io_uring_submit(&ring_);
+  const int rc =
+      run_completions ? ::io_uring_submit_and_get_events(&ring_) : ::io_uring_submit(&ring_);
   if (loop_ != nullptr) {
     ++loop_->stats().enters;
     if (rc > 0) loop_->stats().sqes_submitted += queued;
@@ -376,9 +378,12 @@ Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see 
   if (user_data & kAcceptTag) {
     // Stop the kernel accepting for us now, not at the next pass (the
     // worker may be closing the socket), and keep what it took already.
+    // The cancel's task work runs in the same enter (GETEVENTS), so the
+    // request leaves the socket's wait queue now: until it does, a new
+    // connection wakes only it (take_stranded, uring_accept.cc).
     if (AcceptQueue* q = accept_queue(ev, false); q != nullptr) q->live = false;
     Status st = cancel(user_data);
-    if (st && submit() < 0) st = Status::error("io_uring: cannot submit the accept cancel");
+    if (st && submit(true) < 0) st = Status::error("io_uring: cannot submit the accept cancel");
     take_posted_accepts(ev);
     return st;
   }

@@ -66,9 +66,14 @@ void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, uns
     }
     // Reported once the whole batch is queued (deliver_pending_accepts), so
     // that multi_accept takes every connection of this pass in one event.
-    if (!current || (cqe.flags & IORING_CQE_F_MORE)) return;
   }
-  if (!current || (cqe.flags & IORING_CQE_F_MORE)) return;
+  if (cqe.flags & IORING_CQE_F_MORE) return;
+  if (!current) {
+    // A deleted or replaced request has ended: connections that arrived
+    // while it was dying may be left in the listen queue with nobody told.
+    if (q != nullptr) take_stranded(ev, *q);
+    return;
+  }
 
   // The request ended while it is still wanted.
   if (q != nullptr) q->live = false;
@@ -98,6 +103,40 @@ void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, uns
   // An error (EMFILE, ENFILE, ENOMEM...): the handler meets it from
   // accept4(2) in accept() and backs off as with epoll.
   deliver(*loop_, ev, flags);
+}
+
+void UringBackend::take_stranded(Event& ev, AcceptQueue& q) {
+  // The kernel's accept polls wait exclusively on the listening socket: a
+  // new connection wakes only the first accept in its wait queue. A
+  // cancelled accept leaves that queue only when the cancel's task work
+  // runs, at this worker's next wait (DEFER_TASKRUN; COOP_TASKRUN narrows
+  // the window but has it too); a connection arriving meanwhile wakes the
+  // dying request alone, which does not take it, and the requests behind
+  // it (this worker's new one after requeue_accepts, or another worker's)
+  // are never woken for it. It would wait for the next connection's wake.
+  // The request's last completion comes after it left the wait queue, so
+  // whatever is in the listen queue now may be such a connection: take it
+  // (it is served here, as connections a cancel came too late for are);
+  // what arrives later wakes a live request.
+  auto* lc = ev.owner<Connection>();
+  if (!ev.accept || lc->fd == -1) return;
+  for (int i = 0; i < kStrandedMax; ++i) {
+    const int fd = ::accept4(lc->fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd == -1) {
+      if (errno == ECONNABORTED || errno == EINTR) continue;
+      // EAGAIN: nothing was left behind. EMFILE and the like: the handler
+      // would meet the same error; a live request takes it later.
+      return;
+    }
+    ++stranded_;
+    try {
+      q.fds.push_back(fd);
+    } catch (const std::bad_alloc&) {
+      VIGIL_LOG(loop_->log(), kAlert, ENOMEM, "io_uring: no memory to queue an accepted connection");
+      ::close(fd);
+      return;
+    }
+  }
 }
 
 int UringBackend::accept(Connection& lc, sockaddr* addr, socklen_t* len) {
@@ -142,25 +181,32 @@ std::size_t UringBackend::accepted_waiting(const Connection& lc) const {
 
 void UringBackend::take_posted_accepts(Event& ev) {
   // Completions not reaped yet: their connections go to the queue now, and
-  // the completion is left as a no-op (a stale cancel) for process_events.
+  // the completion becomes one nobody looks at. When the request's last
+  // one is among them it has left the socket's wait queue: whatever it
+  // left behind is taken now, not at the next pass.
   AcceptQueue* q = accept_queue(ev, false);
   if (q == nullptr) return;
+  bool ended = false;
   unsigned head = 0;
   io_uring_cqe* cqe = nullptr;
   io_uring_for_each_cqe(&ring_, head, cqe) {
     const std::uint64_t ud = cqe->user_data;
-    if ((ud >> 63) || !(ud & 1) || ud == LIBURING_UDATA_TIMEOUT || cqe->res < 0) continue;
+    if ((ud >> 63) || !(ud & 1) || ud == LIBURING_UDATA_TIMEOUT) continue;
     if (reinterpret_cast<Event*>(static_cast<std::uintptr_t>(ud & ((std::uint64_t{1} << 48) - 1) &
                                                              ~std::uint64_t{1})) != &ev) {
       continue;
     }
-    try {
-      q->fds.push_back(cqe->res);
-    } catch (const std::bad_alloc&) {
-      ::close(cqe->res);
+    if (cqe->res >= 0) {
+      try {
+        q->fds.push_back(cqe->res);
+      } catch (const std::bad_alloc&) {
+        ::close(cqe->res);
+      }
     }
-    cqe->res = -ECANCELED;
+    if (!(cqe->flags & IORING_CQE_F_MORE)) ended = true;
+    cqe->user_data = kIgnoredUserData;
   }
+  if (ended) take_stranded(ev, *q);
 }
 
 void UringBackend::requeue_accepts() {
