@@ -159,17 +159,14 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   if (st && (params.features & IORING_FEAT_RSRC_TAGS) == 0) {
     st = Status::error("io_uring is not usable: this kernel has no multishot poll (Linux 5.13)");
   }
-  // Multishot accept (Linux 5.19, uring_accept.cc) only with
-  // VIGIL_URING_ACCEPT=multishot: it measured no faster than the polled
-  // accept4 (each connection needs a getpeername), and one integration test
-  // (HttpErrors.GarbageNeverHurtsTheWorker) still sees a connection hang
-  // with it now and then. A kernel without it answers EINVAL and the
-  // listening sockets go back to polls (on_accept).
-  multishot_accept_ = false;
-  if (const char* env = std::getenv("VIGIL_URING_ACCEPT");
-      env != nullptr && std::string_view(env) == "multishot") {
-    multishot_accept_ = true;
-  }
+  // Listening sockets use multishot accept (Linux 5.19, uring_accept.cc):
+  // the kernel takes each connection and posts it, no readiness report and
+  // no accept4(2) per connection. VIGIL_URING_ACCEPT=poll keeps the polled
+  // accept4 path instead (for tests and measurement); a kernel without
+  // multishot accept answers EINVAL and the listening sockets go back to
+  // polls by themselves (on_accept).
+  const char* accept_env = std::getenv("VIGIL_URING_ACCEPT");
+  multishot_accept_ = accept_env == nullptr || std::string_view(accept_env) != "poll";
   if (st) st = init_ring_io(cfg);
   if (!st) {
     done();

@@ -11,7 +11,11 @@
 //  - connections the kernel took before a cancel reached it are still ours
 //    (another worker will never see them): they are handed to the handler
 //    even when the registration is gone, and closed only when the listening
-//    socket itself is.
+//    socket itself is;
+//  - so are connections a dying request leaves behind: the kernel's accept
+//    polls wait exclusively, a new connection wakes only the first request
+//    on the socket, and a cancelled one is still first until its cancel has
+//    run (take_stranded).
 // The request carries no address (one buffer would be shared by every
 // connection of the multishot request): accept() asks getpeername(2).
 #include <sys/socket.h>
@@ -24,6 +28,7 @@
 #include "event/backends/uring.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
+#include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
 
 namespace vigil::backends {
@@ -218,6 +223,12 @@ void UringBackend::requeue_accepts() {
   for (std::size_t i = 0; i < accepts_.size(); ++i) {
     Event& ev = *accepts_[i].ev;
     if (accepts_[i].handed < 16 || !ev.active || !(ev.index & kAcceptIndexBit)) continue;
+    // A reuseport socket is this worker's alone: nobody to make room for.
+    const Listening* ls = ev.owner<Connection>()->listening;
+    if (ls != nullptr && ls->reuseport) {
+      accepts_[i].handed = 0;
+      continue;
+    }
     accepts_[i].handed = 0;
     Status st = del(ev, 0);
     if (st) st = add(ev, 0);

@@ -3,9 +3,9 @@
 // one connection per event without multi_accept, the peer's address, the
 // accept mutex and accept_disabled taking the socket away from the kernel's
 // accept (the connection stays in the listen queue for another worker), and
-// close_listening(). Multishot accept is opt-in (VIGIL_URING_ACCEPT=multishot);
-// each case also runs with VIGIL_URING_ACCEPT=poll, the default and the
-// fallback a kernel without multishot accept gets (readiness + accept4).
+// close_listening(). Multishot accept is the default; each case also runs
+// with VIGIL_URING_ACCEPT=poll, the fallback a kernel without multishot
+// accept gets (readiness + accept4).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
