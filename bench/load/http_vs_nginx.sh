@@ -9,8 +9,9 @@
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
 # (default /usr/sbin/nginx), CASES (space-separated subset of: small50 small50x2
 # small1000 small1000x2 big close syscalls memory), SERVERS (subset of: nginx
-# epoll io_uring). The syscalls case counts raw_syscalls:sys_enter of the
-# server (perf stat, 1 worker, 50 keep-alive connections) per request.
+# epoll io_uring, and io_uring+VAR=value variants, see start_server). The
+# syscalls case counts raw_syscalls:sys_enter of the server (perf stat, 1
+# worker, 50 keep-alive connections) per request.
 # OPEN_FILE_CACHE=1 adds "open_file_cache max=1000 inactive=60s;" to both
 # servers' http blocks (default: no cache, nginx's default).
 #
@@ -199,8 +200,16 @@ run_wrk() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-start_server() {  # server workers: nginx, or vigil on that backend
-  if [[ $1 == nginx ]]; then start_nginx "$2"; else USE=$1 start_vigil "$2"; fi
+# server workers: nginx, or vigil on that backend; "io_uring+VAR=value[+...]"
+# runs vigil on io_uring with that environment (A/B runs of one binary, e.g.
+# SERVERS="io_uring io_uring+VIGIL_URING_ACCEPT=poll").
+start_server() {
+  if [[ $1 == nginx ]]; then start_nginx "$2"; return; fi
+  local envs=() e
+  [[ $1 == *+* ]] && IFS=+ read -r -a envs <<<"${1#*+}"
+  for e in "${envs[@]}"; do export "${e?}"; done
+  USE=${1%%+*} start_vigil "$2"
+  for e in "${envs[@]}"; do unset "${e%%=*}"; done
 }
 
 declare -A RESULT CPU CLIENT
