@@ -169,7 +169,6 @@ class UringBackend final : public Backend {
     std::uint64_t recv_ud = 0;
     std::uint64_t pollout_ud = 0;
     Chunk* out = nullptr;
-    bool fixed = false;  // the fd is in the registered file table at the slot's index
   };
   struct BufMeta {
     std::uint32_t len = 0;
@@ -219,9 +218,6 @@ class UringBackend final : public Backend {
   bool leave_ring_if_replaced(Connection& c);
   Connection* owner_of(std::uint64_t user_data);
   Status arm_recv(Connection& c, Slot& s);
-  Status install_fixed(Connection& c, Slot& s);  // queues the fd into the file table
-  void remove_fixed(Slot& s);                    // queues its removal (release)
-  void set_file(io_uring_sqe* sqe, const Slot& s, int fd) const;  // fixed index or fd
   bool rearm(Connection& c, Slot& s);  // arm_recv, logging a failure as the connection's error
   void recycle(std::uint32_t bid);
   void drop_received(Slot& s);
@@ -259,12 +255,6 @@ class UringBackend final : public Backend {
   // Ring I/O (absent when the kernel has no provided buffer rings: then
   // init_io installs the socket primitives).
   bool ring_io_ = false;
-  // Registered files (VIGIL_URING_FIXED=1): a sparse table with one entry
-  // per pool slot; a ring connection's fd is installed at its slot's index
-  // (IORING_OP_FILES_UPDATE, queued) and its requests use IOSQE_FIXED_FILE.
-  // update_fds_ holds the fd each queued update reads, per SQE position.
-  bool fixed_files_ = false;
-  std::unique_ptr<int[]> update_fds_;
   std::size_t nslots_ = 0;
   std::unique_ptr<Slot[]> slots_;
   io_uring_buf_ring* buf_ring_ = nullptr;

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -103,64 +102,7 @@ Status UringBackend::init_ring_io(const BackendConfig& cfg) {
     return Status::error("cannot allocate the io_uring connection table", ENOMEM);
   }
   ring_io_ = true;
-  // Registered files: measured in docs/benchmarks-http.md; off unless
-  // VIGIL_URING_FIXED=1. Needs Linux 5.19 (sparse tables); any refusal
-  // (EINVAL, EMFILE past RLIMIT_NOFILE) leaves plain fds.
-  if (const char* env = std::getenv("VIGIL_URING_FIXED"); env != nullptr && *env == '1') {
-    update_fds_.reset(new (std::nothrow) int[ring_.sq.ring_entries]);
-    const int frc = update_fds_ ? ::io_uring_register_files_sparse(
-                                      &ring_, static_cast<unsigned>(nslots_))
-                                : -ENOMEM;
-    fixed_files_ = frc == 0;
-    if (!fixed_files_) {
-      update_fds_.reset();
-      VIGIL_LOG(loop_->log(), kNotice, -frc, "io_uring: no registered file table, plain fds");
-    }
-  }
   return Status::ok();
-}
-
-Status UringBackend::install_fixed(Connection& c, Slot& s) {
-  Status st;
-  io_uring_sqe* sqe = next_sqe(&st);
-  if (sqe == nullptr) return st;
-  // The kernel reads the fd when it runs the update (at the next enter):
-  // it is kept with the SQE's position, not in the slot, which a closed
-  // connection's successor may take over before then.
-  int& fd = update_fds_[static_cast<std::size_t>(sqe - ring_.sq.sqes)];
-  fd = c.fd;
-  ::io_uring_prep_files_update(sqe, &fd, 1, static_cast<int>(&s - slots_.get()));
-  ::io_uring_sqe_set_data64(sqe, kIgnoredUserData);
-  if (skip_success_) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-  s.fixed = true;
-  return Status::ok();
-}
-
-void UringBackend::remove_fixed(Slot& s) {
-  // The table holds a reference to the socket: without this the close()
-  // that follows would not send the FIN.
-  if (!s.fixed) return;
-  s.fixed = false;
-  Status st;
-  io_uring_sqe* sqe = next_sqe(&st);
-  if (sqe == nullptr) {
-    VIGIL_LOG(loop_->log(), kAlert, st.err(), "io_uring: %s", st.message().c_str());
-    return;
-  }
-  int& fd = update_fds_[static_cast<std::size_t>(sqe - ring_.sq.sqes)];
-  fd = -1;
-  ::io_uring_prep_files_update(sqe, &fd, 1, static_cast<int>(&s - slots_.get()));
-  ::io_uring_sqe_set_data64(sqe, kIgnoredUserData);
-  if (skip_success_) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-}
-
-void UringBackend::set_file(io_uring_sqe* sqe, const Slot& s, int fd) const {
-  if (!s.fixed) {
-    sqe->fd = fd;
-    return;
-  }
-  sqe->fd = static_cast<int>(&s - slots_.get());
-  sqe->flags |= IOSQE_FIXED_FILE;
 }
 
 void UringBackend::done_ring_io() {
@@ -234,11 +176,6 @@ Connection* UringBackend::owner_of(std::uint64_t ud) {
 
 Status UringBackend::arm_recv(Connection& c, Slot& s) {
   Status st;
-  if (fixed_files_ && !s.fixed) {
-    // First request of this connection: its fd goes into the table, ahead
-    // of the receive (requests run in order within a submission).
-    if (st = install_fixed(c, s); !st) return st;
-  }
   io_uring_sqe* sqe = next_sqe(&st);
   if (sqe == nullptr) return st;
   const auto index = static_cast<std::uint32_t>(&s - slots_.get());
@@ -253,7 +190,6 @@ Status UringBackend::arm_recv(Connection& c, Slot& s) {
     sqe->buf_group = kBufferGroup;
     s.recv_ud = make(kRecv, c.generation, index);
   }
-  set_file(sqe, s, c.fd);
   ::io_uring_sqe_set_data64(sqe, s.recv_ud);
   s.recv_live = true;
   s.recv_cancel = false;

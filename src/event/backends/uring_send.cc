@@ -64,7 +64,6 @@ Status UringBackend::submit_send(Chunk& k) {
     k.head = 0;
   }
   ::io_uring_prep_send(sqe, k.fd, k.data, k.tail, MSG_NOSIGNAL);
-  if (!k.orphan) set_file(sqe, slots_[k.slot], k.fd);  // an orphan's slot may be another's
   ::io_uring_sqe_set_data64(sqe, make(kSend, k.generation, k.index));
   k.in_flight = true;
   return Status::ok();
@@ -268,7 +267,6 @@ bool UringBackend::release(Connection& c) {
   drop_received(*s);
   if (s->recv_live) (void)cancel(s->recv_ud);
   if (s->pollout_live) (void)cancel(s->pollout_ud);
-  remove_fixed(*s);
   Chunk* k = s->out;
   *s = Slot{};
   if (k == nullptr) return false;
