@@ -31,9 +31,9 @@ constexpr std::uint32_t kAcceptBit = UringBackend::kAcceptIndexBit;  // an accep
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
-constexpr std::uint64_t kAcceptTag = 1;       // bit 0 of an accept's user_data (Events are aligned)
-constexpr std::uint64_t kCancelUserData =
-    UringBackend::kIgnoredUserData;  // the completion of a poll-remove request
+constexpr std::uint64_t kAcceptTag = 1;  // bit 0 of an accept's user_data (Events are aligned)
+// The completion of a poll-remove request.
+constexpr std::uint64_t kCancelUserData = UringBackend::kIgnoredUserData;
 constexpr std::uint64_t kTeardownUserData =
     2;  // done()'s cancel-everything request (no Event is at 2)
 

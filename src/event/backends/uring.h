@@ -193,7 +193,8 @@ class UringBackend final : public Backend {
   bool enable();               // R_DISABLED: enable the ring; the calling thread is its issuer
   unsigned reap(unsigned at);  // copies completions into batch_[at..]; returns how many
   io_uring_sqe* next_sqe(Status* st);
-  int submit(bool run_completions = false);  // io_uring_submit (and_get_events), counted
+  // io_uring_submit, or with run_completions io_uring_submit_and_get_events; counted.
+  int submit(bool run_completions = false);
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
@@ -203,7 +204,8 @@ class UringBackend final : public Backend {
   // uring_accept.cc
   AcceptQueue* accept_queue(const Event& ev, bool create);
   void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
-  void take_stranded(Event& ev, AcceptQueue& q);  // a dead request's connections left queued
+  // A dead request's connections left in the listen queue: taken.
+  void take_stranded(Event& ev, AcceptQueue& q);
   void close_accepted();  // done(): connections taken but never handed out
   bool accepts_pending() const;
   void requeue_accepts();               // moves a busy accept to the back of the socket's queue
@@ -247,8 +249,8 @@ class UringBackend final : public Backend {
   std::uint16_t generation_ = 0;
   bool multishot_accept_ = false;  // listening sockets use IORING_OP_ACCEPT multishot
   std::vector<AcceptQueue> accepts_;
-  static constexpr int kStrandedMax = 512;  // accept4 calls per ended request, at most
-  std::uint64_t stranded_ = 0;              // connections take_stranded found (tests)
+  // accept4 calls per ended accept request, at most.
+  static constexpr int kStrandedMax = 512;
   std::uint64_t pass_ = 0;  // process_events calls
   NotifyFd notify_;
 

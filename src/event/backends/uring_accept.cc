@@ -114,11 +114,13 @@ void UringBackend::take_stranded(Event& ev, AcceptQueue& q) {
   // The kernel's accept polls wait exclusively on the listening socket: a
   // new connection wakes only the first accept in its wait queue. A
   // cancelled accept leaves that queue only when the cancel's task work
-  // runs, at this worker's next wait (DEFER_TASKRUN; COOP_TASKRUN narrows
-  // the window but has it too); a connection arriving meanwhile wakes the
-  // dying request alone, which does not take it, and the requests behind
-  // it (this worker's new one after requeue_accepts, or another worker's)
-  // are never woken for it. It would wait for the next connection's wake.
+  // has run (with DEFER_TASKRUN only inside an enter that gets events: del
+  // asks for one at once, but the kernel may run only part of the deferred
+  // work, and there is a window even then). A connection arriving meanwhile,
+  // or one whose wake-up the request had not run yet, wakes the dying
+  // request alone, which ends without taking it, and the requests behind it
+  // (this worker's new one after requeue_accepts, or another worker's) are
+  // never woken for it: it would wait for the next connection's wake-up.
   // The request's last completion comes after it left the wait queue, so
   // whatever is in the listen queue now may be such a connection: take it
   // (it is served here, as connections a cancel came too late for are);
@@ -133,11 +135,11 @@ void UringBackend::take_stranded(Event& ev, AcceptQueue& q) {
       // would meet the same error; a live request takes it later.
       return;
     }
-    ++stranded_;
     try {
       q.fds.push_back(fd);
     } catch (const std::bad_alloc&) {
-      VIGIL_LOG(loop_->log(), kAlert, ENOMEM, "io_uring: no memory to queue an accepted connection");
+      VIGIL_LOG(loop_->log(), kAlert, ENOMEM,
+                "io_uring: no memory to queue an accepted connection");
       ::close(fd);
       return;
     }
