@@ -9,8 +9,8 @@
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
 # (default /usr/sbin/nginx), CASES (space-separated subset of: small50 small50x2
 # small1000 small1000x2 big close syscalls memory), SERVERS (subset of: nginx
-# epoll io_uring; io_uring:sendfile, io_uring:read and io_uring:splice run
-# io_uring with that VIGIL_URING_FILE). The syscalls case counts
+# epoll io_uring, and io_uring+VAR=value variants, see start_server, e.g.
+# io_uring+VIGIL_URING_FILE=read). The syscalls case counts
 # raw_syscalls:sys_enter of the server (perf stat, 1 worker, 50 keep-alive
 # connections) per request of SYSCALLS_PATH (default /small.txt; /big.bin
 # for the 1 MiB file).
@@ -202,17 +202,16 @@ run_wrk() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-start_server() {  # server workers: nginx, or vigil on that backend (io_uring:MODE sets VIGIL_URING_FILE)
-  unset VIGIL_URING_FILE
-  if [[ $1 == nginx ]]; then
-    start_nginx "$2"
-  elif [[ $1 == *:* ]]; then
-    export VIGIL_URING_FILE=${1#*:}
-    USE=${1%%:*} start_vigil "$2"
-    unset VIGIL_URING_FILE
-  else
-    USE=$1 start_vigil "$2"
-  fi
+# server workers: nginx, or vigil on that backend; "io_uring+VAR=value[+...]"
+# runs vigil on io_uring with that environment (A/B runs of one binary, e.g.
+# SERVERS="io_uring io_uring+VIGIL_URING_ACCEPT=poll").
+start_server() {
+  if [[ $1 == nginx ]]; then start_nginx "$2"; return; fi
+  local envs=() e
+  [[ $1 == *+* ]] && IFS=+ read -r -a envs <<<"${1#*+}"
+  for e in "${envs[@]}"; do export "${e?}"; done
+  USE=${1%%+*} start_vigil "$2"
+  for e in "${envs[@]}"; do unset "${e%%=*}"; done
 }
 
 declare -A RESULT CPU CLIENT

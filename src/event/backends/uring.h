@@ -126,6 +126,9 @@ class UringBackend final : public Backend {
   // A connection whose handler does not read stops receiving past this much.
   static constexpr std::uint32_t kMaxPending = 64 * 1024;
   static constexpr std::size_t kChunkSize = 16 * 1024;
+  // user_data of completions nobody looks at (cancel requests, and accept
+  // completions del() has already taken out of the ring).
+  static constexpr std::uint64_t kIgnoredUserData = 0;
   // Event::index bit of a listening socket's multishot accept registration.
   static constexpr std::uint32_t kAcceptIndexBit = 1u << 17;
 
@@ -231,7 +234,8 @@ class UringBackend final : public Backend {
   bool enable();               // R_DISABLED: enable the ring; the calling thread is its issuer
   unsigned reap(unsigned at);  // copies completions into batch_[at..]; returns how many
   io_uring_sqe* next_sqe(Status* st);
-  int submit();                   // io_uring_submit with the statistics
+  // io_uring_submit, or with run_completions io_uring_submit_and_get_events; counted.
+  int submit(bool run_completions = false);
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
@@ -241,6 +245,8 @@ class UringBackend final : public Backend {
   // uring_accept.cc
   AcceptQueue* accept_queue(const Event& ev, bool create);
   void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
+  // A dead request's connections left in the listen queue: taken.
+  void take_stranded(Event& ev, AcceptQueue& q);
   void close_accepted();  // done(): connections taken but never handed out
   bool accepts_pending() const;
   void requeue_accepts();               // moves a busy accept to the back of the socket's queue
@@ -299,6 +305,8 @@ class UringBackend final : public Backend {
   std::uint16_t generation_ = 0;
   bool multishot_accept_ = false;  // listening sockets use IORING_OP_ACCEPT multishot
   std::vector<AcceptQueue> accepts_;
+  // accept4 calls per ended accept request, at most.
+  static constexpr int kStrandedMax = 512;
   std::uint64_t pass_ = 0;  // process_events calls
   NotifyFd notify_;
 
