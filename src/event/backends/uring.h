@@ -88,7 +88,12 @@ class UringBackend final : public Backend {
   UringBackend& operator=(const UringBackend&) = delete;
 
   std::string_view name() const override { return "io_uring"; }
-  unsigned capabilities() const override { return kCapClear | kCapEpoll | kCapExclusive; }
+  // kCapExclusive: the polled accept's POLL_ADD takes EPOLLEXCLUSIVE (uring.cc);
+  // a multishot accept waits exclusively anyway and rotates by itself
+  // (uring_accept.cc), so accept.cc's del/add every 16 accepts is not wanted.
+  unsigned capabilities() const override {
+    return kCapClear | kCapEpoll | (multishot_accept_ ? 0u : kCapExclusive);
+  }
 
   // Can this kernel set up a ring at all (io_uring_setup: ENOSYS on old
   // kernels, EPERM when io_uring_disabled or seccomp refuse it)?
