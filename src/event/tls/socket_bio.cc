@@ -75,21 +75,24 @@ int bio_write(BIO* b, const char* buf, std::size_t len, std::size_t* put) {
 }
 
 long bio_ctrl(BIO* b, int cmd, long, void* ptr) {
-  TlsConnection* t = conn(b);
   switch (cmd) {
     case BIO_CTRL_FLUSH:  // nothing is buffered here
       return 1;
-    case BIO_CTRL_EOF:
+    case BIO_CTRL_EOF: {
+      const TlsConnection* t = conn(b);
       return t != nullptr && t->read_eof ? 1 : 0;
-    case BIO_C_GET_FD:
+    }
+    case BIO_C_GET_FD: {
+      const TlsConnection* t = conn(b);
       if (t == nullptr) return -1;
       if (ptr != nullptr) *static_cast<int*>(ptr) = t->fd;
       return t->fd;
+    }
     case BIO_CTRL_GET_CLOSE:
       return BIO_NOCLOSE;  // the connection pool closes the socket
     case BIO_CTRL_SET_CLOSE:
       return 1;
-    default:  // no kTLS, nothing pending, no push/pop/dup
+    default:  // no kTLS, nothing pending, no push/pop/dup (the record layer asks per record)
       return 0;
   }
 }
