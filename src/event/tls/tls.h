@@ -59,6 +59,7 @@ struct TlsConnection {
   std::size_t stage_pos = 0;
   off_t stage_off = 0;
   int stage_fd = -1;
+  int fd = -1;  // the socket, for our BIO (socket_bio.h)
   // Length of an SSL_write that returned WANT_WRITE: the retry must offer at
   // least as much (OpenSSL's "bad write retry" otherwise).
   std::size_t write_pending = 0;
@@ -66,8 +67,6 @@ struct TlsConnection {
   // SSL certificate verify error: (20:...)"), in the connection's arena; set
   // before `done(c, kFailed)`, which logs it with its own context.
   std::string_view failure;
-  // The socket, for our BIO (socket_bio.h).
-  int fd = -1;
   // The LRU links of the loop's connections that keep their record buffers
   // between requests (buffers.cc), `warm` while linked.
   TlsConnection* warm_prev = nullptr;
