@@ -9,8 +9,11 @@
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
 # (default /usr/sbin/nginx), CASES (space-separated subset of: small50 small50x2
 # small1000 small1000x2 big close syscalls memory), SERVERS (subset of: nginx
-# epoll io_uring). The syscalls case counts raw_syscalls:sys_enter of the
-# server (perf stat, 1 worker, 50 keep-alive connections) per request.
+# epoll io_uring, and io_uring+VAR=value variants, see start_server, e.g.
+# io_uring+VIGIL_URING_FILE=read). The syscalls case counts
+# raw_syscalls:sys_enter of the server (perf stat, 1 worker, 50 keep-alive
+# connections) per request of SYSCALLS_PATH (default /small.txt; /big.bin
+# for the 1 MiB file).
 # OPEN_FILE_CACHE=1 adds "open_file_cache max=1000 inactive=60s;" to both
 # servers' http blocks (default: no cache, nginx's default).
 #
@@ -199,8 +202,16 @@ run_wrk() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-start_server() {  # server workers: nginx, or vigil on that backend
-  if [[ $1 == nginx ]]; then start_nginx "$2"; else USE=$1 start_vigil "$2"; fi
+# server workers: nginx, or vigil on that backend; "io_uring+VAR=value[+...]"
+# runs vigil on io_uring with that environment (A/B runs of one binary, e.g.
+# SERVERS="io_uring io_uring+VIGIL_URING_ACCEPT=poll").
+start_server() {
+  if [[ $1 == nginx ]]; then start_nginx "$2"; return; fi
+  local envs=() e
+  [[ $1 == *+* ]] && IFS=+ read -r -a envs <<<"${1#*+}"
+  for e in "${envs[@]}"; do export "${e?}"; done
+  USE=${1%%+*} start_vigil "$2"
+  for e in "${envs[@]}"; do unset "${e%%=*}"; done
 }
 
 declare -A RESULT CPU CLIENT
@@ -239,12 +250,12 @@ syscalls_case() {
   local srv out reqs calls perf_pid
   for srv in $SERVERS; do
     start_server "$srv" 1
-    DURATION=1 run_wrk 10 /small.txt >/dev/null
+    DURATION=1 run_wrk 10 "${SYSCALLS_PATH:-/small.txt}" >/dev/null
     perf stat -e raw_syscalls:sys_enter -x, -o "$TMP/perf.out" -p "${SERVER_PIDS[0]}" \
       -- sleep "$((DURATION + 1))" &
     perf_pid=$!
     sleep 0.5
-    out=$(taskset -c 1 wrk -t1 -c50 -d"${DURATION}s" "http://127.0.0.1:$PORT/small.txt" 2>&1)
+    out=$(taskset -c 1 wrk -t1 -c50 -d"${DURATION}s" "http://127.0.0.1:$PORT${SYSCALLS_PATH:-/small.txt}" 2>&1)
     wait "$perf_pid" || true
     stop_server
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")

@@ -24,11 +24,12 @@ std::string events_block() {
   return std::string("events { use ") + use + "; }\n";
 }
 
-std::string http_conf(int port, int workers, const std::string& extra = "") {
+std::string http_conf(int port, int workers, const std::string& extra = "",
+                      const std::string& listen_options = "") {
   return "daemon off;\nerror_log stderr notice;\nworker_processes " + std::to_string(workers) +
          ";\n" + extra + events_block() +
          "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
-         ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
+         listen_options + ";\n    root html;\n    location = /metrics { metrics; }\n  }\n}\n";
 }
 
 // Starts vigil with `workers` workers on a port the kernel picks, then
@@ -42,6 +43,15 @@ int start_http(Harness& h, int workers) {
   const int port = h.port();
   h.write_raw_conf(http_conf(port, workers));
   return port;
+}
+
+// What /metrics says worker `pid` accepted, or -1.
+long accepted_by(const std::string& metrics, pid_t pid) {
+  std::smatch m;
+  std::regex re("vigil_worker_accepted_total\\{worker=\"\\d+\",pid=\"" + std::to_string(pid) +
+                "\"\\} (\\d+)");
+  if (!std::regex_search(metrics, m, re)) return -1;
+  return std::stol(m[1]);
 }
 
 // One HTTP/1.0 request on a fresh connection: the whole response, "" on failure.
@@ -150,6 +160,42 @@ TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
   EXPECT_TRUE(h.wait_log_count("exited with code 0", kReloads * 2u)) << h.log();
   EXPECT_EQ(h.count("exited on signal"), 0u) << h.log();
   EXPECT_NE(h.log().find("(kept across reload)"), std::string::npos) << h.log();
+}
+
+// Two workers on one shared socket (io_uring: each has a multishot accept on
+// it, and the kernel wakes only the first; the backend moves a busy one to
+// the back every 16 connections) and on reuseport sockets: both take a fair
+// part of one client's connections, and none is lost or left waiting.
+TEST(WorkersHttp, TwoWorkersShareTheConnections) {
+  for (const std::string options : {"", " reuseport"}) {
+    Harness h;
+    h.write("html/index.html", "hello\n");
+    h.set_binary(VIGIL_BINARY);
+    h.write_raw_conf(http_conf(0, 2, "", options));
+    ASSERT_TRUE(h.start(2)) << h.log();
+    const int port = h.port();
+    const int kConnections = 200;
+    for (int i = 0; i < kConnections; ++i) {
+      ASSERT_TRUE(ok_hello(http_get(port, "/"))) << "listen" << options << ": " << i;
+    }
+    const std::string metrics = http_get(port, "/metrics");
+    std::vector<pid_t> workers = h.started_workers();
+    ASSERT_EQ(workers.size(), 2u);
+    long total = 0;
+    std::string shares;
+    for (pid_t pid : workers) {
+      const long n = accepted_by(metrics, pid);
+      ASSERT_GE(n, 0) << metrics;
+      total += n;
+      shares += " " + std::to_string(n);
+    }
+    EXPECT_EQ(total, kConnections + 1) << metrics;
+    for (pid_t pid : workers) {
+      EXPECT_GE(accepted_by(metrics, pid), kConnections / 10)
+          << "listen" << options << ", per worker:" << shares;
+    }
+    EXPECT_EQ(h.stop(true), 0);
+  }
 }
 
 TEST(WorkersHttp, GracefulQuitFinishesARequestInFlightAndClosesIdleKeepAlive) {

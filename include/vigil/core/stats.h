@@ -56,6 +56,10 @@
   DERIVED(enters_per_pass, "vigil_worker_uring_enters_per_pass", "gauge",                    \
           "io_uring_enter calls per loop pass, on average.")                                  \
   LOOP(ring_buffer_misses, "vigil_worker_uring_buffer_ring_misses_total", "counter",         \
-       "Receives that found the provided buffer ring empty.")
+       "Receives that found the provided buffer ring empty.")                              \
+  LOOP(ring_file_sends, "vigil_worker_uring_file_sends_total", "counter",                   \
+       "File ranges sent through the ring (READ+SEND or SPLICE pairs).")                     \
+  LOOP(ring_file_fallbacks, "vigil_worker_uring_file_fallbacks_total", "counter",           \
+       "File ranges a ring connection sent with sendfile() (no file send free).")
 
 #define VIGIL_STATS_SKIP(...)

@@ -31,8 +31,9 @@ constexpr std::uint32_t kAcceptBit = UringBackend::kAcceptIndexBit;  // an accep
 constexpr int kGenerationShift = 48;
 constexpr std::uint64_t kPointerMask =
     ((std::uint64_t{1} << kGenerationShift) - 1) & ~std::uint64_t{1};
-constexpr std::uint64_t kAcceptTag = 1;       // bit 0 of an accept's user_data (Events are aligned)
-constexpr std::uint64_t kCancelUserData = 0;  // the completion of a poll-remove request
+constexpr std::uint64_t kAcceptTag = 1;  // bit 0 of an accept's user_data (Events are aligned)
+// The completion of a poll-remove request.
+constexpr std::uint64_t kCancelUserData = UringBackend::kIgnoredUserData;
 constexpr std::uint64_t kTeardownUserData =
     2;  // done()'s cancel-everything request (no Event is at 2)
 
@@ -158,17 +159,14 @@ Status UringBackend::init(EventLoop& loop, const BackendConfig& cfg) {
   if (st && (params.features & IORING_FEAT_RSRC_TAGS) == 0) {
     st = Status::error("io_uring is not usable: this kernel has no multishot poll (Linux 5.13)");
   }
-  // Multishot accept (Linux 5.19, uring_accept.cc) only with
-  // VIGIL_URING_ACCEPT=multishot: it measured no faster than the polled
-  // accept4 (each connection needs a getpeername), and one integration test
-  // (HttpErrors.GarbageNeverHurtsTheWorker) still sees a connection hang
-  // with it now and then. A kernel without it answers EINVAL and the
-  // listening sockets go back to polls (on_accept).
-  multishot_accept_ = false;
-  if (const char* env = std::getenv("VIGIL_URING_ACCEPT");
-      env != nullptr && std::string_view(env) == "multishot") {
-    multishot_accept_ = true;
-  }
+  // Listening sockets use multishot accept (Linux 5.19, uring_accept.cc):
+  // the kernel takes each connection and posts it, no readiness report and
+  // no accept4(2) per connection. VIGIL_URING_ACCEPT=poll keeps the polled
+  // accept4 path instead (for tests and measurement); a kernel without
+  // multishot accept answers EINVAL and the listening sockets go back to
+  // polls by themselves (on_accept).
+  const char* accept_env = std::getenv("VIGIL_URING_ACCEPT");
+  multishot_accept_ = accept_env == nullptr || std::string_view(accept_env) != "poll";
   if (st) st = init_ring_io(cfg);
   if (!st) {
     done();
@@ -260,10 +258,11 @@ io_uring_sqe* UringBackend::next_sqe(Status* st) {
   return sqe;
 }
 
-int UringBackend::submit() {
+int UringBackend::submit(bool run_completions) {
   if (!enable()) return -EBADFD;
   const unsigned queued = ::io_uring_sq_ready(&ring_);
-  const int rc = ::io_uring_submit(&ring_);
+  const int rc =
+      run_completions ? ::io_uring_submit_and_get_events(&ring_) : ::io_uring_submit(&ring_);
   if (loop_ != nullptr) {
     ++loop_->stats().enters;
     if (rc > 0) loop_->stats().sqes_submitted += queued;
@@ -376,9 +375,12 @@ Status UringBackend::del(Event& ev, unsigned /*flags: kEvClose cancels too, see 
   if (user_data & kAcceptTag) {
     // Stop the kernel accepting for us now, not at the next pass (the
     // worker may be closing the socket), and keep what it took already.
+    // The cancel's task work runs in the same enter (GETEVENTS), so the
+    // request leaves the socket's wait queue now: until it does, a new
+    // connection wakes only it (take_stranded, uring_accept.cc).
     if (AcceptQueue* q = accept_queue(ev, false); q != nullptr) q->live = false;
     Status st = cancel(user_data);
-    if (st && submit() < 0) st = Status::error("io_uring: cannot submit the accept cancel");
+    if (st && submit(true) < 0) st = Status::error("io_uring: cannot submit the accept cancel");
     take_posted_accepts(ev);
     return st;
   }

@@ -12,8 +12,10 @@
 //    send() copies into a per-connection send chunk, which stays alive until
 //    its completion; one send request is in flight at a time, a short send is
 //    resubmitted, and the write event is ready while the chunk has room. A
-//    file buffer waits until the chunk is empty and then goes out with
-//    sendfile(2) (with POLLOUT armed through the ring on EAGAIN). Requests
+//    file buffer waits until the chunk is empty and then goes out through
+//    the ring (uring_file.cc: a READ into a registered buffer linked to a
+//    SEND, or file -> pipe -> socket SPLICEs), or with sendfile(2) (with
+//    POLLOUT armed through the ring on EAGAIN) when that is off. Requests
 //    are tagged with the pool slot and Connection::generation, so a
 //    completion for a closed connection never reaches the slot's next owner.
 //    Close cancels the receive; sends still in flight drain first (the
@@ -37,7 +39,7 @@
 //
 // Ring user_data has bit 63 set: kind (bits 56..58), the Connection::generation
 // (bits 24..55) and the pool slot (bits 0..23); a send's user_data carries its
-// chunk's index instead of the slot.
+// chunk's index instead of the slot, a file send's its FileSend's index.
 
 #include <liburing.h>
 
@@ -60,6 +62,8 @@ inline constexpr std::uint64_t kRecv = 1;     // the multishot receive
 inline constexpr std::uint64_t kSend = 2;     // a send from a chunk (its index, not the slot)
 inline constexpr std::uint64_t kPollIn = 3;   // POLLIN: the receive fell back to recv(2)
 inline constexpr std::uint64_t kPollOut = 4;  // POLLOUT: sendfile(2) met EAGAIN
+inline constexpr std::uint64_t kFileIn = 5;   // a file send's READ or file->pipe SPLICE (its index)
+inline constexpr std::uint64_t kFileOut = 6;  // a file send's SEND or pipe->socket SPLICE
 inline constexpr int kGenShift = 24;
 inline constexpr std::uint64_t kIndexMask = (std::uint64_t{1} << kGenShift) - 1;
 inline std::uint64_t make(std::uint64_t kind, std::uint32_t generation, std::uint32_t index) {
@@ -122,8 +126,19 @@ class UringBackend final : public Backend {
   // A connection whose handler does not read stops receiving past this much.
   static constexpr std::uint32_t kMaxPending = 64 * 1024;
   static constexpr std::size_t kChunkSize = 16 * 1024;
+  // user_data of completions nobody looks at (cancel requests, and accept
+  // completions del() has already taken out of the ring).
+  static constexpr std::uint64_t kIgnoredUserData = 0;
   // Event::index bit of a listening socket's multishot accept registration.
   static constexpr std::uint32_t kAcceptIndexBit = 1u << 17;
+
+  // How a ring connection's file buffers reach the socket (uring_file.cc).
+  enum class FileMode : std::uint8_t { kSendfile, kReadSend, kSplice };
+  FileMode file_mode() const { return file_mode_; }
+  // One file send moves at most this much (a registered buffer, a pipe).
+  static constexpr std::uint32_t kFileBufferSize = 256 * 1024;
+  // File sends in flight per loop; beyond this a file goes out with sendfile(2).
+  static constexpr std::uint32_t kMaxFileSends = 64;
 
  private:
   struct Completion {
@@ -152,6 +167,35 @@ class UringBackend final : public Backend {
     char data[kChunkSize];
   };
 
+  // A file range on its way to a ring connection's socket (uring_file.cc):
+  // READ (READ_FIXED) into a buffer linked to a SEND of it, or SPLICE file ->
+  // pipe linked to SPLICE pipe -> socket. Alive until its last completion.
+  struct FileSend {
+    std::uint32_t index = 0;  // in files_
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+    int fd = -1;         // the socket
+    int file_fd = -1;    // the Buf's descriptor (compared at consumption)
+    int splice_fd = -1;  // splice: our dup of it (the SPLICE resolves it late)
+    off_t pos = 0;       // the range's file offset
+    std::uint32_t len = 0;
+    std::uint32_t got = 0;         // bytes the READ / first SPLICE produced
+    std::uint32_t sent = 0;        // bytes the socket took
+    std::uint32_t in_pipe = 0;     // splice: bytes waiting in the pipe
+    std::uint8_t outstanding = 0;  // completions still to come
+    bool read_done = false;
+    bool orphan = false;  // the connection is closed; the socket is ours to close
+    bool truncated = false;
+    int error = 0;
+    unsigned sq_tail = 0;  // liburing's sqe_tail after the requests were queued
+    io_uring_sqe* sqes[2] = {nullptr, nullptr};
+    char* buf = nullptr;  // read+send: the buffer (registered when buf_index >= 0)
+    int buf_index = -1;
+    int pipe_r = -1;  // splice
+    int pipe_w = -1;
+    FileSend* next = nullptr;  // free list, or the orphans
+  };
+
   // Receive state of one pool slot.
   struct Slot {
     std::int32_t head = -1;  // received buffers, oldest first (buffer ids)
@@ -166,6 +210,7 @@ class UringBackend final : public Backend {
     std::uint64_t recv_ud = 0;
     std::uint64_t pollout_ud = 0;
     Chunk* out = nullptr;
+    FileSend* file = nullptr;  // a file send, until ring_send_chain consumes it
   };
   struct BufMeta {
     std::uint32_t len = 0;
@@ -183,14 +228,14 @@ class UringBackend final : public Backend {
     unsigned handed = 0;          // connections handed out since the request was armed
   };
 
-
   // The kernel's batch of deferred completions per wait (DEFER_TASKRUN).
   static constexpr unsigned kDeferredBatch = 20;
 
   bool enable();               // R_DISABLED: enable the ring; the calling thread is its issuer
   unsigned reap(unsigned at);  // copies completions into batch_[at..]; returns how many
   io_uring_sqe* next_sqe(Status* st);
-  int submit();                   // io_uring_submit with the statistics
+  // io_uring_submit, or with run_completions io_uring_submit_and_get_events; counted.
+  int submit(bool run_completions = false);
   Status arm(Event& ev, int fd);  // queues the poll described by ev.index
   Status cancel(std::uint64_t user_data);
   void complete(const Completion& cqe, unsigned flags);
@@ -200,6 +245,8 @@ class UringBackend final : public Backend {
   // uring_accept.cc
   AcceptQueue* accept_queue(const Event& ev, bool create);
   void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
+  // A dead request's connections left in the listen queue: taken.
+  void take_stranded(Event& ev, AcceptQueue& q);
   void close_accepted();  // done(): connections taken but never handed out
   bool accepts_pending() const;
   void requeue_accepts();               // moves a busy accept to the back of the socket's queue
@@ -225,6 +272,21 @@ class UringBackend final : public Backend {
   void on_poll(Connection* c, bool write, const Completion& cqe, unsigned flags);
   void make_ready_write(Connection& c, unsigned flags);
   void finish_orphan(Chunk& k);
+
+  // uring_file.cc
+  void init_file_io();
+  void done_file_io();
+  FileSend* get_file_send(Connection& c);
+  void put_file_send(FileSend* f);
+  bool queue_file_send(FileSend& f);
+  bool queue_file_out(FileSend& f);
+  // Sends (part of) the file buffer b through the ring: >0 bytes a finished
+  // send consumed from b, kIoAgain (waiting), kIoError, or 0: not through
+  // the ring (no resources), sendfile(2) instead.
+  long ring_send_file(Connection& c, Slot& s, Buf& b, off_t budget);
+  void on_file(const Completion& cqe, unsigned flags);
+  bool release_file(Slot& s);  // true: an orphan now owns the socket
+  bool file_busy(const Slot& s) const { return s.file != nullptr && s.file->outstanding > 0; }
   void drain_lingering();
   void expire_lingering();
   Msec linger_wait(Msec timer) const;
@@ -243,6 +305,8 @@ class UringBackend final : public Backend {
   std::uint16_t generation_ = 0;
   bool multishot_accept_ = false;  // listening sockets use IORING_OP_ACCEPT multishot
   std::vector<AcceptQueue> accepts_;
+  // accept4 calls per ended accept request, at most.
+  static constexpr int kStrandedMax = 512;
   std::uint64_t pass_ = 0;  // process_events calls
   NotifyFd notify_;
 
@@ -262,6 +326,13 @@ class UringBackend final : public Backend {
   Chunk* free_chunks_ = nullptr;
   Chunk linger_;  // head of the orphans still sending, oldest first
   std::size_t lingering_ = 0;
+
+  // File sends (uring_file.cc).
+  FileMode file_mode_ = FileMode::kSendfile;
+  std::vector<std::unique_ptr<FileSend>> files_;
+  FileSend* free_files_ = nullptr;
+  bool file_buffers_registered_ = false;
+  char* file_buffers_ = nullptr;  // kMaxFileSends x kFileBufferSize, mapped on first use
 };
 
 }  // namespace vigil::backends

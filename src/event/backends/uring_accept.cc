@@ -11,7 +11,11 @@
 //  - connections the kernel took before a cancel reached it are still ours
 //    (another worker will never see them): they are handed to the handler
 //    even when the registration is gone, and closed only when the listening
-//    socket itself is.
+//    socket itself is;
+//  - so are connections a dying request leaves behind: the kernel's accept
+//    polls wait exclusively, a new connection wakes only the first request
+//    on the socket, and a cancelled one is still first until its cancel has
+//    run (take_stranded).
 // The request carries no address (one buffer would be shared by every
 // connection of the multishot request): accept() asks getpeername(2).
 #include <sys/socket.h>
@@ -24,6 +28,7 @@
 #include "event/backends/uring.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
+#include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
 
 namespace vigil::backends {
@@ -66,9 +71,14 @@ void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, uns
     }
     // Reported once the whole batch is queued (deliver_pending_accepts), so
     // that multi_accept takes every connection of this pass in one event.
-    if (!current || (cqe.flags & IORING_CQE_F_MORE)) return;
   }
-  if (!current || (cqe.flags & IORING_CQE_F_MORE)) return;
+  if (cqe.flags & IORING_CQE_F_MORE) return;
+  if (!current) {
+    // A deleted or replaced request has ended: connections that arrived
+    // while it was dying may be left in the listen queue with nobody told.
+    if (q != nullptr) take_stranded(ev, *q);
+    return;
+  }
 
   // The request ended while it is still wanted.
   if (q != nullptr) q->live = false;
@@ -98,6 +108,42 @@ void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, uns
   // An error (EMFILE, ENFILE, ENOMEM...): the handler meets it from
   // accept4(2) in accept() and backs off as with epoll.
   deliver(*loop_, ev, flags);
+}
+
+void UringBackend::take_stranded(Event& ev, AcceptQueue& q) {
+  // The kernel's accept polls wait exclusively on the listening socket: a
+  // new connection wakes only the first accept in its wait queue. A
+  // cancelled accept leaves that queue only when the cancel's task work
+  // has run (with DEFER_TASKRUN only inside an enter that gets events: del
+  // asks for one at once, but the kernel may run only part of the deferred
+  // work, and there is a window even then). A connection arriving meanwhile,
+  // or one whose wake-up the request had not run yet, wakes the dying
+  // request alone, which ends without taking it, and the requests behind it
+  // (this worker's new one after requeue_accepts, or another worker's) are
+  // never woken for it: it would wait for the next connection's wake-up.
+  // The request's last completion comes after it left the wait queue, so
+  // whatever is in the listen queue now may be such a connection: take it
+  // (it is served here, as connections a cancel came too late for are);
+  // what arrives later wakes a live request.
+  auto* lc = ev.owner<Connection>();
+  if (!ev.accept || lc->fd == -1) return;
+  for (int i = 0; i < kStrandedMax; ++i) {
+    const int fd = ::accept4(lc->fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd == -1) {
+      if (errno == ECONNABORTED || errno == EINTR) continue;
+      // EAGAIN: nothing was left behind. EMFILE and the like: the handler
+      // would meet the same error; a live request takes it later.
+      return;
+    }
+    try {
+      q.fds.push_back(fd);
+    } catch (const std::bad_alloc&) {
+      VIGIL_LOG(loop_->log(), kAlert, ENOMEM,
+                "io_uring: no memory to queue an accepted connection");
+      ::close(fd);
+      return;
+    }
+  }
 }
 
 int UringBackend::accept(Connection& lc, sockaddr* addr, socklen_t* len) {
@@ -142,25 +188,32 @@ std::size_t UringBackend::accepted_waiting(const Connection& lc) const {
 
 void UringBackend::take_posted_accepts(Event& ev) {
   // Completions not reaped yet: their connections go to the queue now, and
-  // the completion is left as a no-op (a stale cancel) for process_events.
+  // the completion becomes one nobody looks at. When the request's last
+  // one is among them it has left the socket's wait queue: whatever it
+  // left behind is taken now, not at the next pass.
   AcceptQueue* q = accept_queue(ev, false);
   if (q == nullptr) return;
+  bool ended = false;
   unsigned head = 0;
   io_uring_cqe* cqe = nullptr;
   io_uring_for_each_cqe(&ring_, head, cqe) {
     const std::uint64_t ud = cqe->user_data;
-    if ((ud >> 63) || !(ud & 1) || ud == LIBURING_UDATA_TIMEOUT || cqe->res < 0) continue;
+    if ((ud >> 63) || !(ud & 1) || ud == LIBURING_UDATA_TIMEOUT) continue;
     if (reinterpret_cast<Event*>(static_cast<std::uintptr_t>(ud & ((std::uint64_t{1} << 48) - 1) &
                                                              ~std::uint64_t{1})) != &ev) {
       continue;
     }
-    try {
-      q->fds.push_back(cqe->res);
-    } catch (const std::bad_alloc&) {
-      ::close(cqe->res);
+    if (cqe->res >= 0) {
+      try {
+        q->fds.push_back(cqe->res);
+      } catch (const std::bad_alloc&) {
+        ::close(cqe->res);
+      }
     }
-    cqe->res = -ECANCELED;
+    if (!(cqe->flags & IORING_CQE_F_MORE)) ended = true;
+    cqe->user_data = kIgnoredUserData;
   }
+  if (ended) take_stranded(ev, *q);
 }
 
 void UringBackend::requeue_accepts() {
@@ -172,6 +225,12 @@ void UringBackend::requeue_accepts() {
   for (std::size_t i = 0; i < accepts_.size(); ++i) {
     Event& ev = *accepts_[i].ev;
     if (accepts_[i].handed < 16 || !ev.active || !(ev.index & kAcceptIndexBit)) continue;
+    // A reuseport socket is this worker's alone: nobody to make room for.
+    const Listening* ls = ev.owner<Connection>()->listening;
+    if (ls != nullptr && ls->reuseport) {
+      accepts_[i].handed = 0;
+      continue;
+    }
     accepts_[i].handed = 0;
     Status st = del(ev, 0);
     if (st) st = add(ev, 0);

@@ -102,6 +102,7 @@ Status UringBackend::init_ring_io(const BackendConfig& cfg) {
     return Status::error("cannot allocate the io_uring connection table", ENOMEM);
   }
   ring_io_ = true;
+  init_file_io();
   return Status::ok();
 }
 
@@ -120,6 +121,7 @@ void UringBackend::done_ring_io() {
   buf_ring_ = nullptr;
   if (buffers_ != nullptr) ::munmap(buffers_, buffers_bytes_);
   buffers_ = nullptr;
+  done_file_io();
   meta_.reset();
   slots_.reset();
   chunks_.clear();
@@ -149,7 +151,8 @@ bool UringBackend::leave_ring_if_replaced(Connection& c) {
   // The protocol installed its own I/O (TLS reads the socket itself): the
   // connection goes back to readiness, if the ring holds nothing of it yet.
   Slot* s = slot_of(c);
-  if (s != nullptr && (s->recv_live || s->pending > 0 || s->out != nullptr || s->pollout_live)) {
+  if (s != nullptr && (s->recv_live || s->pending > 0 || s->out != nullptr || s->pollout_live ||
+                       s->file != nullptr)) {
     return false;
   }
   c.ring = 0;

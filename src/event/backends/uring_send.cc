@@ -80,7 +80,7 @@ long UringBackend::ring_send(Connection& c, const char* buf, std::size_t size) {
     return kIoError;
   }
   if (k == nullptr) {
-    if (s.pollout_live) {  // a sendfile(2) is waiting for room
+    if (s.pollout_live || file_busy(s)) {  // a file send is waiting for room
       wev.ready = 0;
       return kIoAgain;
     }
@@ -123,11 +123,21 @@ Chain* UringBackend::ring_send_chain(Connection& c, Chain* in, off_t limit) {
       continue;
     }
     if (b->in_file) {
-      // Files go out with sendfile(2) once the chunk is empty (the bytes
-      // before them must leave first).
+      // Files go out through the ring (uring_file.cc) or with sendfile(2)
+      // once the chunk is empty (the bytes before them must leave first).
       if (s.out != nullptr || s.pollout_live) {
         wev.ready = 0;
         return cl;
+      }
+      if (file_mode_ != FileMode::kSendfile || s.file != nullptr) {
+        const long n = ring_send_file(c, s, *b, max - sent);
+        if (n == kIoError) return kChainError;
+        if (n == kIoAgain) return cl;
+        if (n > 0) {
+          sent += n;
+          continue;
+        }
+        // 0: no FileSend free, sendfile(2) below.
       }
       Chain* rest = writev_chain(c, cl, max - sent);
       if (rest != kChainError && rest != nullptr && !wev.ready) {
@@ -267,6 +277,10 @@ bool UringBackend::release(Connection& c) {
   drop_received(*s);
   if (s->recv_live) (void)cancel(s->recv_ud);
   if (s->pollout_live) (void)cancel(s->pollout_ud);
+  if (release_file(*s)) {  // a file send in flight (never with a chunk)
+    *s = Slot{};
+    return true;
+  }
   Chunk* k = s->out;
   *s = Slot{};
   if (k == nullptr) return false;
@@ -312,6 +326,10 @@ void UringBackend::complete_ring(const Completion& cqe, unsigned flags) {
       break;
     case kPollOut:
       on_poll(owner_of(cqe.user_data), true, cqe, flags);
+      break;
+    case kFileIn:
+    case kFileOut:
+      on_file(cqe, flags);
       break;
     default:
       break;

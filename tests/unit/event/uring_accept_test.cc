@@ -3,9 +3,9 @@
 // one connection per event without multi_accept, the peer's address, the
 // accept mutex and accept_disabled taking the socket away from the kernel's
 // accept (the connection stays in the listen queue for another worker), and
-// close_listening(). Multishot accept is opt-in (VIGIL_URING_ACCEPT=multishot);
-// each case also runs with VIGIL_URING_ACCEPT=poll, the default and the
-// fallback a kernel without multishot accept gets (readiness + accept4).
+// close_listening(). Multishot accept is the default; each case also runs
+// with VIGIL_URING_ACCEPT=poll, the fallback a kernel without multishot
+// accept gets (readiness + accept4).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -183,6 +183,48 @@ TEST_P(UringAccept, CloseListeningStopsTheKernelAccepting) {
   if (other >= 0) ::close(other);
   ::close(client);
   ::close(elsewhere);
+}
+
+TEST_P(UringAccept, ACancelledAcceptLeavesNoConnectionBehind) {
+  // Two workers on one listening socket (no reuseport). The kernel's accept
+  // polls wait exclusively: a new connection wakes only the first request in
+  // the socket's wait queue, here this worker's. It is cancelled (the accept
+  // mutex is lost, the worker is busy, or requeue_accepts moves it to the
+  // back) before its worker got to run the wake-up: the request ends without
+  // accepting, and the other worker's request was never woken for the
+  // connection. Someone must still take it.
+  ::setenv("VIGIL_URING_ACCEPT", GetParam().c_str(), 1);
+  EventLoopConfig cfg;
+  cfg.use = "io_uring";
+  cfg.connections = 16;
+  auto r = EventLoop::create(cfg, Log::global());
+  ::unsetenv("VIGIL_URING_ACCEPT");
+  ASSERT_TRUE(r) << r.status().to_string();
+  std::unique_ptr<EventLoop> other = std::move(r).value();
+  Listening shared;  // the same socket, as a second worker holds it
+  shared.handler = greet_and_close;
+  ASSERT_TRUE(shared.set_address("127.0.0.1:0"));
+  shared.fd = ::dup(ls_.fd);
+  ASSERT_GE(shared.fd, 0);
+
+  ASSERT_TRUE(loop_->add_listening(ls_));
+  pass(*loop_);  // this worker's accept is first in the socket's wait queue
+  ASSERT_TRUE(other->add_listening(shared));
+  pass(*other);  // the other's behind it
+  int client = test::connect_loopback(ls_.port());
+  ASSERT_GE(client, 0);  // wakes this worker's request, which has not run yet
+  ASSERT_TRUE(loop_->disable_accept_events());
+  ASSERT_FALSE(ls_.connection->read->active);
+  ASSERT_TRUE(test::run_until(
+      [&] {
+        pass(*other);
+        pass(*loop_);
+      },
+      [&] { return g_accepted == 1; }, 2000))
+      << "the connection was left in the listen queue with no accept woken for it";
+  EXPECT_EQ(test::read_n(client, 6, 2000), "hello\n");
+  ::close(client);
+  other->close_listening();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, UringAccept, ::testing::Values("multishot", "poll"),
