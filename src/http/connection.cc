@@ -325,6 +325,7 @@ void set_keepalive(HttpConnection& hc, const HttpLocConf& loc) {
     return;
   }
   release_buffer(hc);
+  tls_idle(c);  // a busy TLS connection keeps its record buffers (tls.h)
 
   // TCP_CORK held the last partial segment back: send it now (nginx's tcp_push).
   if (c.tcp_nopush == 1) {

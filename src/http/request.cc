@@ -241,8 +241,9 @@ namespace {
 // the Host server's ssl_verify_client only; the SNI server's counts too here,
 // since its verification is the one that ran.
 bool misdirected(const HttpConnection& hc, const Request& r) {
+  if (r.check.host.empty() || r.srv == hc.srv || hc.srv == nullptr) return false;
   const std::string_view sni = tls_server_name(*r.c);
-  if (sni.empty() || r.check.host.empty() || r.srv == hc.srv || hc.srv == nullptr) return false;
+  if (sni.empty()) return false;
   if (r.check.host.size() == sni.size() && iequals(r.check.host, sni)) return false;
   return hc.srv->ssl.verify != TlsVerify::kOff || r.srv->ssl.verify != TlsVerify::kOff;
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "event/tls/session_cache.h"
+#include "event/tls/socket_bio.h"
 #include "event/tls/tls.h"
 
 namespace vigil {
@@ -222,6 +223,16 @@ TlsContext* TlsContext::of(const SSL_CTX* ctx) {
 
 TlsContext::~TlsContext() {
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+  if (bio_method_ != nullptr) BIO_meth_free(bio_method_);
+}
+
+Status TlsContext::make_bio_method() {
+#ifdef SSL_OP_ENABLE_KTLS
+  if (SSL_CTX_get_options(ctx_) & SSL_OP_ENABLE_KTLS) return Status::ok();
+#endif
+  bio_method_ = tls_socket_bio_method();
+  if (bio_method_ == nullptr) return Status::error("BIO_meth_new() failed" + tls_error_text());
+  return Status::ok();
 }
 
 Result<std::shared_ptr<TlsContext>> TlsContext::server(const TlsServerConf& conf,
@@ -239,6 +250,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::server(const TlsServerConf& conf
   if (tc->ctx_ == nullptr) return Status::error("SSL_CTX_new() failed" + tls_error_text());
   SSL_CTX_set_ex_data(tc->ctx_, g_ctx_index, tc.get());
   if (Status s = tc->configure_server(conf); !s) return s;
+  if (Status s = tc->make_bio_method(); !s) return s;
   return tc;
 }
 
@@ -252,6 +264,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::client(const TlsClientConf& conf
   if (tc->ctx_ == nullptr) return Status::error("SSL_CTX_new() failed" + tls_error_text());
   SSL_CTX_set_ex_data(tc->ctx_, g_ctx_index, tc.get());
   if (Status s = tc->configure_client(conf); !s) return s;
+  if (Status s = tc->make_bio_method(); !s) return s;
   return tc;
 }
 

@@ -48,13 +48,19 @@ class TlsContext {
   const std::string& alpn() const { return alpn_; }
 
   static TlsContext* of(const SSL_CTX* ctx);
+  // The method of our socket BIO (socket_bio.h); null when the context
+  // enables kTLS, which needs OpenSSL's socket BIO.
+  BIO_METHOD* bio_method() const { return bio_method_; }
 
  private:
   TlsContext() = default;
   Status configure_server(const TlsServerConf& conf);
   Status configure_client(const TlsClientConf& conf);
 
+  Status make_bio_method();
+
   SSL_CTX* ctx_ = nullptr;
+  BIO_METHOD* bio_method_ = nullptr;
   const TlsServerConf* server_conf_ = nullptr;
   const TlsClientConf* client_conf_ = nullptr;
   std::vector<TlsTicketKey> ticket_keys_;

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <string>
 
+#include "event/tls/buffers.h"
 #include "event/tls/context.h"
+#include "event/tls/socket_bio.h"
 #include "event/tls/tls.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
@@ -87,6 +89,10 @@ void finish(Connection& c, TlsHandshake result) {
     counters->tls_handshakes.add();
     if (SSL_session_reused(t.ssl) == 1) counters->tls_sessions_reused.add();
     t.handshaked = 1;
+    // tls_recv and tls_send do not clear the error queue before each call
+    // (tls_io.cc): whatever a successful handshake left there (a ticket that
+    // did not decrypt, say) goes now.
+    ERR_clear_error();
 #ifdef BIO_get_ktls_send
     t.ktls_send = BIO_get_ktls_send(SSL_get_wbio(t.ssl)) ? 1 : 0;
 #endif
@@ -222,12 +228,25 @@ Result<TlsConnection*> create(Connection& c, TlsContext& ctx) {
   ERR_clear_error();
   t->ssl = SSL_new(ctx.native());
   if (t->ssl == nullptr) return Status::error("SSL_new() failed" + tls_error_text());
-  if (SSL_set_fd(t->ssl, c.fd) != 1) {
-    SSL_free(t->ssl);
-    return Status::error("SSL_set_fd() failed" + tls_error_text());
+  t->fd = c.fd;
+  if (BIO_METHOD* m = ctx.bio_method(); m != nullptr) {
+    BIO* bio = tls_socket_bio(m, *t);
+    if (bio == nullptr) {
+      SSL_free(t->ssl);
+      t->ssl = nullptr;
+      return Status::error("BIO_new() failed" + tls_error_text());
+    }
+    SSL_set_bio(t->ssl, bio, bio);  // one BIO both ways: SSL_free frees it
+  } else {
+    // kTLS: OpenSSL's socket BIO, watched by a callback.
+    if (SSL_set_fd(t->ssl, c.fd) != 1) {
+      SSL_free(t->ssl);
+      t->ssl = nullptr;
+      return Status::error("SSL_set_fd() failed" + tls_error_text());
+    }
+    tls_watch_reads(*t);
   }
   SSL_set_app_data(t->ssl, &c);
-  tls_watch_reads(*t);
   c.ssl = t;
   // OpenSSL reads and writes the socket itself from here on. The TLS I/O is
   // installed before any event is armed, so a completion-based backend
@@ -311,6 +330,7 @@ void tls_send_close_notify(Connection& c) {
 
 void tls_close(Connection& c) {
   tls_release_stage(c);
+  tls_forget_warm(c);
   TlsConnection* t = c.ssl;
   c.ssl = nullptr;
   c.recv = unix_recv;

@@ -59,6 +59,7 @@ struct TlsConnection {
   std::size_t stage_pos = 0;
   off_t stage_off = 0;
   int stage_fd = -1;
+  int fd = -1;  // the socket, for our BIO (socket_bio.h)
   // Length of an SSL_write that returned WANT_WRITE: the retry must offer at
   // least as much (OpenSSL's "bad write retry" otherwise).
   std::size_t write_pending = 0;
@@ -66,6 +67,10 @@ struct TlsConnection {
   // SSL certificate verify error: (20:...)"), in the connection's arena; set
   // before `done(c, kFailed)`, which logs it with its own context.
   std::string_view failure;
+  // The LRU links of the loop's connections that keep their record buffers
+  // between requests (buffers.cc), `warm` while linked.
+  TlsConnection* warm_prev = nullptr;
+  TlsConnection* warm_next = nullptr;
   unsigned handshaked : 1 = 0;
   unsigned detect_plain : 1 = 0;
   unsigned client : 1 = 0;
@@ -76,6 +81,9 @@ struct TlsConnection {
   // was empty then, and an edge-triggered backend reports whatever arrives
   // after it (tls_watch_reads keeps it; each call clears it first).
   unsigned drained : 1 = 0;
+  unsigned read_eof : 1 = 0;  // our BIO's read() returned 0
+  unsigned warm : 1 = 0;      // on the loop's list of connections keeping buffers
+  unsigned idled : 1 = 0;     // tls_idle ran once: the next idle may keep buffers
 };
 
 // A file goes out through the loop's buffer in pieces of this size: one
@@ -108,9 +116,21 @@ void tls_close(Connection& c);
 // EAGAIN. tls_start_server and tls_start_client install it.
 void tls_watch_reads(TlsConnection& t);
 
+// The connection waits for its next message (an HTTP keep-alive wait).
+// OpenSSL frees a connection's 17 KiB read and write buffers whenever they
+// are empty (SSL_MODE_RELEASE_BUFFERS) and allocates them again for the next
+// record: two malloc/free pairs per request. From its second wait on, a
+// connection keeps them instead, as one of the loop's kTlsWarmMax most
+// recently idle connections; the least recent one beyond that gets the
+// release mode back and its buffers freed. A connection served once (and
+// then idle) keeps nothing, so an idle connection costs what it did.
+void tls_idle(Connection& c);
+inline constexpr std::size_t kTlsWarmMax = 64;
+
 // Forgets the connection's staged file bytes (the loop keeps its buffer).
 void tls_release_stage(Connection& c);
-// Frees the loop's TLS file buffer: the exit hook of a worker's loop.
+// Frees the loop's TLS file buffer and its list of connections keeping
+// record buffers: the exit hook of a worker's loop.
 void tls_exit_loop(EventLoop& loop);
 
 // The I/O functions installed after the handshake (same contracts as io.cc).
