@@ -19,34 +19,13 @@
 #include <string>
 
 #include "event/tls/tls.h"
+#include "tls_pair.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 #include "vigil/event/loop.h"
 
 namespace vigil {
 namespace {
-
-// A self-signed P-256 certificate made in memory.
-struct Identity {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  Identity() {
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("unit"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509_sign(cert, key, EVP_sha256());
-  }
-  ~Identity() {
-    X509_free(cert);
-    EVP_PKEY_free(key);
-  }
-};
 
 // A TLS connection over a socketpair, handshaken: `server` is the end under
 // test, wrapped in a Connection with the TLS functions installed, as after
@@ -71,13 +50,7 @@ struct TlsPair {
     SSL_set_fd(client, client_fd);
     SSL_set_accept_state(server);
     SSL_set_connect_state(client);
-    // Both ends step until both are done (nonblocking sockets).
-    bool s_done = false, c_done = false;
-    for (int i = 0; i < 1000 && !(s_done && c_done); ++i) {
-      if (!c_done) c_done = SSL_do_handshake(client) == 1;
-      if (!s_done) s_done = SSL_do_handshake(server) == 1;
-    }
-    if (!(s_done && c_done)) return;
+    if (!test::handshake_both(server, client)) return;
     tc.ssl = server;
     tc.handshaked = 1;
     c.fd = server_fd;
@@ -103,17 +76,7 @@ struct TlsPair {
   TlsPair(const TlsPair&) = delete;
   TlsPair& operator=(const TlsPair&) = delete;
 
-  // Reads what the client can now (0 bytes when nothing is ready).
-  std::string client_read_available() {
-    std::string out;
-    char buf[16384];
-    for (;;) {
-      std::size_t n = 0;
-      if (SSL_read_ex(client, buf, sizeof buf, &n) != 1) break;
-      out.append(buf, n);
-    }
-    return out;
-  }
+  std::string client_read_available() { return test::read_available(client); }
 };
 
 class TlsIo : public ::testing::Test {
@@ -146,7 +109,7 @@ class TlsIo : public ::testing::Test {
   }
   std::string client_read_available() { return pair_->client_read_available(); }
 
-  Identity id_;
+  test::TestIdentity id_;
   SSL_CTX* sctx_ = nullptr;
   SSL_CTX* cctx_ = nullptr;
   std::unique_ptr<TlsPair> pair_;

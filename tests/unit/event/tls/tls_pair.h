@@ -72,6 +72,28 @@ struct TestContexts {
   TestContexts& operator=(const TestContexts&) = delete;
 };
 
+// Steps both ends of a nonblocking handshake until both are done.
+inline bool handshake_both(SSL* server, SSL* client) {
+  bool s_done = false, c_done = false;
+  for (int i = 0; i < 1000 && !(s_done && c_done); ++i) {
+    if (!c_done) c_done = SSL_do_handshake(client) == 1;
+    if (!s_done) s_done = SSL_do_handshake(server) == 1;
+  }
+  return s_done && c_done;
+}
+
+// What `ssl` can read now (empty when nothing is ready).
+inline std::string read_available(SSL* ssl) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    std::size_t n = 0;
+    if (SSL_read_ex(ssl, buf, sizeof buf, &n) != 1) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
 struct TestTlsPair {
   bool ok = false;
   int server_fd = -1, client_fd = -1;
@@ -95,12 +117,7 @@ struct TestTlsPair {
     SSL_set_fd(client, client_fd);
     SSL_set_accept_state(tc.ssl);
     SSL_set_connect_state(client);
-    bool s_done = false, c_done = false;
-    for (int i = 0; i < 1000 && !(s_done && c_done); ++i) {
-      if (!c_done) c_done = SSL_do_handshake(client) == 1;
-      if (!s_done) s_done = SSL_do_handshake(tc.ssl) == 1;
-    }
-    if (!(s_done && c_done)) return;
+    if (!handshake_both(tc.ssl, client)) return;
     tc.handshaked = 1;
     c.fd = server_fd;
     c.loop = loop;
@@ -130,16 +147,7 @@ struct TestTlsPair {
     std::size_t n = 0;
     return SSL_write_ex(client, data.data(), data.size(), &n) == 1 && n == data.size();
   }
-  std::string client_read_available() {
-    std::string out;
-    char buf[16384];
-    for (;;) {
-      std::size_t n = 0;
-      if (SSL_read_ex(client, buf, sizeof buf, &n) != 1) break;
-      out.append(buf, n);
-    }
-    return out;
-  }
+  std::string client_read_available() { return read_available(client); }
 };
 
 inline std::unique_ptr<EventLoop> make_test_loop() {
