@@ -114,6 +114,34 @@ class UringFileTest : public BackendTest {
     return c;
   }
 
+  // One file send's cast: a temp file of `size` bytes of pattern `seed`, a
+  // ring connection (SO_SNDBUF `sndbuf` when not 0) to a TCP peer, and a
+  // buffer for the whole file in a one-link chain.
+  struct FileCase {
+    std::string content;
+    Fd file, peer;
+    Probe p;
+    Connection* c = nullptr;
+    Buf fb;
+    Chain cl{&fb, nullptr};
+  };
+  void open_case(FileCase& fc, std::size_t size, unsigned seed, int sndbuf = 0) {
+    fc.content = pattern(size, seed);
+    fc.file = temp_file(fc.content);
+    ASSERT_NE(fc.file.get(), -1);
+    auto [fd, peer] = tcp_pair();
+    ASSERT_NE(fd, -1);
+    fc.peer = std::move(peer);
+    if (sndbuf != 0) {
+      ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+    }
+    fc.c = attach_ring(fd, &fc.p);
+    ASSERT_NE(fc.c, nullptr);
+    fc.fb.in_file = true;
+    fc.fb.file_fd = fc.file.get();
+    fc.fb.file_last = static_cast<off_t>(fc.content.size());
+  }
+
   // Drives c->send_chain as the HTTP writer does (send while the write event
   // is ready, otherwise wait for it) while the peer reads up to `per_pass`
   // bytes per pass. Returns the chain's end state: nullptr (all sent),
@@ -180,21 +208,9 @@ TEST_P(UringFileTest, LargeFileIsSentCompletelyAndByteExact) {
 // A slow reader and a small socket buffer: SENDs and pipe -> socket SPLICEs
 // come back short or wait for room, and the transfer resumes until done.
 TEST_P(UringFileTest, ShortSendsAreResumed) {
-  const std::string content = pattern(1024 * 1024 + 17, 2);
-  Fd file = temp_file(content);
-  ASSERT_NE(file.get(), -1);
-  auto [fd, peer] = tcp_pair();
-  ASSERT_NE(fd, -1);
-  int small = 4096;
-  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
-  Probe p;
-  Connection* c = attach_ring(fd, &p);
-  ASSERT_NE(c, nullptr);
-  Buf fb;
-  fb.in_file = true;
-  fb.file_fd = file.get();
-  fb.file_last = static_cast<off_t>(content.size());
-  Chain cl{&fb, nullptr};
+  FileCase fc;
+  ASSERT_NO_FATAL_FAILURE(open_case(fc, 1024 * 1024 + 17, 2, 4096));
+  auto& [content, file, peer, p, c, fb, cl] = fc;
   std::string got;
   Chain* rest = send_all(c, &cl, peer.get(), &got, 16 * 1024, content.size());
   ASSERT_EQ(rest, nullptr) << got.size() << " of " << content.size() << " bytes arrived";
@@ -205,19 +221,10 @@ TEST_P(UringFileTest, ShortSendsAreResumed) {
 // The file is shorter than the buffer says (truncated under us): what it
 // has arrives, then the send fails as sendfile(2)'s 0 makes it fail.
 TEST_P(UringFileTest, FileShorterThanTheBufferIsAnError) {
-  const std::string content = pattern(300 * 1024 + 5, 3);
-  Fd file = temp_file(content);
-  ASSERT_NE(file.get(), -1);
-  auto [fd, peer] = tcp_pair();
-  ASSERT_NE(fd, -1);
-  Probe p;
-  Connection* c = attach_ring(fd, &p);
-  ASSERT_NE(c, nullptr);
-  Buf fb;
-  fb.in_file = true;
-  fb.file_fd = file.get();
+  FileCase fc;
+  ASSERT_NO_FATAL_FAILURE(open_case(fc, 300 * 1024 + 5, 3));
+  auto& [content, file, peer, p, c, fb, cl] = fc;
   fb.file_last = static_cast<off_t>(content.size() + 100000);
-  Chain cl{&fb, nullptr};
   std::string got;
   Chain* rest = send_all(c, &cl, peer.get(), &got);
   EXPECT_EQ(rest, kChainError);
@@ -234,22 +241,11 @@ TEST_P(UringFileTest, FileShorterThanTheBufferIsAnError) {
 // the old socket ends (the backend closes it after the cancelled
 // requests complete), and nothing reaches the new owner.
 TEST_P(UringFileTest, CloseWithFileSendInFlightReusesTheSlotSafely) {
-  const std::string content = pattern(8 * 1024 * 1024, 4);
-  Fd file = temp_file(content);
-  ASSERT_NE(file.get(), -1);
-  auto [fd, peer] = tcp_pair();
-  ASSERT_NE(fd, -1);
-  int small = 64 * 1024;
-  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+  const int small = 64 * 1024;
+  FileCase fc;
+  ASSERT_NO_FATAL_FAILURE(open_case(fc, 8 * 1024 * 1024, 4, small));
+  auto& [content, file, peer, p, c, fb, cl] = fc;
   ASSERT_EQ(::setsockopt(peer.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
-  Probe p;
-  Connection* c = attach_ring(fd, &p);
-  ASSERT_NE(c, nullptr);
-  Buf fb;
-  fb.in_file = true;
-  fb.file_fd = file.get();
-  fb.file_last = static_cast<off_t>(content.size());
-  Chain cl{&fb, nullptr};
   Chain* rest = &cl;
   // Send until the socket is full and a file send waits in the kernel.
   for (int i = 0; i < 200 && rest != nullptr; ++i) {
@@ -293,19 +289,9 @@ TEST_P(UringFileTest, CloseWithFileSendInFlightReusesTheSlotSafely) {
 // that file may reach the old peer (its requests became NOPs; splice reads a
 // dup of the original).
 TEST_P(UringFileTest, CloseBeforeSubmissionNeverReadsAReusedDescriptor) {
-  const std::string content = pattern(512 * 1024, 5);
-  Fd file = temp_file(content);
-  ASSERT_NE(file.get(), -1);
-  auto [fd, peer] = tcp_pair();
-  ASSERT_NE(fd, -1);
-  Probe p;
-  Connection* c = attach_ring(fd, &p);
-  ASSERT_NE(c, nullptr);
-  Buf fb;
-  fb.in_file = true;
-  fb.file_fd = file.get();
-  fb.file_last = static_cast<off_t>(content.size());
-  Chain cl{&fb, nullptr};
+  FileCase fc;
+  ASSERT_NO_FATAL_FAILURE(open_case(fc, 512 * 1024, 5));
+  auto& [content, file, peer, p, c, fb, cl] = fc;
   Chain* rest = c->send_chain(*c, &cl, 0);
   ASSERT_NE(rest, kChainError);
   // The request ends first (its file is closed) and the number is taken by
