@@ -142,6 +142,16 @@ class UringFileTest : public BackendTest {
     fc.fb.file_last = static_cast<off_t>(fc.content.size());
   }
 
+  // Runs passes while the peer reads, until the connection ends (true) or
+  // 3,000 passes went by (false).
+  bool drain_until_end(int peer, std::string* got) {
+    for (int i = 0; i < 3000; ++i) {
+      if (!pass(1).is_ok()) return false;
+      if (drain(peer, got)) return true;
+    }
+    return false;
+  }
+
   // Drives c->send_chain as the HTTP writer does (send while the write event
   // is ready, otherwise wait for it) while the peer reads up to `per_pass`
   // bytes per pass. Returns the chain's end state: nullptr (all sent),
@@ -270,12 +280,7 @@ TEST_P(UringFileTest, CloseWithFileSendInFlightReusesTheSlotSafely) {
   ASSERT_OK(loop_->handle_write_event(*c2->write));
 
   std::string got;
-  bool ended = false;
-  for (int i = 0; i < 3000 && !ended; ++i) {
-    ASSERT_OK(pass(1));
-    ended = drain(peer.get(), &got);
-  }
-  EXPECT_TRUE(ended) << "the old connection never ended";
+  EXPECT_TRUE(drain_until_end(peer.get(), &got)) << "the old connection never ended";
   EXPECT_TRUE(got == content.substr(0, got.size())) << "the old peer got other bytes";
   EXPECT_EQ(p2.writes, 0) << "a completion of the old connection reached the new owner";
   EXPECT_FALSE(c2->write->ready);
@@ -307,12 +312,7 @@ TEST_P(UringFileTest, CloseBeforeSubmissionNeverReadsAReusedDescriptor) {
   }
   loop_->pool().close_connection(*c);
   std::string got;
-  bool ended = false;
-  for (int i = 0; i < 3000 && !ended; ++i) {
-    ASSERT_OK(pass(1));
-    ended = drain(peer.get(), &got);
-  }
-  EXPECT_TRUE(ended) << "the old connection never ended";
+  EXPECT_TRUE(drain_until_end(peer.get(), &got)) << "the old connection never ended";
   EXPECT_EQ(got.find('#'), std::string::npos) << "bytes of the reused descriptor were sent";
   EXPECT_TRUE(got == content.substr(0, got.size()));
 }

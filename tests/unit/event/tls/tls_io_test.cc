@@ -52,18 +52,7 @@ struct TlsPair {
     SSL_set_connect_state(client);
     if (!test::handshake_both(server, client)) return;
     tc.ssl = server;
-    tc.handshaked = 1;
-    c.fd = server_fd;
-    c.read = &rev;
-    c.write = &wev;
-    c.ssl = &tc;
-    c.recv = tls_recv;
-    c.send = tls_send;
-    c.recv_chain = tls_recv_chain;
-    c.send_chain = tls_send_chain;
-    rev.data = wev.data = &c;
-    wev.write = 1;
-    rev.ready = wev.ready = 1;
+    test::wire_tls_connection(c, rev, wev, tc, server_fd);
     ok = true;
   }
   ~TlsPair() {

@@ -94,6 +94,23 @@ inline std::string read_available(SSL* ssl) {
   return out;
 }
 
+// Makes `c` the handshaken server end over `fd`, with the TLS I/O functions
+// installed as after tls_start_server, both events ready.
+inline void wire_tls_connection(Connection& c, Event& rev, Event& wev, TlsConnection& tc, int fd) {
+  tc.handshaked = 1;
+  c.fd = fd;
+  c.read = &rev;
+  c.write = &wev;
+  c.ssl = &tc;
+  c.recv = tls_recv;
+  c.send = tls_send;
+  c.recv_chain = tls_recv_chain;
+  c.send_chain = tls_send_chain;
+  rev.data = wev.data = &c;
+  wev.write = 1;
+  rev.ready = wev.ready = 1;
+}
+
 struct TestTlsPair {
   bool ok = false;
   int server_fd = -1, client_fd = -1;
@@ -118,19 +135,8 @@ struct TestTlsPair {
     SSL_set_accept_state(tc.ssl);
     SSL_set_connect_state(client);
     if (!handshake_both(tc.ssl, client)) return;
-    tc.handshaked = 1;
-    c.fd = server_fd;
+    wire_tls_connection(c, rev, wev, tc, server_fd);
     c.loop = loop;
-    c.read = &rev;
-    c.write = &wev;
-    c.ssl = &tc;
-    c.recv = tls_recv;
-    c.send = tls_send;
-    c.recv_chain = tls_recv_chain;
-    c.send_chain = tls_send_chain;
-    rev.data = wev.data = &c;
-    wev.write = 1;
-    rev.ready = wev.ready = 1;
     ok = true;
   }
   ~TestTlsPair() {
