@@ -33,14 +33,9 @@ trap cleanup EXIT
 
 mkdir -p "$TMP/html" "$TMP/certs" "$TMP/logs" "$TMP/conf"
 printf 'hello world\n' > "$TMP/html/small.txt"
-(
-  cd "$TMP/certs"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ec.key \
-    -out ec.crt -days 2 -subj /CN=localhost 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.crt -days 2 \
-    -subj /CN=localhost 2>/dev/null
-  chmod 644 ./*
-)
+# shellcheck source=tls_certs.sh
+. "$ROOT/bench/load/tls_certs.sh"
+make_test_certs "$TMP/certs"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 HTTP="http {
     access_log off;

@@ -72,14 +72,9 @@ trap cleanup EXIT
 mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf" "$TMP/certs"
 printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
 head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
-(
-  cd "$TMP/certs"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ec.key \
-    -out ec.crt -days 2 -subj /CN=localhost 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.crt -days 2 \
-    -subj /CN=localhost 2>/dev/null
-  chmod 644 ./*
-)
+# shellcheck source=tls_certs.sh
+. "$ROOT/bench/load/tls_certs.sh"
+make_test_certs "$TMP/certs"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 # The TLS part both servers share: the same directives mean the same thing.
