@@ -269,7 +269,8 @@ int UringBackend::submit(bool run_completions) {
   const int rc =
       run_completions ? ::io_uring_submit_and_get_events(&ring_) : ::io_uring_submit(&ring_);
   if (loop_ != nullptr) {
-    ++loop_->stats().enters;
+    // liburing enters only to submit something or to get events.
+    if (run_completions || queued > 0) ++loop_->stats().enters;
     if (rc > 0) loop_->stats().sqes_submitted += queued;
   }
   return rc;
@@ -441,8 +442,13 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
     (void)::io_uring_register_ring_fd(&ring_);
   }
   LoopStats& stats = loop_->stats();
-  stats.sqes_submitted += ::io_uring_sq_ready(&ring_);
-  ++stats.enters;
+  const unsigned queued = ::io_uring_sq_ready(&ring_);
+  stats.sqes_submitted += queued;
+  // Counted as liburing decides it: a wait enters the kernel when there is
+  // something to submit or no completion to return yet (a completion can
+  // already be posted, e.g. by del()'s submit_and_get_events); a pass with
+  // timer 0 always enters.
+  if (timer == 0 || queued > 0 || ::io_uring_cq_ready(&ring_) == 0) ++stats.enters;
   int rc;
   if (timer == kTimerInfinite) {
     rc = ::io_uring_submit_and_wait(&ring_, 1);
