@@ -29,6 +29,8 @@ set -euo pipefail
 ROUNDS=${1:-3}
 DURATION=${2:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
 VIGIL=${VIGIL:-$ROOT/build/release/vigil}
 NGINX=${NGINX:-/usr/sbin/nginx}
 CASES=${CASES:-"small50 small50x2 small1000 small1000x2 big close syscalls memory"}
@@ -159,21 +161,6 @@ start_vigil() {  # workers
   wait_port
 }
 
-stop_server() {
-  for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  SERVER_PIDS=()
-  sleep 0.3
-}
-
-# CPU time (clock ticks) used so far by the server processes and their children.
-server_ticks() {
-  local total=0 p
-  for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
-    [[ -r /proc/$p/stat ]] || continue
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-  done
-  echo "$total"
-}
 
 # run_wrk CONNS PATH [extra wrk args]: prints "requests/sec server-CPU-us/request".
 # The second figure is what the server spent per request, which the other

@@ -33,24 +33,15 @@ trap cleanup EXIT
 
 mkdir -p "$TMP/html" "$TMP/certs" "$TMP/logs" "$TMP/conf"
 printf 'hello world\n' > "$TMP/html/small.txt"
-# shellcheck source=tls_certs.sh
-. "$ROOT/bench/load/tls_certs.sh"
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
 make_test_certs "$TMP/certs"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 HTTP="http {
     access_log off;
     sendfile on;
     server {
-        listen 127.0.0.1:$PORT ssl;
-        root $TMP/html;
-        ssl_certificate $TMP/certs/ec.crt;
-        ssl_certificate_key $TMP/certs/ec.key;
-        ssl_certificate $TMP/certs/rsa.crt;
-        ssl_certificate_key $TMP/certs/rsa.key;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        ssl_ciphers HIGH:!aNULL:!MD5;
-        ssl_session_cache shared:SSL:10m;
-        ssl_session_tickets on;
+        $(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
     }
 }"
 cat > "$TMP/conf/nginx.conf" <<CONF

@@ -72,22 +72,12 @@ trap cleanup EXIT
 mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf" "$TMP/certs"
 printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
 head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
-# shellcheck source=tls_certs.sh
-. "$ROOT/bench/load/tls_certs.sh"
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
 make_test_certs "$TMP/certs"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
-# The TLS part both servers share: the same directives mean the same thing.
-TLS_BLOCK="listen 127.0.0.1:$PORT ssl;
-        root $TMP/html;
-        ssl_certificate $TMP/certs/ec.crt;
-        ssl_certificate_key $TMP/certs/ec.key;
-        ssl_certificate $TMP/certs/rsa.crt;
-        ssl_certificate_key $TMP/certs/rsa.key;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        ssl_ciphers HIGH:!aNULL:!MD5;
-        ssl_session_cache shared:SSL:10m;
-        ssl_session_tickets on;"
+TLS_BLOCK=$(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
 
 nginx_conf() {  # workers
   cat > "$TMP/nginx/nginx.conf" <<EOF
@@ -163,21 +153,6 @@ start_vigil() {  # workers [binary]
 
 start_before() { start_vigil "$1" "$VIGIL_BEFORE"; }
 
-stop_server() {
-  for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  SERVER_PIDS=()
-  sleep 0.3
-}
-
-# CPU time (clock ticks) used so far by the server processes and their children.
-server_ticks() {
-  local total=0 p
-  for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
-    [[ -r /proc/$p/stat ]] || continue
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-  done
-  echo "$total"
-}
 
 now() { date +%s.%N; }
 
