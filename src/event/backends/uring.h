@@ -281,6 +281,8 @@ class UringBackend final : public Backend {
   // uring_file.cc
   void init_file_io();
   void done_file_io();
+  // The splice pipe of a file send (pipe2, sized F_SETPIPE_SZ); false when none.
+  bool open_pipe(FileSend& f);
   FileSend* get_file_send(Connection& c);
   void put_file_send(FileSend* f);
   bool queue_file_send(FileSend& f);

@@ -109,6 +109,20 @@ void UringBackend::done_file_io() {
   file_buffers_ = nullptr;
 }
 
+bool UringBackend::open_pipe(FileSend& f) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) == -1) {
+    VIGIL_LOG(loop_->log(), kAlert, errno, "pipe2() failed");
+    return false;
+  }
+  f.pipe_r = p[0];
+  f.pipe_w = p[1];
+  // A pipe the size of a file send: one SPLICE pair moves it all. The
+  // kernel may refuse (pipe-user-pages-soft): then the pipe's own size.
+  (void)::fcntl(p[1], F_SETPIPE_SZ, static_cast<int>(kFileBufferSize));
+  return true;
+}
+
 UringBackend::FileSend* UringBackend::get_file_send(Connection& c) {
   FileSend* f = free_files_;
   if (f != nullptr) {
@@ -139,17 +153,8 @@ UringBackend::FileSend* UringBackend::get_file_send(Connection& c) {
           fresh->buf_index = static_cast<int>(fresh->index);
         }
       }
-    } else {
-      int p[2];
-      if (::pipe2(p, O_CLOEXEC) == -1) {
-        VIGIL_LOG(loop_->log(), kAlert, errno, "pipe2() failed");
-        return nullptr;
-      }
-      fresh->pipe_r = p[0];
-      fresh->pipe_w = p[1];
-      // A pipe the size of a file send: one SPLICE pair moves it all. The
-      // kernel may refuse (pipe-user-pages-soft): then the pipe's own size.
-      (void)::fcntl(p[1], F_SETPIPE_SZ, static_cast<int>(kFileBufferSize));
+    } else if (!open_pipe(*fresh)) {
+      return nullptr;
     }
     f = fresh.get();
     files_.push_back(std::move(fresh));
@@ -177,11 +182,7 @@ void UringBackend::put_file_send(FileSend* f) {
     close_fd(f->pipe_r);
     close_fd(f->pipe_w);
     f->in_pipe = 0;
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) == -1) return;  // this FileSend is not reused
-    f->pipe_r = p[0];
-    f->pipe_w = p[1];
-    (void)::fcntl(p[1], F_SETPIPE_SZ, static_cast<int>(kFileBufferSize));
+    if (!open_pipe(*f)) return;  // this FileSend is not reused
   }
   f->next = free_files_;
   free_files_ = f;
