@@ -65,14 +65,12 @@ struct LoopCaches {
 const char kContextKey = 0;  // the address is the key of our per-loop state
 
 LoopCaches* caches(EventLoop& loop, bool create) {
-  auto* lc = static_cast<LoopCaches*>(loop.context(&kContextKey));
-  if (lc != nullptr || !create) return lc;
-  auto owned = std::make_unique<LoopCaches>();
-  if (!loop.set_context(&kContextKey, owned.get())) {
-    VIGIL_LOG(loop.log(), kAlert, 0, "upstream keepalive: no free loop context slot");
-    return nullptr;
+  if (!create) return static_cast<LoopCaches*>(loop.context(&kContextKey));
+  LoopCaches* lc = loop.context_or_make<LoopCaches>(&kContextKey);
+  if (lc == nullptr) {
+    VIGIL_LOG(loop.log(), kAlert, 0, "upstream keepalive: no memory or no free loop context slot");
   }
-  return owned.release();
+  return lc;
 }
 
 GroupCache* cache_of(EventLoop& loop, const Group& group, bool create) {
@@ -190,8 +188,7 @@ void close_keepalive(EventLoop& loop) {
   for (auto& gc : lc->groups) {
     while (!gc->cached.empty()) close_item(*gc->cached.head.next);
   }
-  loop.set_context(&kContextKey, nullptr);
-  delete lc;
+  loop.drop_context<LoopCaches>(&kContextKey);
 }
 
 std::size_t keepalive_cached(EventLoop& loop, const Group& group) {

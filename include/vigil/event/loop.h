@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,26 @@ class EventLoop {
       if (c.key == key) return c.value;
     }
     return nullptr;
+  }
+  // The module's state of type T under `key`, made (value-initialised) by
+  // the first call; null when there is no memory or no free key (a result,
+  // never an exception). drop_context<T> frees it and removes the key.
+  template <class T>
+  T* context_or_make(const void* key) {
+    if (auto* v = static_cast<T*>(context(key)); v != nullptr) return v;
+    T* v = new (std::nothrow) T();
+    if (v != nullptr && !set_context(key, v)) {
+      delete v;
+      v = nullptr;
+    }
+    return v;
+  }
+  template <class T>
+  void drop_context(const void* key) {
+    T* v = static_cast<T*>(context(key));
+    if (v == nullptr) return;
+    set_context(key, nullptr);
+    delete v;
   }
 
  private:

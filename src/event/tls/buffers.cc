@@ -24,15 +24,8 @@ struct WarmList {
 const char kWarmKey = 0;  // the address is the key of our per-loop state
 
 WarmList* warm_list(EventLoop& loop, bool make) {
-  auto* w = static_cast<WarmList*>(loop.context(&kWarmKey));
-  if (w != nullptr || !make) return w;
-  w = new (std::nothrow) WarmList;
-  if (w == nullptr) return nullptr;
-  if (!loop.set_context(&kWarmKey, w)) {
-    delete w;
-    return nullptr;
-  }
-  return w;
+  return make ? loop.context_or_make<WarmList>(&kWarmKey)
+              : static_cast<WarmList*>(loop.context(&kWarmKey));
 }
 
 void unlink(WarmList& w, TlsConnection& t) {
@@ -104,8 +97,7 @@ void tls_exit_warm(EventLoop& loop) {
     unlink(*w, *t);
     t->warm = 0;
   }
-  loop.set_context(&kWarmKey, nullptr);
-  delete w;
+  loop.drop_context<WarmList>(&kWarmKey);
 }
 
 }  // namespace vigil

@@ -82,16 +82,7 @@ struct LoopStage {
 const char kStageKey = 0;  // the address is the key of our per-loop state
 
 LoopStage* loop_stage(Connection& c) {
-  if (c.loop == nullptr) return nullptr;
-  auto* ls = static_cast<LoopStage*>(c.loop->context(&kStageKey));
-  if (ls != nullptr) return ls;
-  ls = new (std::nothrow) LoopStage;
-  if (ls == nullptr) return nullptr;
-  if (!c.loop->set_context(&kStageKey, ls)) {
-    delete ls;
-    return nullptr;
-  }
-  return ls;
+  return c.loop != nullptr ? c.loop->context_or_make<LoopStage>(&kStageKey) : nullptr;
 }
 
 // One pread() of up to `len` bytes, retried on EINTR: the count read, or 0
@@ -382,10 +373,7 @@ void tls_release_stage(Connection& c) {
 
 void tls_exit_loop(EventLoop& loop) {
   tls_exit_warm(loop);
-  auto* ls = static_cast<LoopStage*>(loop.context(&kStageKey));
-  if (ls == nullptr) return;
-  loop.set_context(&kStageKey, nullptr);
-  delete ls;
+  loop.drop_context<LoopStage>(&kStageKey);
 }
 
 }  // namespace vigil
