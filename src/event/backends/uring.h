@@ -252,6 +252,9 @@ class UringBackend final : public Backend {
   void on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags);
   // A dead request's connections left in the listen queue: taken.
   void take_stranded(Event& ev, AcceptQueue& q);
+  // Appends a connection the kernel or take_stranded accepted; without
+  // memory it is logged and closed (false).
+  bool queue_accepted(AcceptQueue& q, int fd);
   void close_accepted();  // done(): connections taken but never handed out
   bool accepts_pending() const;
   void requeue_accepts();               // moves a busy accept to the back of the socket's queue

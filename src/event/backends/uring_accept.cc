@@ -50,25 +50,27 @@ UringBackend::AcceptQueue* UringBackend::accept_queue(const Event& ev, bool crea
   return &accepts_.back();
 }
 
+bool UringBackend::queue_accepted(AcceptQueue& q, int fd) {
+  try {
+    q.fds.push_back(fd);
+    return true;
+  } catch (const std::bad_alloc&) {
+    VIGIL_LOG(loop_->log(), kAlert, ENOMEM, "io_uring: no memory to queue an accepted connection");
+    ::close(fd);
+    return false;
+  }
+}
+
 void UringBackend::on_accept(Event& ev, bool current, const Completion& cqe, unsigned flags) {
   auto* lc = ev.owner<Connection>();
   AcceptQueue* q = accept_queue(ev, false);
   if (cqe.res >= 0) {
     // A connection: ours even if the registration was deleted since.
-    bool queued = false;
-    if (q != nullptr && ev.accept && lc->fd != -1) {
-      try {
-        q->fds.push_back(cqe.res);
-        queued = true;
-      } catch (const std::bad_alloc&) {
-        VIGIL_LOG(loop_->log(), kAlert, ENOMEM,
-                  "io_uring: no memory to queue an accepted connection");
-      }
-    }
-    if (!queued) {
+    if (q == nullptr || !ev.accept || lc->fd == -1) {
       ::close(cqe.res);
       return;
     }
+    if (!queue_accepted(*q, cqe.res)) return;
     // Reported once the whole batch is queued (deliver_pending_accepts), so
     // that multi_accept takes every connection of this pass in one event.
   }
@@ -135,14 +137,7 @@ void UringBackend::take_stranded(Event& ev, AcceptQueue& q) {
       // would meet the same error; a live request takes it later.
       return;
     }
-    try {
-      q.fds.push_back(fd);
-    } catch (const std::bad_alloc&) {
-      VIGIL_LOG(loop_->log(), kAlert, ENOMEM,
-                "io_uring: no memory to queue an accepted connection");
-      ::close(fd);
-      return;
-    }
+    if (!queue_accepted(q, fd)) return;
   }
 }
 
@@ -203,13 +198,7 @@ void UringBackend::take_posted_accepts(Event& ev) {
                                                              ~std::uint64_t{1})) != &ev) {
       continue;
     }
-    if (cqe->res >= 0) {
-      try {
-        q->fds.push_back(cqe->res);
-      } catch (const std::bad_alloc&) {
-        ::close(cqe->res);
-      }
-    }
+    if (cqe->res >= 0) (void)queue_accepted(*q, cqe->res);
     if (!(cqe->flags & IORING_CQE_F_MORE)) ended = true;
     cqe->user_data = kIgnoredUserData;
   }
