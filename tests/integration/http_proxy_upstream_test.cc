@@ -97,6 +97,29 @@ TEST_F(ProxyUpstream, StaleCachedConnectionIsRetriedOnAFreshOne) {
   EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
 }
 
+TEST_F(ProxyUpstream, OneBadResponseDoesNotTakeOutTheOnlyServer) {
+  // The first response is not HTTP; every later one is good. With one server
+  // (nginx's peers->single) the failure must not make the next fail_timeout
+  // answer "no live upstreams".
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target == "/bad") {
+      c.send("garbage\r\n\r\n");
+      return false;
+    }
+    return c.send(backend_response(200, "good"));
+  });
+  ASSERT_TRUE(start("upstream one { server " + b.address() + " max_fails=1 fail_timeout=60s; }",
+                    "location / { proxy_pass http://one; }"))
+      << server_.output();
+  EXPECT_EQ(get("/bad").status, 502);
+  for (int i = 0; i < 3; ++i) {
+    Response r = get("/");
+    EXPECT_EQ(r.status, 200) << i << "\n" << server_.output();
+    EXPECT_EQ(r.body, "good");
+  }
+  EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
+}
+
 TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
   Backend b([](BackendConn& c, const BackendRequest& r) {
     if (r.target == "/close") {
