@@ -36,6 +36,7 @@ inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
 namespace vigil::http {
 
 class HttpServers;
+struct TryFiles;
 }  // namespace vigil::http
 namespace vigil {
 class TlsContext;
@@ -152,6 +153,7 @@ struct HttpLocConf {
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
+  std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
   bool open_file_cache_errors = false;
@@ -206,6 +208,7 @@ void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Ht
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

@@ -11,6 +11,7 @@
 #include "http/request.h"
 #include "event/tls/tls.h"
 #include "http/tokens.h"
+#include "http/try_files.h"
 #include "http/uri.h"
 #include "http/worker.h"
 #include "vigil/core/counters.h"
@@ -321,6 +322,14 @@ void process_request(Request& r) {
     finalize_error(r, 500);
     return;
   }
+  if (r.loc->try_files != nullptr) {  // may change r.uri, its arguments and r.loc
+    if (const int rc = try_files_phase(r); rc != 0) {
+      // A body still unread is left to the lingering close.
+      if (r.check.chunked || r.check.content_length > 0) r.lingering = true;
+      finalize_error(r, rc);
+      return;
+    }
+  }
 
   const HttpLocConf& loc = *r.loc;
   if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
@@ -354,24 +363,15 @@ void process_request(Request& r) {
     // The path lives in the worker's scratch, which the body did not touch:
     // all of it was in the buffer and nothing ran in between.
   }
-  r.phase = Phase::kWriting;
-  if (!limits_pass(r)) return;
-  if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
+  run_handler(r);
 }
 
 void run_handler(Request& r) {
-  // After an asynchronous body the scratch path is gone: normalise again
-  // (the raw path still lives in the retired header buffer).
-  HttpWorker& w = *r.hc->worker;
-  NormalizedPath np;
-  if (r.line.form == TargetForm::kOrigin || r.line.form == TargetForm::kAbsolute) {
-    np = normalize_path(r.line.path, w.scratch(), w.scratch_size());
-  } else {
-    np.path = "*";
-  }
+  // r.uri: the normalised path (kept out of the scratch, which an
+  // asynchronous body or try_files may have used), or try_files' URI.
   r.phase = Phase::kWriting;
   if (!limits_pass(r)) return;
-  if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
+  if (int rc = dispatch(r, r.uri, path_extension(r.uri)); rc != 0) finalize_error(r, rc);
 }
 
 void finalize_request(Request& r) {

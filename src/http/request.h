@@ -34,6 +34,8 @@ namespace vigil::http {
 struct Request;
 class HttpWorker;
 struct CachedFile;
+struct OpenFileInfo;
+struct FileRef;
 
 struct HttpConnection {
   Connection* c = nullptr;
@@ -249,6 +251,12 @@ int dispatch(Request& r, std::string_view path, std::string_view extension);
 
 // ---- static_file.cc ----------------------------------------------------------------
 int static_handler(Request& r, std::string_view path, std::string_view extension);
+// Opens `name` (NUL-terminated) through loc's open_file_cache when it has
+// one, else directly (disable_symlinks applies either way); `drop` gives
+// back what it handed out.
+void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
+               FileRef& ref);
+void drop(Request& r, FileRef& ref);
 
 // ---- status.cc ------------------------------------------------------------------
 int stub_status_handler(Request& r);

@@ -105,6 +105,8 @@ std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext) 
   return t.empty() ? std::string_view(loc.default_type) : t;
 }
 
+}  // namespace
+
 // Opens `name` (NUL-terminated) for the request: through the location's
 // open_file_cache when it has one, else directly.
 void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
@@ -133,6 +135,8 @@ void drop(Request& r, FileRef& ref) {
   }
   ref = FileRef{};
 }
+
+namespace {
 
 // Serves the open file `ref` (what `info` says of it) with the conditional
 // and range rules of RFC 9110 §13 and §14. Takes ownership of ref. Returns 0

@@ -12,14 +12,14 @@ NormalizedPath refuse(int status, const char* why) {
   return r;
 }
 
-std::string_view extension_of(std::string_view path) {
+}  // namespace
+
+std::string_view path_extension(std::string_view path) {
   const std::string_view segment = path.substr(path.rfind('/') + 1);
   const auto dot = segment.rfind('.');
   if (dot == std::string_view::npos || dot == 0) return {};
   return segment.substr(dot + 1);
 }
-
-}  // namespace
 
 NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size) {
   if (out_size < normalized_path_capacity(raw)) return refuse(500, "path buffer too small");
@@ -68,7 +68,7 @@ NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_s
 
   NormalizedPath r;
   r.path = {out, len};
-  r.extension = extension_of(r.path);
+  r.extension = path_extension(r.path);
   return r;
 }
 

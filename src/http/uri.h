@@ -38,4 +38,7 @@ inline std::size_t normalized_path_capacity(std::string_view raw) {
 // `out` must hold normalized_path_capacity(raw) bytes.
 NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size);
 
+// The extension of a normalised path, by the rule above.
+std::string_view path_extension(std::string_view path);
+
 }  // namespace vigil::http
