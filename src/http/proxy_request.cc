@@ -123,10 +123,11 @@ bool build_request(ProxyState& ps) {
   // normalised path the location matched is replaced by it; without one,
   // the client's URI goes as it came.
   std::string_view rest;
-  bool replace = p.has_uri;
+  // After an internal redirect (try_files) the new URI goes, escaped, as nginx.
+  bool replace = p.has_uri || r.uri_redirected;
   if (replace) {
     std::string_view uri = r.uri;
-    if (uri.starts_with(loc.name)) {
+    if (p.has_uri && uri.starts_with(loc.name)) {
       rest = uri.substr(loc.name.size());
     } else {
       rest = uri;  // an internal redirect to here: the whole path follows

@@ -145,6 +145,7 @@ struct Request {
   off_t header_size = 0;   // bytes of header in the response, for $body_bytes_sent
   off_t sent_start = 0;    // c->sent when the request started
   int redirects = 0;       // internal redirects (index, error_page)
+  bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
   char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 

@@ -178,8 +178,7 @@ Tried try_each(Request& r, const TryFiles& tf) {
     const std::string_view v(value, static_cast<std::size_t>(f.name.write(r, value) - value));
     if (climbs(v)) {
       VIGIL_LOG(*r.c->log, kError, 0, "*%llu try_files \"%.*s\" climbs out of the root",
-                static_cast<unsigned long long>(r.c->number), static_cast<int>(v.size()),
-                v.data());
+                static_cast<unsigned long long>(r.c->number), static_cast<int>(v.size()), v.data());
       continue;
     }
     if (!exists(r, f, name, root.size(), v)) continue;
@@ -209,7 +208,8 @@ int try_files_phase(Request& r) {
     const std::size_t need = tf.fallback.length(r);
     if (need > w.scratch_size()) return 500;
     char* target = w.scratch();
-    const std::string_view v(target, static_cast<std::size_t>(tf.fallback.write(r, target) - target));
+    const std::string_view v(target,
+                             static_cast<std::size_t>(tf.fallback.write(r, target) - target));
     const std::string_view uri = v.substr(0, v.find('?'));
     if (uri.empty() || uri[0] != '/' || climbs(uri)) {
       VIGIL_LOG(*r.c->log, kError, 0, "*%llu try_files redirect to invalid URI \"%.*s\"", number,
@@ -224,6 +224,7 @@ int try_files_phase(Request& r) {
       return 500;
     }
     if (!set_uri_and_args(r, v)) return 500;
+    r.uri_redirected = true;
     r.loc = &find_location(*r.srv, r.uri);
   }
   return 0;

@@ -4,7 +4,8 @@
 // directory's redirect or index), the last argument is an internal redirect
 // (locations matched again, arguments from its '?') or a status that
 // error_page may answer; a redirect cycle is a logged 500; disable_symlinks
-// applies to the files tried.
+// applies to the files tried; a proxied location gets the client's URI
+// after a file matched, the new one (escaped) after a redirect.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "integration/http_harness.h"
+#include "integration/proxy_backend.h"
 
 namespace vigil::test {
 namespace {
@@ -29,9 +31,9 @@ class TryFiles : public ::testing::Test {
   }
   bool start(const std::string& locations) {
     port_ = free_port();
-    return server_.start("log_format tf '$uri|$args|$status';\nserver { listen 127.0.0.1:" +
-                         std::to_string(port_) +
-                         "; root html; access_log logs/tf.log tf buffer=0;\n" + locations + "}\n");
+    return server_.start(
+        "log_format tf '$uri|$args|$status';\nserver { listen 127.0.0.1:" + std::to_string(port_) +
+        "; root html; access_log logs/tf.log tf buffer=0;\n" + locations + "}\n");
   }
   // Waits for the access log to hold `lines` lines and returns it.
   std::string log(std::size_t lines) {
@@ -83,8 +85,9 @@ TEST_F(TryFiles, ARedirectWithoutArgumentsDropsThem) {
 }
 
 TEST_F(TryFiles, CodeWhenNothingMatchesAndErrorPageAnswersIt) {
-  ASSERT_TRUE(start("location /strict/ { try_files $uri =404; }\n"
-                    "location /paged/ { try_files $uri =404; error_page 404 /nf.html; }\n"))
+  ASSERT_TRUE(
+      start("location /strict/ { try_files $uri =404; }\n"
+            "location /paged/ { try_files $uri =404; error_page 404 /nf.html; }\n"))
       << server_.output();
   EXPECT_EQ(fetch("/strict/s.txt").body, "s\n");
   EXPECT_EQ(fetch("/strict/none").status, 404);
@@ -95,8 +98,9 @@ TEST_F(TryFiles, CodeWhenNothingMatchesAndErrorPageAnswersIt) {
 }
 
 TEST_F(TryFiles, TheRedirectMatchesLocationsAgain) {
-  ASSERT_TRUE(start("location /old/ { try_files $uri /new/page.txt; }\n"
-                    "location /new/ { root other; }\n"))
+  ASSERT_TRUE(
+      start("location /old/ { try_files $uri /new/page.txt; }\n"
+            "location /new/ { root other; }\n"))
       << server_.output();
   Response r = fetch("/old/anything");
   EXPECT_EQ(r.status, 200);
@@ -117,12 +121,13 @@ TEST_F(TryFiles, ARedirectCycleIsALogged500) {
 TEST_F(TryFiles, DisableSymlinksAppliesToTheFilesTried) {
   server_.write("html/l/plain.txt", "plain\n");
   server_.write("html/f/plain.txt", "plain\n");
-  ASSERT_EQ(::symlink(server_.path("html/real.txt").c_str(), server_.path("html/l/link.txt").c_str()),
-            0);
-  ASSERT_EQ(::symlink(server_.path("html/real.txt").c_str(), server_.path("html/f/link.txt").c_str()),
-            0);
-  ASSERT_TRUE(start("location /l/ { disable_symlinks on; try_files $uri /fallback.html; }\n"
-                    "location /f/ { try_files $uri /fallback.html; }\n"))
+  ASSERT_EQ(
+      ::symlink(server_.path("html/real.txt").c_str(), server_.path("html/l/link.txt").c_str()), 0);
+  ASSERT_EQ(
+      ::symlink(server_.path("html/real.txt").c_str(), server_.path("html/f/link.txt").c_str()), 0);
+  ASSERT_TRUE(
+      start("location /l/ { disable_symlinks on; try_files $uri /fallback.html; }\n"
+            "location /f/ { try_files $uri /fallback.html; }\n"))
       << server_.output();
   EXPECT_EQ(fetch("/l/plain.txt").body, "plain\n");
   EXPECT_EQ(fetch("/l/link.txt").body, "fallback\n");
@@ -132,9 +137,10 @@ TEST_F(TryFiles, DisableSymlinksAppliesToTheFilesTried) {
 TEST_F(TryFiles, ThroughTheOpenFileCache) {
   // With open_file_cache_errors the miss is remembered for
   // open_file_cache_valid: a file created after it is not seen yet.
-  ASSERT_TRUE(start("location /c/ { open_file_cache max=10; open_file_cache_errors on;\n"
-                    "  open_file_cache_valid 60s; try_files $uri =404; }\n"
-                    "location /n/ { try_files $uri =404; }\n"))
+  ASSERT_TRUE(
+      start("location /c/ { open_file_cache max=10; open_file_cache_errors on;\n"
+            "  open_file_cache_valid 60s; try_files $uri =404; }\n"
+            "location /n/ { try_files $uri =404; }\n"))
       << server_.output();
   EXPECT_EQ(fetch("/c/late.txt").status, 404);
   EXPECT_EQ(fetch("/n/late.txt").status, 404);
@@ -142,6 +148,28 @@ TEST_F(TryFiles, ThroughTheOpenFileCache) {
   server_.write("html/n/late.txt", "late\n");
   EXPECT_EQ(fetch("/c/late.txt").status, 404);
   EXPECT_EQ(fetch("/n/late.txt").body, "late\n");
+}
+
+TEST_F(TryFiles, ProxyPassGetsTheRedirectedUri) {
+  Backend backend;
+  ASSERT_NE(backend.port(), 0);
+  const std::string pass = "proxy_pass http://" + backend.address();
+  const std::string conf =
+      "location /old/ { try_files $uri /new/x%20y?z=1; }\n"
+      "location /new/ { " +
+      pass +
+      "; }\n"
+      "location /p/ { try_files /a.txt =404; " +
+      pass +
+      "; }\n"
+      "location /q/ { try_files /nothing /p2/b; }\n"
+      "location /p2/ { " +
+      pass + "/base/; }\n";
+  ASSERT_TRUE(start(conf)) << server_.output();
+  // What nginx 1.22 sends for each.
+  EXPECT_EQ(fetch("/old/a?b=1").body, "backend GET /new/x%2520y?z=1");
+  EXPECT_EQ(fetch("/p/%41?c=2").body, "backend GET /p/%41?c=2");
+  EXPECT_EQ(fetch("/q/zz?d").body, "backend GET /base/b");
 }
 
 }  // namespace
