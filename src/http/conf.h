@@ -17,6 +17,7 @@
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "event/tls/tls_conf.h"
+#include "http/access.h"
 #include "http/proxy_conf.h"
 #include "http/types.h"
 #include "http/variables.h"
@@ -153,6 +154,7 @@ struct HttpLocConf {
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
+  std::vector<AccessRule> access_rules;        // allow/deny in order (access.cc)
   std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
@@ -209,6 +211,7 @@ void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
+void add_access_directives(Module& m, ConfSlot<HttpLocConf> loc);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

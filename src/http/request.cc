@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "http/access.h"
 #include "http/limit_conn.h"
 #include "http/limit_req.h"
 #include "http/proxy.h"
@@ -322,13 +323,14 @@ void process_request(Request& r) {
     finalize_error(r, 500);
     return;
   }
-  if (r.loc->try_files != nullptr) {  // may change r.uri, its arguments and r.loc
-    if (const int rc = try_files_phase(r); rc != 0) {
-      // A body still unread is left to the lingering close.
-      if (r.check.chunked || r.check.content_length > 0) r.lingering = true;
-      finalize_error(r, rc);
-      return;
-    }
+  // allow/deny, then try_files (which may change r.uri, its arguments and r.loc).
+  int phase_rc = access_phase(r);
+  if (phase_rc == 0 && r.loc->try_files != nullptr) phase_rc = try_files_phase(r);
+  if (phase_rc != 0) {
+    // A body still unread is left to the lingering close.
+    if (r.check.chunked || r.check.content_length > 0) r.lingering = true;
+    finalize_error(r, phase_rc);
+    return;
   }
 
   const HttpLocConf& loc = *r.loc;

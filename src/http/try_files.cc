@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/conf/values.h"
+#include "http/access.h"
 #include "http/conf.h"
 #include "http/open_file_cache.h"
 #include "http/request.h"
@@ -226,6 +227,7 @@ int try_files_phase(Request& r) {
     if (!set_uri_and_args(r, v)) return 500;
     r.uri_redirected = true;
     r.loc = &find_location(*r.srv, r.uri);
+    if (const int rc = access_phase(r); rc != 0) return rc;  // the new location's allow/deny
   }
   return 0;
 }
