@@ -206,6 +206,7 @@ void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Ht
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);
