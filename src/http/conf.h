@@ -118,6 +118,7 @@ struct HttpLocConf {
   bool sendfile = false;
   bool tcp_nopush = false;
   bool tcp_nodelay = true;
+  bool chunked_transfer_encoding = true;  // a body of unknown length to HTTP/1.1: chunked
   Msec keepalive_timeout = 75000;
   Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
   std::uint64_t keepalive_requests = 1000;
