@@ -195,6 +195,29 @@ TEST_F(Proxy, RequestBodies) {
   EXPECT_EQ(backend_.last().body, big);
 }
 
+// TRACE never reaches the backend (nginx's rule); a PUT without a length has
+// an empty body and is forwarded as one.
+TEST_F(Proxy, TraceIsRefusedAndPutWithoutLengthIsForwarded) {
+  backend_.set_handler([](BackendConn& c, const BackendRequest& r) {
+    return c.send(backend_response(
+        200, r.method + " " + (r.has("content-length") ? r.header("content-length") : "-") + " " +
+                 std::to_string(r.body.size())));
+  });
+  ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() + "; }"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send("TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  Response t = c.read_response();
+  EXPECT_EQ(t.status, 405);
+  EXPECT_FALSE(t.has("allow")) << "a proxied location takes more than GET and HEAD";
+  EXPECT_TRUE(c.closed_within(3000));
+  EXPECT_EQ(backend_.connections(), 0);
+  Response p = request("PUT /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(p.status, 200);
+  EXPECT_EQ(p.body.substr(0, 4), "PUT ");
+  EXPECT_EQ(p.body.substr(p.body.size() - 2), " 0") << p.body;
+}
+
 TEST_F(Proxy, ExpectContinue) {
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() + "; }"))
       << server_.output();
@@ -294,8 +317,8 @@ TEST_F(Proxy, CloseDelimitedBodyIsChunkedForHttp11Clients) {
   });
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
                     "; proxy_buffer_size 4k; proxy_buffers 4 4k; }\n"
-                    "location /off/ { proxy_pass http://" + backend_.address() +
-                    "; chunked_transfer_encoding off; }"))
+                    "location /off/ { proxy_pass http://" +
+                    backend_.address() + "; chunked_transfer_encoding off; }"))
       << server_.output();
   Client c(port_);
   for (int i = 0; i < 2; ++i) {
