@@ -11,18 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "http/access.h"
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using vigil::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using vigil::http::AccessRule;

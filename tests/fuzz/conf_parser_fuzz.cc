@@ -18,20 +18,12 @@
 #include "core/conf/tree.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "fuzz_check.h"
 #include "http/servers.h"
 #include "server/modules.h"
 #include "upstream/group.h"
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using vigil::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // `upstream { server NAME; }` resolves names at load time: no DNS for fuzz input.

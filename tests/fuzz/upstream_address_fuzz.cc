@@ -12,18 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_check.h"
 #include "upstream/group.h"
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using vigil::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   vigil::upstream::set_numeric_hosts_only(true);
