@@ -367,8 +367,6 @@ void process_request(Request& r) {
     r.body_chunked = r.check.chunked;
     r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
     if (!discard_body(r)) return;  // run_handler follows once the body is gone
-    // The path lives in the worker's scratch, which the body did not touch:
-    // all of it was in the buffer and nothing ran in between.
   }
   run_handler(r);
 }
