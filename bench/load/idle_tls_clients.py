@@ -14,8 +14,9 @@ import ssl
 import sys
 
 # The same response reader as the plain clients (this folder is on sys.path
-# when the script runs).
-from idle_clients import read_response
+# when the script runs); no __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
+from idle_clients import read_response  # noqa: E402
 
 
 def main():
