@@ -21,17 +21,8 @@ namespace {
 class EchoBackend {
  public:
   EchoBackend() {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (lfd_ == -1 || ::bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-        ::listen(lfd_, 128) == -1 ||
-        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-      return;
-    }
-    port_ = ntohs(sa.sin_port);
+    lfd_ = listen_loopback(&port_);
+    if (lfd_ == -1) return;
     accepter_ = std::thread([fd = lfd_] {
       for (;;) {
         int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -104,7 +95,8 @@ TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
 TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() + ";\n }\n}\n"));
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() +
+                    ";\n  proxy_half_close on;\n }\n}\n"));
   const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.send("abc"));
@@ -114,6 +106,56 @@ TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
   EXPECT_EQ(read_n(c.fd(), 100, 5000), "abc");
   EXPECT_TRUE(server_.wait_output("both sides closed")) << server_.output();
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// A backend that answers only once the client's side has ended (as a
+// protocol that reads "until EOF" does).
+class AnswerAtEofBackend {
+ public:
+  AnswerAtEofBackend() {
+    lfd_ = listen_loopback(&port_);
+    if (lfd_ == -1) return;
+    thread_ = std::thread([fd = lfd_] {
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c == -1) return;
+      char buf[4096];
+      std::size_t total = 0;
+      for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;) total += static_cast<std::size_t>(n);
+      (void)send_all(c, "got " + std::to_string(total));
+      ::close(c);
+    });
+  }
+  ~AnswerAtEofBackend() {
+    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    if (lfd_ != -1) ::close(lfd_);
+  }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+  bool ready() const { return lfd_ != -1; }
+
+ private:
+  int lfd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// nginx's default (proxy_half_close off): the client's EOF ends the session,
+// so the answer the backend gives at EOF never reaches it; with "on" it does.
+TEST_P(StreamProxy, ProxyHalfCloseOffEndsTheSessionAtTheFirstEof) {
+  for (const bool on : {false, true}) {
+    AnswerAtEofBackend b;
+    ASSERT_TRUE(b.ready());
+    ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + b.addr() + ";\n" +
+                      (on ? "  proxy_half_close on;\n" : "") + " }\n}\n"))
+        << server_.output();
+    Client c(server_.port());
+    ASSERT_TRUE(c.send("four"));
+    ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+    EXPECT_EQ(read_n(c.fd(), 100, 5000), on ? "got 4" : "") << on;
+    EXPECT_TRUE(server_.wait_output(on ? "both sides closed" : "client closed")) << server_.output();
+    c.close();
+    EXPECT_EQ(server_.stop(), 0);
+  }
 }
 
 TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
