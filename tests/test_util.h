@@ -91,22 +91,30 @@ inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step
   return cond();
 }
 
+// A TCP socket bound to 127.0.0.1 at a port the kernel picks (set in *port),
+// listening with `backlog` unless that is negative; -1 when a call fails.
+inline int bind_loopback(int* port, int backlog) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  if (fd == -1 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
+      (backlog >= 0 && ::listen(fd, backlog) == -1) ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
+    if (fd != -1) ::close(fd);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
 // A port where nothing listens, held for the object's life: bound but never
 // listen()ed, so a connect to it is refused and no other socket can take it
 // meanwhile (what a free port found by binding and releasing cannot promise).
 class ClosedPort {
  public:
-  ClosedPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-      port_ = ntohs(sa.sin_port);
-    }
-  }
+  ClosedPort() { fd_ = bind_loopback(&port_, -1); }
   ~ClosedPort() {
     if (fd_ != -1) ::close(fd_);
   }
@@ -123,17 +131,7 @@ class ClosedPort {
 // object's life (a listener the server must not be able to bind, say).
 class TakenPort {
  public:
-  TakenPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::listen(fd_, 1) == 0 && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-      port_ = ntohs(sa.sin_port);
-    }
-  }
+  TakenPort() { fd_ = bind_loopback(&port_, 1); }
   ~TakenPort() {
     if (fd_ != -1) ::close(fd_);
   }
@@ -150,19 +148,7 @@ class TakenPort {
 // A listening TCP socket on 127.0.0.1 at a port the kernel picks (set in
 // *port), or -1.
 inline int listen_loopback(int* port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (fd == -1 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-      ::listen(fd, 128) == -1 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-    if (fd != -1) ::close(fd);
-    return -1;
-  }
-  *port = ntohs(sa.sin_port);
-  return fd;
+  return bind_loopback(port, 128);
 }
 
 // Kept for tests written before port 0 was the way: a port nothing listens

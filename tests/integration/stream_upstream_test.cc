@@ -19,17 +19,8 @@ namespace {
 class NamedBackend {
  public:
   explicit NamedBackend(std::string name) : name_(std::move(name)) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (lfd_ == -1 || ::bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-        ::listen(lfd_, 128) == -1 ||
-        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-      return;
-    }
-    port_ = ntohs(sa.sin_port);
+    lfd_ = listen_loopback(&port_);
+    if (lfd_ == -1) return;
     thread_ = std::thread([this] {
       for (;;) {
         int c = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
