@@ -93,27 +93,18 @@ upstream_port() { if [[ $1 == https ]]; then echo "$BACKEND_TLS_PORT"; else echo
 upstream_scheme() { if [[ $1 == https ]]; then echo https; else echo http; fi; }
 
 # ---- the proxies ----------------------------------------------------------
-nginx_conf() {  # mode: stream | http
+# The stream or http block nginx and Vigil both get (the same directives mean
+# the same thing to both).
+proxy_block() {  # mode: stream | http | https
   if [[ $1 == stream ]]; then
-    cat > "$TMP/nginx/nginx.conf" <<EOF
-load_module $NGINX_STREAM_MODULE;
-user root;
-worker_processes 1;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections 4096; }
+    cat <<EOF
 stream {
     upstream backend { server 127.0.0.1:$BACKEND_PORT; }
     server { listen 127.0.0.1:$PORT backlog=4096; proxy_pass backend; }
 }
 EOF
   else
-    cat > "$TMP/nginx/nginx.conf" <<EOF
-user root;
-worker_processes 1;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections 4096; }
+    cat <<EOF
 http {
     access_log off;
     keepalive_requests 1000000;
@@ -129,6 +120,20 @@ http {
 }
 EOF
   fi
+}
+
+nginx_conf() {  # mode: stream | http | https
+  {
+    [[ $1 == stream ]] && echo "load_module $NGINX_STREAM_MODULE;"
+    cat <<EOF
+user root;
+worker_processes 1;
+error_log $TMP/nginx/logs/error.log error;
+pid $TMP/nginx/logs/nginx.pid;
+events { worker_connections 4096; }
+EOF
+    proxy_block "$1"
+  } > "$TMP/nginx/nginx.conf"
 }
 
 haproxy_conf() {  # mode: stream | http
@@ -153,36 +158,17 @@ backend be
 EOF
 }
 
-vigil_conf() {  # mode: stream | http
-  local body
-  if [[ $1 == stream ]]; then
-    body="stream {
-    upstream backend { server 127.0.0.1:$BACKEND_PORT; }
-    server { listen 127.0.0.1:$PORT backlog=4096; proxy_pass backend; }
-}"
-  else
-    body="http {
-    access_log off;
-    keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive 64; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        location / {
-            proxy_pass $(upstream_scheme "$1")://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-    }
-}"
-  fi
-  cat > "$TMP/vigil/conf/vigil.conf" <<EOF
+vigil_conf() {  # mode: stream | http | https
+  {
+    cat <<EOF
 daemon off;
 master_process off;
 error_log $TMP/vigil/logs/error.log error;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections 4096; }
-$body
 EOF
+    proxy_block "$1"
+  } > "$TMP/vigil/conf/vigil.conf"
 }
 
 PROXY_PID=
