@@ -52,46 +52,49 @@ printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
 head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
 PORT=$(free_port)
 
-nginx_conf() {  # workers reuseport
-  local workers=$1 reuse=$2
-  cat > "$TMP/nginx/nginx.conf" <<EOF
-worker_processes $workers;
-worker_rlimit_nofile $NOFILE;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections $WORKER_CONNECTIONS; }
+# The http block both servers get.
+http_block() {  # reuseport
+  cat <<EOF
 http {
     access_log off;
     sendfile on;
     $OFC_LINE
     server {
-        listen 127.0.0.1:$PORT $reuse;
+        listen 127.0.0.1:$PORT $1;
         root $TMP/html;
     }
 }
 EOF
 }
 
+nginx_conf() {  # workers reuseport
+  local workers=$1 reuse=$2
+  {
+    cat <<EOF
+worker_processes $workers;
+worker_rlimit_nofile $NOFILE;
+error_log $TMP/nginx/logs/error.log error;
+pid $TMP/nginx/logs/nginx.pid;
+events { worker_connections $WORKER_CONNECTIONS; }
+EOF
+    http_block "$reuse"
+  } > "$TMP/nginx/nginx.conf"
+}
+
 vigil_conf() {  # reuseport [workers]
   local reuse=$1 workers=${2:-1} master=off
   [[ $workers -gt 1 ]] && master=on
-  cat > "$TMP/vigil/conf/vigil.conf" <<EOF
+  {
+    cat <<EOF
 daemon off;
 master_process $master;
 worker_processes $workers;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections $WORKER_CONNECTIONS; use ${USE:-epoll}; }
-http {
-    access_log off;
-    sendfile on;
-    $OFC_LINE
-    server {
-        listen 127.0.0.1:$PORT $reuse;
-        root $TMP/html;
-    }
-}
 EOF
+    http_block "$reuse"
+  } > "$TMP/vigil/conf/vigil.conf"
 }
 
 SERVER_PIDS=()

@@ -61,7 +61,14 @@ head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
 make_test_certs "$TMP/certs"
 PORT=$(free_port)
 
-TLS_BLOCK=$(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
+# The http block both servers get.
+HTTP_BLOCK="http {
+    access_log off;
+    sendfile on;
+    server {
+        $(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
+    }
+}"
 
 nginx_conf() {  # workers
   cat > "$TMP/nginx/nginx.conf" <<EOF
@@ -70,13 +77,7 @@ worker_rlimit_nofile $NOFILE;
 error_log $TMP/nginx/logs/error.log error;
 pid $TMP/nginx/logs/nginx.pid;
 events { worker_connections $WORKER_CONNECTIONS; }
-http {
-    access_log off;
-    sendfile on;
-    server {
-        $TLS_BLOCK
-    }
-}
+$HTTP_BLOCK
 EOF
 }
 
@@ -90,13 +91,7 @@ worker_processes $1;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections $WORKER_CONNECTIONS; }
-http {
-    access_log off;
-    sendfile on;
-    server {
-        $TLS_BLOCK
-    }
-}
+$HTTP_BLOCK
 EOF
 }
 
