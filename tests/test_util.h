@@ -38,6 +38,13 @@ inline int connect_ip(const char* ip, int port, bool nonblocking = false) {
   return fd;
 }
 
+// Milliseconds from now until `deadline` (zero or less once it has passed).
+inline long long ms_left(std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                               std::chrono::steady_clock::now())
+      .count();
+}
+
 // A blocking TCP connection to 127.0.0.1:port; -1 on failure.
 inline int connect_loopback(int port, bool nonblocking = false) {
   return connect_ip("127.0.0.1", port, nonblocking);
@@ -48,8 +55,7 @@ inline std::string read_n(int fd, std::size_t n, int timeout_ms = 5000) {
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (out.size() < n) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+    auto left = ms_left(deadline);
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;

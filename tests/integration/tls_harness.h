@@ -230,9 +230,7 @@ class TlsClient {
       collect_error();
       return false;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    auto left = ms_left(deadline);
     if (left <= 0) return false;
     pollfd p{fd_, events, 0};
     return ::poll(&p, 1, static_cast<int>(left)) > 0;
