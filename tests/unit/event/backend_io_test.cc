@@ -432,18 +432,6 @@ TEST_P(BackendIoTest, TenThousandConcurrentConnections) {
   loop_->close_listening();
 }
 
-std::vector<std::string> all_backends() {
-  std::vector<std::string> names;
-  for (std::string_view n : backend_names()) names.emplace_back(n);
-  return names;
-}
-
-std::string backend_label(const ::testing::TestParamInfo<std::string>& param) {
-  std::string label = param.param;
-  label.erase(std::remove(label.begin(), label.end(), '_'), label.end());
-  return label;
-}
-
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendIoTest, ::testing::ValuesIn(all_backends()),
                          backend_label);
 
