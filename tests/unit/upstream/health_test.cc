@@ -12,20 +12,16 @@
 namespace vigil::upstream {
 namespace {
 
-class Health : public testing::UpstreamConfTest {
+class Health : public testing::UpstreamLoopTest {
  protected:
   void SetUp() override {
-    UpstreamConfTest::SetUp();
-    EventLoopConfig cfg;
-    cfg.connections = 16;
-    auto r = EventLoop::create(cfg, Log::global());
-    ASSERT_TRUE(r) << r.status().to_string();
-    loop_ = std::move(r).value();
+    UpstreamLoopTest::SetUp();
+    if (HasFatalFailure()) return;
     at(1000000);
   }
   void TearDown() override {
     clock::time_update();  // back to the real clock
-    UpstreamConfTest::TearDown();
+    UpstreamLoopTest::TearDown();
   }
   // The monotonic clock the balancer reads, at `ms`.
   void at(Msec ms) {
@@ -55,7 +51,6 @@ class Health : public testing::UpstreamConfTest {
     return name;
   }
 
-  std::unique_ptr<EventLoop> loop_;
   Msec now_ = 0;
 };
 
