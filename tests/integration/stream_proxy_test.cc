@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "integration/http_harness.h"
+#include "integration/thread_backend.h"
 #include "test_util.h"
 
 namespace vigil::test {
@@ -18,39 +19,24 @@ namespace {
 // A plain blocking echo server, a thread per connection. (The echo example
 // drops a client whose echo does not fit its socket buffer at once, which the
 // proxy's backpressure can provoke; blocking writes simply wait.)
-class EchoBackend {
+class EchoBackend : public ThreadBackend {
  public:
-  EchoBackend() {
-    lfd_ = listen_loopback(&port_);
-    if (lfd_ == -1) return;
-    accepter_ = std::thread([fd = lfd_] {
-      for (;;) {
-        int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c == -1) return;  // the listening socket was shut down
-        std::thread([c] {
-          char buf[65536];
+  EchoBackend()
+      : ThreadBackend([](int fd) {
           for (;;) {
-            ssize_t n = ::read(c, buf, sizeof buf);
-            if (n <= 0 || !send_all(c, std::string_view(buf, static_cast<std::size_t>(n)))) break;
+            int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c == -1) return;  // the listening socket was shut down
+            std::thread([c] {
+              char buf[65536];
+              for (;;) {
+                ssize_t n = ::read(c, buf, sizeof buf);
+                if (n <= 0 || !send_all(c, std::string_view(buf, static_cast<std::size_t>(n))))
+                  break;
+              }
+              ::close(c);  // EOF passed back: the proxy sees the upstream close
+            }).detach();
           }
-          ::close(c);  // EOF passed back: the proxy sees the upstream close
-        }).detach();
-      }
-    });
-  }
-  ~EchoBackend() {
-    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
-    if (accepter_.joinable()) accepter_.join();
-    if (lfd_ != -1) ::close(lfd_);
-  }
-  bool ready() const { return port_ > 0; }
-  int port() const { return port_; }
-  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int lfd_ = -1;
-  int port_ = -1;
-  std::thread accepter_;
+        }) {}
 };
 
 std::string stream_block(int listen_port, const std::string& body) {
@@ -110,33 +96,19 @@ TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
 
 // A backend that answers only once the client's side has ended (as a
 // protocol that reads "until EOF" does).
-class AnswerAtEofBackend {
+class AnswerAtEofBackend : public ThreadBackend {
  public:
-  AnswerAtEofBackend() {
-    lfd_ = listen_loopback(&port_);
-    if (lfd_ == -1) return;
-    thread_ = std::thread([fd = lfd_] {
-      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c == -1) return;
-      char buf[4096];
-      std::size_t total = 0;
-      for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;) total += static_cast<std::size_t>(n);
-      (void)send_all(c, "got " + std::to_string(total));
-      ::close(c);
-    });
-  }
-  ~AnswerAtEofBackend() {
-    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    if (lfd_ != -1) ::close(lfd_);
-  }
-  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
-  bool ready() const { return lfd_ != -1; }
-
- private:
-  int lfd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
+  AnswerAtEofBackend()
+      : ThreadBackend([](int fd) {
+          int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+          if (c == -1) return;
+          char buf[4096];
+          std::size_t total = 0;
+          for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;)
+            total += static_cast<std::size_t>(n);
+          (void)send_all(c, "got " + std::to_string(total));
+          ::close(c);
+        }) {}
 };
 
 // nginx's default (proxy_half_close off): the client's EOF ends the session,

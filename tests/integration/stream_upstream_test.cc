@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "integration/http_harness.h"
+#include "integration/thread_backend.h"
 #include "test_util.h"
 
 namespace vigil::test {
@@ -18,34 +19,24 @@ namespace {
 // Answers every connection with its name and closes it.
 class NamedBackend {
  public:
-  explicit NamedBackend(std::string name) : name_(std::move(name)) {
-    lfd_ = listen_loopback(&port_);
-    if (lfd_ == -1) return;
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c == -1) return;
-        ++accepted_;
-        (void)send_all(c, name_);
-        ::close(c);
-      }
-    });
-  }
-  ~NamedBackend() {
-    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    if (lfd_ != -1) ::close(lfd_);
-  }
-  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  std::string addr() const { return server_.addr(); }
   int accepted() const { return accepted_.load(); }
-  bool ready() const { return port_ > 0; }
+  bool ready() const { return server_.ready(); }
 
  private:
   std::string name_;
-  int lfd_ = -1;
-  int port_ = -1;
   std::atomic<int> accepted_{0};
-  std::thread thread_;
+  // Last: its thread uses the members above, and stops before they go.
+  ThreadBackend server_{[this](int fd) {
+    for (;;) {
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c == -1) return;
+      ++accepted_;
+      (void)send_all(c, name_);
+      ::close(c);
+    }
+  }};
 };
 
 std::string dead_addr() { return "127.0.0.1:" + std::to_string(free_port()); }
