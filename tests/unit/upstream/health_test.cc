@@ -28,27 +28,27 @@ class Health : public testing::UpstreamLoopTest {
     now_ = ms;
     clock::time_update_fixed(1700000000, 0, ms);
   }
-  // One attempt: the server it went to ("" when busy), ending as `state`.
-  std::string attempt(Group& g, unsigned state) {
+  // One attempt: the server it went to ("" when busy), ending as
+  // state_of(that server's name) says.
+  template <class StateOf>
+  std::string attempt_with(Group& g, StateOf state_of) {
     PeerRequest pr;
     PeerConnection pc;
     pr.init(g, *loop_, 1);
     pr.attach(pc);
     if (PeerRequest::get(pc, &pr) != kPeerOk) return "";
     std::string name = pc.name;
-    PeerRequest::free(pc, &pr, state);
+    PeerRequest::free(pc, &pr, state_of(name));
     return name;
+  }
+  // One attempt, ending as `state`.
+  std::string attempt(Group& g, unsigned state) {
+    return attempt_with(g, [state](const std::string&) { return state; });
   }
   // One attempt that fails only when it reaches `bad`.
   std::string attempt_failing(Group& g, const std::string& bad) {
-    PeerRequest pr;
-    PeerConnection pc;
-    pr.init(g, *loop_, 1);
-    pr.attach(pc);
-    if (PeerRequest::get(pc, &pr) != kPeerOk) return "";
-    std::string name = pc.name;
-    PeerRequest::free(pc, &pr, name == bad ? kPeerFailed : 0);
-    return name;
+    return attempt_with(
+        g, [&bad](const std::string& name) -> unsigned { return name == bad ? kPeerFailed : 0; });
   }
 
   Msec now_ = 0;
