@@ -72,6 +72,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
       p.redirect_default ? redirect_prefix(ps, prefix_mem, sizeof prefix_mem) : std::string_view();
   std::string_view replacement = p.has_uri ? std::string_view(loc.name) : std::string_view("/");
 
+  r.status = ps.resp.status;  // before the lengths: add_header may use $status
   std::size_t need = 256 + ps.resp.reason.size() + replacement.size() +
                      add_headers_length(r, ps.resp.status);
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {
@@ -79,7 +80,6 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
   }
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
-  r.status = ps.resp.status;
   if (ps.resp.body == BodyKind::kClose || upgrade || status_closes(ps.resp.status)) {
     r.keepalive = false;
   } else {

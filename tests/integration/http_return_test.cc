@@ -65,7 +65,9 @@ TEST_F(HttpReturn, TextWithVariables) {
 TEST_F(HttpReturn, CodeWithoutTextIsTheErrorPage) {
   ASSERT_TRUE(start("location /gone { return 410; }\n"
                     "location /nf { return 404; error_page 404 /err.html; }\n"
-                    "location /teapot { return 418; }"))
+                    "location /teapot { return 418; }\n"
+                    "location /missing { error_page 404 /oops; }\n"
+                    "location = /oops { return 200 \"oops\\n\"; }"))
       << server_.output();
   Response r = request("/gone");
   EXPECT_EQ(r.status, 410);
@@ -74,6 +76,10 @@ TEST_F(HttpReturn, CodeWithoutTextIsTheErrorPage) {
   r = request("/nf");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.body, "custom error page\n");
+  // An error_page that leads to a return: its text, with the error's status.
+  r = request("/missing/file");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, "oops\n");
   // No built-in page: still framed, the connection kept.
   Client c(port_);
   ASSERT_TRUE(c.send(simple_get("/teapot") + simple_get("/gone")));
