@@ -121,6 +121,7 @@ struct HttpLocConf {
   bool sendfile = false;
   bool tcp_nopush = false;
   bool tcp_nodelay = true;
+  bool chunked_transfer_encoding = true;  // a body of unknown length to HTTP/1.1: chunked
   Msec keepalive_timeout = 75000;
   Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
   std::uint64_t keepalive_requests = 1000;
@@ -216,6 +217,7 @@ void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
 // add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
 void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);
+void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

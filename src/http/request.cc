@@ -334,11 +334,16 @@ void process_request(Request& r) {
     finalize_error(r, 413);
     return;
   }
-  // A PUT must say how long its content is (nginx's historical rule; the
-  // static server takes no PUT anyway, but the length tells where the next
-  // request starts).
-  if (r.line.method == Method::kPut && r.check.content_length < 0 && !r.check.chunked) {
-    finalize_error(r, 411);
+  // TRACE would echo the request's fields (cookies, credentials) back to a
+  // script that asks for it: refused everywhere, and the connection closed,
+  // as nginx does ("client sent TRACE method"). RFC 9110 leaves TRACE optional.
+  // (A PUT without Content-Length or chunked coding has an empty body,
+  // RFC 9112 §6.3: the proxy forwards it, the static handler answers 405.)
+  if (r.line.method == Method::kTrace) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent TRACE method",
+              static_cast<unsigned long long>(c.number));
+    r.check.keep_alive = false;
+    finalize_error(r, 405);
     return;
   }
 

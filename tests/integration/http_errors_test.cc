@@ -108,8 +108,24 @@ TEST_F(HttpErrors, UnknownMethodAndCodingAre501) {
   expect_closing_error("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
 }
 
-TEST_F(HttpErrors, PutWithoutLengthIs411) {
-  expect_closing_error("PUT /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 411);
+// TRACE is refused and the connection closed, as nginx does.
+TEST_F(HttpErrors, TraceIs405AndCloses) {
+  expect_closing_error("TRACE /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 405);
+}
+
+// A PUT without Content-Length or chunked coding has an empty body (RFC 9112
+// §6.3): the static handler's 405, and the next request is read from the
+// right byte.
+TEST_F(HttpErrors, PutWithoutLengthHasNoBody) {
+  Client c(port_);
+  ASSERT_TRUE(c.send("PUT /a.txt HTTP/1.1\r\nHost: x\r\n\r\n" + test::simple_get("/a.txt")));
+  Response put = c.read_response();
+  ASSERT_TRUE(put.complete);
+  EXPECT_EQ(put.status, 405);
+  EXPECT_EQ(put.header("connection"), "keep-alive");
+  Response r = c.read_response();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "a\n");
 }
 
 TEST_F(HttpErrors, TooLargeBodyIs413) {
