@@ -91,13 +91,14 @@ TEST_F(HttpReturn, CodeWithoutTextIsTheErrorPage) {
 }
 
 TEST_F(HttpReturn, Redirects) {
-  ASSERT_TRUE(start("location /p { return 301 /elsewhere?a=b; }\n"
-                    "location /s { return https://$host$request_uri; }\n"
-                    "location /o { return 303 http://x/o; }\n"
-                    "location /t7 { return 307 http://x/7; }\n"
-                    "location /t8 { return 308 http://x/8; }\n"
-                    "location /sp { return 302 \"/a b\"; }"))
-      << server_.output();
+  const std::string locations = R"(
+    location /p { return 301 /elsewhere?a=b; }
+    location /s { return https://$host$request_uri; }
+    location /o { return 303 http://x/o; }
+    location /t7 { return 307 http://x/7; }
+    location /t8 { return 308 http://x/8; }
+    location /sp { return 302 "/a b"; })";
+  ASSERT_TRUE(start(locations)) << server_.output();
   Response r = request("/p");
   EXPECT_EQ(r.status, 301);
   EXPECT_EQ(r.header("location"), "/elsewhere?a=b");  // relative, as the directory 301
