@@ -139,7 +139,7 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
 
 int access_phase(Request& r) {
   const auto& rules = r.loc->access_rules;
-  if (rules.empty()) return 0;
+  if (rules.empty() || r.loc->ret != nullptr) return 0;  // return answers first (rewrite phase)
   const std::uint8_t* bytes = nullptr;
   const AccessRule::Kind kind = client_of(*r.c, bytes);
   for (const AccessRule& rule : rules) {

@@ -319,6 +319,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
   }
   if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
   if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
+  merge_add_headers(ctx, parent, child);
   if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
@@ -570,6 +571,8 @@ Module* make_http_module() {
   add_open_file_cache_directives(*m, loc);
   add_try_files_directive(*m, loc);
   add_access_directives(*m, loc);
+  add_return_directive(*m, loc);
+  add_header_directives(*m, loc);
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));

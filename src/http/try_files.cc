@@ -197,7 +197,8 @@ void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc) {
 
 int try_files_phase(Request& r) {
   const auto number = static_cast<unsigned long long>(r.c->number);
-  while (r.loc->try_files != nullptr) {
+  // A location's return comes first (nginx's rewrite phase).
+  while (r.loc->try_files != nullptr && r.loc->ret == nullptr) {
     const TryFiles& tf = *r.loc->try_files;
     const Tried t = try_each(r, tf);
     if (t == Tried::kFound) return 0;

@@ -53,6 +53,27 @@ struct Response {
   bool has(const std::string& name) const { return headers.count(name) != 0; }
 };
 
+// Fills r's status line, status and headers (names lower-cased, the value's
+// leading spaces dropped) from r.head, the raw header block.
+inline void parse_response_head(Response& r) {
+  std::istringstream in(r.head);
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  r.status_line = line;
+  if (line.size() >= 12) r.status = std::atoi(line.c_str() + 9);
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    r.headers[name] = value;
+  }
+}
+
 // An owned client socket with a read buffer, reading responses one by one.
 class Client {
  public:
@@ -80,22 +101,7 @@ class Client {
     }
     r.head = buf_.substr(0, end + 4);
     buf_.erase(0, end + 4);
-    std::istringstream in(r.head);
-    std::string line;
-    std::getline(in, line);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    r.status_line = line;
-    if (line.size() >= 12) r.status = std::atoi(line.c_str() + 9);
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string name = line.substr(0, colon);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      std::string value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-      r.headers[name] = value;
-    }
+    parse_response_head(r);
     std::size_t len = 0;
     if (!head_only && r.status != 304 && r.header("transfer-encoding") == "chunked") {
       r.complete = read_chunked(r.body, deadline);
@@ -118,9 +124,7 @@ class Client {
   bool closed_within(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now())
-                      .count();
+      auto left = ms_left(deadline);
       if (left <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
@@ -175,9 +179,7 @@ class Client {
   }
 
   bool fill(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    auto left = ms_left(deadline);
     if (left <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
