@@ -331,13 +331,8 @@ void process_request(Request& r) {
     finalize_error(r, 413);
     return;
   }
-  // A PUT must say how long its content is (nginx's historical rule; the
-  // static server takes no PUT anyway, but the length tells where the next
-  // request starts).
-  if (r.line.method == Method::kPut && r.check.content_length < 0 && !r.check.chunked) {
-    finalize_error(r, 411);
-    return;
-  }
+  // A PUT without Content-Length or Transfer-Encoding has no content (RFC
+  // 9112 §6.3): no 411, the handler answers the method (as nginx does).
 
   if (loc.handler == LocationHandler::kProxy) {
     // The proxy reads the body itself, as it streams it to the backend.

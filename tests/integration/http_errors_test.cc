@@ -108,8 +108,19 @@ TEST_F(HttpErrors, UnknownMethodAndCodingAre501) {
   expect_closing_error("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
 }
 
-TEST_F(HttpErrors, PutWithoutLengthIs411) {
-  expect_closing_error("PUT /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 411);
+TEST_F(HttpErrors, PutWithoutLengthIs405AndTheConnectionStays) {
+  // A request without Content-Length or Transfer-Encoding has no content
+  // (RFC 9112 §6.3): nothing to refuse with 411, the method is the problem
+  // (nginx answers the same; found by nginx_diff_test).
+  Client c(port_);
+  ASSERT_TRUE(c.send("PUT /a.txt HTTP/1.1\r\nHost: x\r\n\r\n" + test::simple_get("/a.txt")));
+  Response r = c.read_response();
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("allow"), "GET, HEAD");
+  EXPECT_EQ(r.header("connection"), "keep-alive");
+  Response r2 = c.read_response();
+  EXPECT_EQ(r2.status, 200);
+  EXPECT_EQ(r2.body, "a\n");
 }
 
 TEST_F(HttpErrors, TooLargeBodyIs413) {
