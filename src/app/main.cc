@@ -179,5 +179,6 @@ int main(int argc, char** argv) {
   if (c.used_embedded()) {
     VIGIL_LOG(log, kNotice, 0, "using the embedded default configuration");
   }
+  for (const std::string& w : c.warnings()) VIGIL_LOG(log, kWarn, 0, "%s", w.c_str());
   return run_server(std::move(owned), lo, log);
 }

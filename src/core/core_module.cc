@@ -104,8 +104,9 @@ class GlobResult {
 };
 
 // include FILE | PATTERN: parses the file(s) in the context where the
-// directive appears. Unlike nginx, a pattern that matches nothing is an error:
-// a silently empty conf.d/ is how a server ends up with no sites.
+// directive appears. A pattern that matches nothing is accepted, as in nginx
+// (Debian's nginx.conf includes an empty conf.d/*.conf), with a warning: a
+// silently empty conf.d/ is how a server ends up with no sites.
 Status include(const DirectiveCall& call) {
   if (!call.env().allow_include) return call.error("\"include\" directive is disabled");
   const std::string& pattern = call.arg(0);
@@ -122,7 +123,12 @@ Status include(const DirectiveCall& call) {
   }
   GlobResult g;
   int rc = ::glob(full.c_str(), 0, nullptr, g.get());  // sorted, so the order is stable
-  if (rc == GLOB_NOMATCH) return call.error("include \"" + pattern + "\" matched no files");
+  if (rc == GLOB_NOMATCH) {
+    if (call.env().warnings != nullptr) {
+      call.env().warnings->push_back("include \"" + pattern + "\" matched no files" + call.where());
+    }
+    return Status::ok();
+  }
   if (rc != 0) return call.error("glob() \"" + full + "\" failed");
   for (std::size_t i = 0; i < g.get()->gl_pathc; ++i) {
     Status s = call.parser().parse_file(g.get()->gl_pathv[i], call.sink(), call.where());

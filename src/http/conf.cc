@@ -533,6 +533,8 @@ Module* make_http_module() {
   m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));
   m->add("tcp_nopush", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::tcp_nopush, false));
   m->add("tcp_nodelay", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::tcp_nodelay, true));
+  m->add("chunked_transfer_encoding", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::chunked_transfer_encoding, true));
   m->add("keepalive_timeout", kHttpAny, Arity::between(1, 2), loc.custom(set_keepalive_timeout));
   m->add("keepalive_requests", kHttpAny, Arity::exactly(1),
          loc.number<std::uint64_t>(&HttpLocConf::keepalive_requests, 1000));
@@ -565,6 +567,7 @@ Module* make_http_module() {
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
+  add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
   add_proxy_directives(*m, loc);

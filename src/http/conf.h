@@ -118,6 +118,7 @@ struct HttpLocConf {
   bool sendfile = false;
   bool tcp_nopush = false;
   bool tcp_nodelay = true;
+  bool chunked_transfer_encoding = true;  // a body of unknown length to HTTP/1.1: chunked
   Msec keepalive_timeout = 75000;
   Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
   std::uint64_t keepalive_requests = 1000;
@@ -206,6 +207,7 @@ void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Ht
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);

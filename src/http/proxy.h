@@ -104,14 +104,20 @@ struct ProxyState {
   bool premature = false;  // the backend closed (or failed) before the body's end
   bool upstream_reusable = true;
   bool decode_chunked = false;  // the client gets the body without the chunked coding
-  bool client_chunked = false;  // the client gets the backend's chunked bytes as they are
+  bool client_chunked = false;  // the client gets the body chunked (Transfer-Encoding: chunked)
+  // A body that ends at the backend's close, to an HTTP/1.1 client: each read
+  // becomes a chunk (room for its size line before it and CRLF after it), and
+  // the last chunk follows the close, so the client connection stays open.
+  bool encode_chunked = false;
+  char last_chunk[5] = {'0', '\r', '\n', '\r', '\n'};
+  Buf last_chunk_buf;
 
   // The ring of response buffers: data in [head_i .. tail_i] (cyclic).
   Buf ring[kMaxRing];
   std::uint32_t nring = 1;
   std::uint32_t ring_head = 0;
   std::uint32_t ring_tail = 0;
-  Chain ring_chain[kMaxRing + 1];
+  Chain ring_chain[kMaxRing + 2];  // the head, the ring, the last chunk
   Chain* client_pending = nullptr;
 
   // The tunnel after a 101 (client -> backend direction uses `body`).

@@ -78,7 +78,8 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
   r.status = ps.resp.status;
-  if (ps.resp.body == BodyKind::kClose || upgrade || status_closes(ps.resp.status)) {
+  if ((ps.resp.body == BodyKind::kClose && !ps.encode_chunked) || upgrade ||
+      status_closes(ps.resp.status)) {
     r.keepalive = false;
   } else {
     r.keepalive = r.check.keep_alive && !r.lingering && !r.c->close && loc.keepalive_timeout > 0 &&
@@ -189,6 +190,39 @@ bool account(ProxyState& ps, Buf& b, char* p, std::size_t n) {
   return true;
 }
 
+// encode_chunked: the chunk-size line written before a chunk of `n` bytes, in
+// the kChunkLine bytes reserved for it (leading zeros keep its length fixed,
+// which RFC 9112's chunk-size = 1*HEXDIG allows), and the CRLF after it.
+constexpr std::size_t kChunkLine = 10;  // 8 hex digits, CRLF
+constexpr std::size_t kChunkRoom = kChunkLine + 2;
+
+void write_chunk_line(char* at, std::size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 7; i >= 0; --i) {
+    at[i] = kHex[n & 0xf];
+    n >>= 4;
+  }
+  at[8] = '\r';
+  at[9] = '\n';
+}
+
+// The body bytes that came with the head (b.pos..b.last) become one chunk.
+// The head before them is no longer needed (the client's head is built), so
+// the chunk starts at b.start; a head is at least 16 bytes ("HTTP/1.1 200" and
+// two CRLFs), more than the chunk's framing needs.
+bool frame_first_chunk(Buf& b) {
+  const std::size_t n = static_cast<std::size_t>(b.last - b.pos);
+  if (n == 0) return true;
+  if (static_cast<std::size_t>(b.pos - b.start) < kChunkRoom) return false;
+  std::memmove(b.start + kChunkLine, b.pos, n);
+  write_chunk_line(b.start, n);
+  b.pos = b.start;
+  b.last = b.start + kChunkLine + n;
+  *b.last++ = '\r';
+  *b.last++ = '\n';
+  return true;
+}
+
 // The head is complete: what to do with this response.
 void on_head(ProxyState& ps) {
   Request& r = *ps.r;
@@ -237,12 +271,16 @@ void on_head(ProxyState& ps) {
   if (ps.resp.body == BodyKind::kNone || (ps.resp.body == BodyKind::kLength && ps.resp_rest == 0)) {
     ps.resp_done = true;
   }
+  const bool chunked_ok = r.line.version >= 1001 && r.loc->chunked_transfer_encoding;
   if (ps.resp.body == BodyKind::kChunked) {
-    if (r.line.version >= 1001) {
+    if (chunked_ok) {
       ps.client_chunked = true;
     } else {
       ps.decode_chunked = true;  // an HTTP/1.0 client: the body ends at close
     }
+  } else if (ps.resp.body == BodyKind::kClose && chunked_ok) {
+    ps.client_chunked = true;
+    ps.encode_chunked = true;
   }
   if (!build_client_head(ps, false)) {
     finish(ps, true);
@@ -253,6 +291,10 @@ void on_head(ProxyState& ps) {
   if (ps.nring > kMaxRing) ps.nring = kMaxRing;
   ps.stage = Stage::kRelay;
   // Body bytes that came with the head are accounted for like later ones.
+  if (ps.encode_chunked && !frame_first_chunk(b)) {
+    finish(ps, true);
+    return;
+  }
   char* body_start = b.pos;
   const std::size_t n = static_cast<std::size_t>(b.last - b.pos);
   if (!account(ps, b, body_start, n)) {
@@ -379,6 +421,7 @@ void relay(ProxyState& ps) {
       if (!ps.ring[i].empty()) ps.ring_chain[k++].buf = &ps.ring[i];
       if (i == ps.ring_tail) break;
     }
+    if (!ps.last_chunk_buf.empty()) ps.ring_chain[k++].buf = &ps.last_chunk_buf;
     if (k > 0 && c.write->ready) {
       for (std::size_t i = 0; i < k; ++i) {
         ps.ring_chain[i].next = i + 1 < k ? &ps.ring_chain[i + 1] : nullptr;
@@ -406,7 +449,9 @@ void relay(ProxyState& ps) {
     // next write makes that write one large writev).
     while (!ps.resp_done && !ps.upstream_eof && ps.u != nullptr && ps.u->read->ready) {
       Buf* t = &ps.ring[ps.ring_tail];
-      if (t->last == t->end) {
+      // encode_chunked: a read needs room for its chunk's framing and a byte.
+      const std::size_t need = ps.encode_chunked ? kChunkRoom + 1 : 1;
+      if (static_cast<std::size_t>(t->end - t->last) < need) {
         const std::uint32_t next = (ps.ring_tail + 1) % ps.nring;
         if (next != ps.ring_head && ring_alloc(ps, next)) {
           ps.ring_tail = next;
@@ -418,8 +463,17 @@ void relay(ProxyState& ps) {
       }
       if (t != nullptr) {
         char* at = t->last;
-        const long n = ps.u->recv(*ps.u, at, static_cast<std::size_t>(t->end - t->last));
-        if (n > 0) {
+        const std::size_t frame = ps.encode_chunked ? kChunkLine : 0;
+        const long n = ps.u->recv(*ps.u, at + frame,
+                                  static_cast<std::size_t>(t->end - t->last) - need + 1);
+        if (n > 0 && ps.encode_chunked) {
+          write_chunk_line(at, static_cast<std::size_t>(n));
+          at[kChunkLine + n] = '\r';
+          at[kChunkLine + n + 1] = '\n';
+          t->last += kChunkRoom + n;
+          moved += static_cast<std::size_t>(n);
+          progress = true;
+        } else if (n > 0) {
           t->last += n;
           moved += static_cast<std::size_t>(n);
           progress = true;
@@ -434,6 +488,10 @@ void relay(ProxyState& ps) {
           progress = true;
           if (n == 0 && ps.resp.body == BodyKind::kClose) {
             ps.resp_done = true;
+            if (ps.encode_chunked) {
+              ps.last_chunk_buf.reset(ps.last_chunk, sizeof ps.last_chunk);
+              ps.last_chunk_buf.last = ps.last_chunk_buf.start + sizeof ps.last_chunk;
+            }
           } else {
             ps.premature = true;
             log_error(ps, static_cast<int>(LogLevel::kError), 0,
@@ -453,7 +511,7 @@ void relay(ProxyState& ps) {
     }
   }
 
-  bool all_sent = r.hbuf.empty();
+  bool all_sent = r.hbuf.empty() && ps.last_chunk_buf.empty();
   for (std::uint32_t i = 0; i < ps.nring && all_sent; ++i) all_sent = ps.ring[i].empty();
   if (all_sent && (ps.resp_done || ps.premature)) {
     // A body cut short is never presented as complete: the client connection
@@ -472,7 +530,9 @@ void relay(ProxyState& ps) {
   }
   if (ps.u != nullptr && !ps.resp_done && !ps.upstream_eof) {
     Buf& t = ps.ring[ps.ring_tail];
-    const bool room = t.last < t.end || (ps.ring_tail + 1) % ps.nring != ps.ring_head;
+    const std::size_t need = ps.encode_chunked ? kChunkRoom + 1 : 1;
+    const bool room = static_cast<std::size_t>(t.end - t.last) >= need ||
+                      (ps.ring_tail + 1) % ps.nring != ps.ring_head;
     if (room && !ps.u->read->ready) {
       loop.add_timer(*ps.u->read, ps.conf->read_timeout);
     } else {

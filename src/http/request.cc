@@ -331,8 +331,18 @@ void process_request(Request& r) {
     finalize_error(r, 413);
     return;
   }
-  // A PUT without Content-Length or Transfer-Encoding has no content (RFC
-  // 9112 §6.3): no 411, the handler answers the method (as nginx does).
+  // TRACE would echo the request's fields (cookies, credentials) back to a
+  // script that asks for it: refused everywhere, and the connection closed,
+  // as nginx does ("client sent TRACE method"). RFC 9110 leaves TRACE optional.
+  // (A PUT without Content-Length or chunked coding has an empty body,
+  // RFC 9112 §6.3: the proxy forwards it, the static handler answers 405.)
+  if (r.line.method == Method::kTrace) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent TRACE method",
+              static_cast<unsigned long long>(c.number));
+    r.check.keep_alive = false;
+    finalize_error(r, 405);
+    return;
+  }
 
   if (loc.handler == LocationHandler::kProxy) {
     // The proxy reads the body itself, as it streams it to the backend.

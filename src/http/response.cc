@@ -261,7 +261,9 @@ void send_special(Request& r, int status) {
     h.content_type = "text/html";
     h.content_length = static_cast<std::int64_t>(body.size());
   }
-  h.allow = status == 405;
+  // What the location takes: the static handlers GET and HEAD; a proxied
+  // location every method but TRACE, too many to list, so no Allow there.
+  h.allow = status == 405 && r.loc->handler != LocationHandler::kProxy;
   if (status == 416 && r.content_range_len > 0) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }

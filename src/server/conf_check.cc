@@ -114,6 +114,7 @@ void check_roots(const Configuration& conf, ConfCheck& out) {
 
 ConfCheck check_configuration(const Configuration& conf) {
   ConfCheck out;
+  out.warnings = conf.warnings();
   const CoreConf& core = conf.core();
   if (core.user_set && ::geteuid() != 0) {
     out.warnings.push_back(

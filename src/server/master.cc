@@ -421,6 +421,7 @@ void Master::reload() {
       return;
     }
   }
+  for (const std::string& w : conf->warnings()) VIGIL_LOG(log_, kWarn, 0, "%s", w.c_str());
   auto made = make_cycle(std::move(conf), cycle_.get(), log_);
   if (!made) {
     if (new_log) {

@@ -196,6 +196,12 @@ Peer* select_peer(PeerRequest& pr) {
   Group& g = *pr.group();
   const Msec now = clock::current_msec();
   Peer* p = nullptr;
+  if (g.single()) {
+    p = &g.peers[0];
+    if (p->down || pr.tried(0)) return nullptr;
+    pr.set_tried(0);
+    return p;
+  }
   switch (g.method) {
     case Method::kRoundRobin:
       p = round_robin(pr, 0, g.primaries, now);

@@ -108,6 +108,7 @@ void PeerRequest::free(PeerConnection& pc, void* data, unsigned state) {
   const Msec now = clock::current_msec();
   if (state & kPeerFailed) {
     p->stats->failures.fetch_add(1, kRelaxed);
+    if (g.single()) return;  // never taken out (nginx's peers->single)
     const std::uint32_t fails = h.fails.fetch_add(1, kRelaxed) + 1;
     h.accessed.store(now, kRelaxed);
     h.checked.store(now, kRelaxed);

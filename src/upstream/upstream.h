@@ -154,6 +154,9 @@ class Group {
   std::size_t zone_size = 0;   // as configured (0: size not given)
 
   std::size_t backups() const { return peers.size() - primaries; }
+  // One server and no backup: as nginx, its failures are not counted and it is
+  // never taken out (there is nothing to fall back to); only `down` stops it.
+  bool single() const { return peers.size() == 1; }
 
   // Internal: the storage of health and stats (see shared_state.cc).
   SharedMemory stats_mem;

@@ -97,6 +97,10 @@ class Client {
       r.headers[name] = value;
     }
     std::size_t len = 0;
+    if (!head_only && r.status != 304 && r.header("transfer-encoding") == "chunked") {
+      r.complete = read_chunked(r.body, deadline);
+      return r;
+    }
     if (!head_only && r.status != 304 && r.has("content-length")) {
       len = std::stoull(r.header("content-length"));
     }
@@ -130,6 +134,46 @@ class Client {
   const std::string& extra() const { return buf_; }
 
  private:
+  // A chunked body (RFC 9112 §7.1) into `body`, decoded; false when it is
+  // malformed or does not end in time.
+  bool read_chunked(std::string& body, std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      std::size_t eol;
+      while ((eol = buf_.find("\r\n")) == std::string::npos) {
+        if (!fill(deadline)) return false;
+      }
+      const std::string line = buf_.substr(0, eol);
+      buf_.erase(0, eol + 2);
+      std::size_t size = 0, digits = 0;
+      for (char ch : line) {
+        const int v = std::isdigit(static_cast<unsigned char>(ch)) ? ch - '0'
+                      : (ch >= 'a' && ch <= 'f')                   ? ch - 'a' + 10
+                      : (ch >= 'A' && ch <= 'F')                   ? ch - 'A' + 10
+                                                                   : -1;
+        if (v < 0) break;
+        size = size * 16 + static_cast<std::size_t>(v);
+        if (++digits > 12) return false;
+      }
+      if (digits == 0) return false;
+      if (size == 0) {
+        // Trailer fields, up to the empty line.
+        for (;;) {
+          while ((eol = buf_.find("\r\n")) == std::string::npos) {
+            if (!fill(deadline)) return false;
+          }
+          buf_.erase(0, eol + 2);
+          if (eol == 0) return true;
+        }
+      }
+      while (buf_.size() < size + 2) {
+        if (!fill(deadline)) return false;
+      }
+      if (buf_.compare(size, 2, "\r\n") != 0) return false;
+      body.append(buf_, 0, size);
+      buf_.erase(0, size + 2);
+    }
+  }
+
   bool fill(std::chrono::steady_clock::time_point deadline) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())

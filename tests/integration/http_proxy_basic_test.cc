@@ -195,6 +195,29 @@ TEST_F(Proxy, RequestBodies) {
   EXPECT_EQ(backend_.last().body, big);
 }
 
+// TRACE never reaches the backend (nginx's rule); a PUT without a length has
+// an empty body and is forwarded as one.
+TEST_F(Proxy, TraceIsRefusedAndPutWithoutLengthIsForwarded) {
+  backend_.set_handler([](BackendConn& c, const BackendRequest& r) {
+    return c.send(backend_response(
+        200, r.method + " " + (r.has("content-length") ? r.header("content-length") : "-") + " " +
+                 std::to_string(r.body.size())));
+  });
+  ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() + "; }"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send("TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  Response t = c.read_response();
+  EXPECT_EQ(t.status, 405);
+  EXPECT_FALSE(t.has("allow")) << "a proxied location takes more than GET and HEAD";
+  EXPECT_TRUE(c.closed_within(3000));
+  EXPECT_EQ(backend_.connections(), 0);
+  Response p = request("PUT /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(p.status, 200);
+  EXPECT_EQ(p.body.substr(0, 4), "PUT ");
+  EXPECT_EQ(p.body.substr(p.body.size() - 2), " 0") << p.body;
+}
+
 TEST_F(Proxy, ExpectContinue) {
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() + "; }"))
       << server_.output();
@@ -251,12 +274,25 @@ TEST_F(Proxy, ResponseFramings) {
   EXPECT_TRUE(c10.closed_within(3000));
   EXPECT_EQ(c10.extra(), "hello world");
 
+  // A body that ends at the backend's close: chunked to an HTTP/1.1 client,
+  // whose connection stays open (nginx's chunked_transfer_encoding on)...
   Client cc(port_);
   ASSERT_TRUE(cc.send(simple_get("/close")));
-  Response rc = cc.read_response(true);
-  EXPECT_EQ(rc.header("connection"), "close");
-  EXPECT_TRUE(cc.closed_within(3000));
-  EXPECT_EQ(cc.extra(), "until close");
+  Response rc = cc.read_response();
+  EXPECT_TRUE(rc.complete);
+  EXPECT_EQ(rc.header("transfer-encoding"), "chunked");
+  EXPECT_EQ(rc.header("connection"), "keep-alive");
+  EXPECT_EQ(rc.body, "until close");
+  ASSERT_TRUE(cc.send(simple_get("/head")));
+  EXPECT_EQ(cc.read_response().body, "head body") << "the connection is kept";
+  // ...and ended by the close for an HTTP/1.0 one.
+  Client cc10(port_);
+  ASSERT_TRUE(cc10.send("GET /close HTTP/1.0\r\n\r\n"));
+  Response rc10 = cc10.read_response(true);
+  EXPECT_EQ(rc10.header("connection"), "close");
+  EXPECT_FALSE(rc10.has("transfer-encoding"));
+  EXPECT_TRUE(cc10.closed_within(3000));
+  EXPECT_EQ(cc10.extra(), "until close");
 
   EXPECT_EQ(request(simple_get("/204")).status, 204);
   EXPECT_EQ(request(simple_get("/304"), true).status, 304);
@@ -266,6 +302,41 @@ TEST_F(Proxy, ResponseFramings) {
   Response rh = request("HEAD /head HTTP/1.1\r\nHost: h\r\n\r\n", true);
   EXPECT_EQ(rh.status, 200);
   EXPECT_EQ(rh.header("content-length"), "9");
+}
+
+// A large close-delimited body crosses many reads and ring buffers: every
+// read is framed as its own chunk, and the bytes arrive intact; with
+// chunked_transfer_encoding off the client gets it ended by the close.
+TEST_F(Proxy, CloseDelimitedBodyIsChunkedForHttp11Clients) {
+  std::string big;
+  for (int i = 0; big.size() < 300000; ++i) big += "line " + std::to_string(i) + "\n";
+  backend_.set_handler([&big](BackendConn& c, const BackendRequest&) {
+    c.send("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + big.substr(0, 1000));
+    c.send(big.substr(1000));
+    return false;
+  });
+  ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
+                    "; proxy_buffer_size 4k; proxy_buffers 4 4k; }\n"
+                    "location /off/ { proxy_pass http://" +
+                    backend_.address() + "; chunked_transfer_encoding off; }"))
+      << server_.output();
+  Client c(port_);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.send(simple_get("/big")));
+    Response r = c.read_response(false, 10000);
+    ASSERT_TRUE(r.complete) << i;
+    EXPECT_EQ(r.header("transfer-encoding"), "chunked");
+    EXPECT_EQ(r.body.size(), big.size());
+    EXPECT_TRUE(r.body == big) << "the body differs";
+  }
+  Client off(port_);
+  ASSERT_TRUE(off.send(simple_get("/off/big")));
+  Response r = off.read_response(true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.has("transfer-encoding"));
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_TRUE(off.closed_within(10000));
+  EXPECT_TRUE(off.extra() == big);
 }
 
 }  // namespace

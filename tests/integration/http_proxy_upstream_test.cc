@@ -97,6 +97,29 @@ TEST_F(ProxyUpstream, StaleCachedConnectionIsRetriedOnAFreshOne) {
   EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
 }
 
+TEST_F(ProxyUpstream, OneBadResponseDoesNotTakeOutTheOnlyServer) {
+  // The first response is not HTTP; every later one is good. With one server
+  // (nginx's peers->single) the failure must not make the next fail_timeout
+  // answer "no live upstreams".
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target == "/bad") {
+      c.send("garbage\r\n\r\n");
+      return false;
+    }
+    return c.send(backend_response(200, "good"));
+  });
+  ASSERT_TRUE(start("upstream one { server " + b.address() + " max_fails=1 fail_timeout=60s; }",
+                    "location / { proxy_pass http://one; }"))
+      << server_.output();
+  EXPECT_EQ(get("/bad").status, 502);
+  for (int i = 0; i < 3; ++i) {
+    Response r = get("/");
+    EXPECT_EQ(r.status, 200) << i << "\n" << server_.output();
+    EXPECT_EQ(r.body, "good");
+  }
+  EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
+}
+
 TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
   Backend b([](BackendConn& c, const BackendRequest& r) {
     if (r.target == "/close") {
@@ -115,9 +138,9 @@ TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
   for (int i = 0; i < 3; ++i) {
     Client c(port_);
     ASSERT_TRUE(c.send(simple_get("/close")));
-    ASSERT_EQ(c.read_response(true).status, 200);
-    EXPECT_TRUE(c.closed_within(3000));
-    EXPECT_EQ(c.extra(), "body");
+    Response r = c.read_response();
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "body");  // chunked to the client, whose connection stays
   }
   EXPECT_EQ(b.connections(), 6);
 }

@@ -107,6 +107,8 @@ class Configuration {
   // is not a file and is not listed, as in nginx.
   const std::vector<ConfSource>& sources() const { return sources_; }
   bool used_embedded() const { return used_embedded_; }
+  // What the load noticed but accepted, each ending in " in F:L".
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The main file as resolved: "conf/vigil.conf", or
   // "conf/vigil.conf (embedded)" when the embedded text was used.
   const std::string& main_path() const { return main_path_; }
@@ -123,6 +125,7 @@ class Configuration {
   // Declared before main_: the confs may keep ShmZone pointers, so the zones
   // are destroyed after them.
   std::unique_ptr<SharedZones> zones_ = std::make_unique<SharedZones>();
+  std::vector<std::string> warnings_;
   std::unique_ptr<ConfScope> main_;
   const ModuleRegistry* modules_ = nullptr;
   ConfEnv env_;

@@ -43,6 +43,9 @@ struct ConfEnv {
   // The load's shared zone registry (owned by the Configuration): directive
   // handlers register the zones they need here. Never null during a load.
   SharedZones* zones = nullptr;
+  // Warnings of the load (owned by the Configuration): printed at -t and at
+  // start, they do not fail it. Never null during a load.
+  std::vector<std::string>* warnings = nullptr;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.

@@ -136,20 +136,42 @@ TEST_F(Health, FailuresCountOnlyWithinFailTimeout) {
 }
 
 TEST_F(Health, MaxFailsZeroNeverDisables) {
-  Group* g = load_group("upstream u { server 127.0.0.1:1 max_fails=0; }");
+  Group* g = load_group(
+      "upstream u { server 127.0.0.1:1 max_fails=0; server 127.0.0.1:2 down; }");
   ASSERT_NE(g, nullptr);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(attempt(*g, kPeerFailed), kA);
 }
 
-TEST_F(Health, SingleServerFailedMeansNoLiveUpstreams) {
-  Group* g = load_group("upstream u { server 127.0.0.1:1; }");
+// As nginx (peers->single): with nothing to fall back to, the one server's
+// failures are not held against it, so a bad response does not turn every
+// request of the next fail_timeout into "no live upstreams".
+TEST_F(Health, ASingleServerIsNeverTakenOut) {
+  Group* g = load_group("upstream u { server 127.0.0.1:1 max_fails=1 fail_timeout=30s; }");
   ASSERT_NE(g, nullptr);
-  ASSERT_EQ(attempt(*g, kPeerFailed), kA);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(attempt(*g, kPeerFailed), kA) << i;
+  EXPECT_EQ(attempt(*g, 0), kA);
+  EXPECT_TRUE(peer_available(g->peers[0], now_));
+  EXPECT_EQ(g->peers[0].health->fails.load(), 0u);
+  EXPECT_EQ(g->peers[0].stats->failures.load(), 3u) << "still counted for /metrics";
+}
+
+TEST_F(Health, ASingleServerMarkedDownIsNeverUsed) {
+  Group* g = load_group("upstream u { server 127.0.0.1:1 down; }");
+  ASSERT_NE(g, nullptr);
   EXPECT_EQ(attempt(*g, 0), "");
 }
 
+TEST_F(Health, AServerWithABackupIsNotSingle) {
+  Group* g = load_group("upstream u { server 127.0.0.1:1; server 127.0.0.1:2 backup; }");
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(attempt(*g, kPeerFailed), kA);
+  EXPECT_FALSE(peer_available(g->peers[0], now_));
+  EXPECT_EQ(attempt(*g, 0), kB);
+}
+
 TEST_F(Health, NextStateIsNeitherFailureNorSuccess) {
-  Group* g = load_group("upstream u { server 127.0.0.1:1 max_fails=2; }");
+  // A second (down) server: a single one would not count failures at all.
+  Group* g = load_group("upstream u { server 127.0.0.1:1 max_fails=2; server 127.0.0.1:2 down; }");
   ASSERT_NE(g, nullptr);
   ASSERT_EQ(attempt(*g, kPeerFailed), kA);
   at(now_ + 20000);
