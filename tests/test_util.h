@@ -94,14 +94,25 @@ inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step
 // A port where nothing listens, held for the object's life: bound but never
 // listen()ed, so a connect to it is refused and no other socket can take it
 // meanwhile (what a free port found by binding and releasing cannot promise).
+//
+// `shared`: bound with SO_REUSEADDR, which reserves the port for a program
+// that cannot listen on port 0 and say which port it got (nginx): every
+// other bind is still refused, but a socket bound with SO_REUSEADDR too (as
+// nginx binds) may bind the port and listen on it, since this one never
+// listens.
 class ClosedPort {
  public:
-  ClosedPort() {
+  explicit ClosedPort(bool shared = false) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof sa;
+    const int one = 1;
+    if (fd_ != -1 && shared && ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
     if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
         ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
       port_ = ntohs(sa.sin_port);

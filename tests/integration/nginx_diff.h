@@ -32,38 +32,6 @@ namespace vigil::test {
 
 inline constexpr char kNginx[] = "/usr/sbin/nginx";
 
-// A port on 127.0.0.1 reserved for a program that cannot listen on port 0
-// and tell which port it got (nginx): a socket bound with SO_REUSEADDR but
-// never listening holds the port against every other bind, while a program
-// binding it with SO_REUSEADDR too (nginx always does) can still bind and
-// listen on it.
-class ReservedPort {
- public:
-  ReservedPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (fd_ != -1 && ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-      port_ = ntohs(sa.sin_port);
-    }
-  }
-  ~ReservedPort() {
-    if (fd_ != -1) ::close(fd_);
-  }
-  ReservedPort(const ReservedPort&) = delete;
-  ReservedPort& operator=(const ReservedPort&) = delete;
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = -1;
-};
-
 // Real nginx in one process (master_process off, daemon off) in a scratch
 // prefix of its own, serving `root`.
 class NginxServer {
@@ -81,7 +49,7 @@ class NginxServer {
   NginxServer& operator=(const NginxServer&) = delete;
 
   // Writes the configuration (`http` is the body of the http block, with
-  // PORT standing for the reserved port), starts nginx and polls until it
+  // 127.0.0.1:PORT standing for the reserved port), starts nginx and polls until it
   // accepts connections. On failure, error() says why.
   bool start(const std::string& http) {
     if (::access(kNginx, X_OK) != 0) {
@@ -95,8 +63,9 @@ class NginxServer {
       return false;
     }
     std::string body = http;
-    for (std::size_t at; (at = body.find("PORT")) != std::string::npos;) {
-      body.replace(at, 4, std::to_string(port_.port()));
+    const std::string placeholder = "127.0.0.1:PORT";
+    for (std::size_t at; (at = body.find(placeholder)) != std::string::npos;) {
+      body.replace(at, placeholder.size(), "127.0.0.1:" + std::to_string(port_.port()));
     }
     const std::string tmp = dir_ + "/tmp/";
     std::ofstream(dir_ + "/conf/nginx.conf")
@@ -157,7 +126,7 @@ class NginxServer {
 
  private:
   std::string dir_;
-  ReservedPort port_;
+  ClosedPort port_{true};  // reserved for nginx (see ClosedPort)
   std::unique_ptr<Process> proc_;
   std::string error_;
 };
@@ -180,19 +149,10 @@ struct RawReply {
   }
 };
 
-// A client socket reading responses with a deadline per response.
-class RawClient {
+// A client socket reading responses as they come, whatever they are.
+class RawClient : public Client {
  public:
-  explicit RawClient(int port) : fd_(connect_loopback(port)) {}
-  ~RawClient() {
-    if (fd_ != -1) ::close(fd_);
-  }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-  bool ok() const { return fd_ != -1; }
-  // Sending into a connection the server closed may fail: that is an answer
-  // too (the next read sees it), not a test error.
-  void send(std::string_view s) { send_all(fd_, s); }
+  using Client::Client;
 
   // Reads one response. 1xx responses are skipped (a 100 is recorded; when
   // `on_continue` is set it is called then, to send what the 100 asked for).
@@ -218,29 +178,16 @@ class RawClient {
           return r;
         }
       }
-      const std::string fields = buf_.substr(0, end + 2);
+      const std::string fields = buf_.substr(0, end + 4);
       buf_.erase(0, end + 4);
       r.status = fields.size() >= 12 ? fields.substr(9, 3) : "malformed";
       r.headers.clear();
-      for (std::size_t at = fields.find("\r\n") + 2; at < fields.size();) {
-        std::size_t eol = fields.find("\r\n", at);
-        std::string line = fields.substr(at, eol - at);
-        at = eol + 2;
-        auto colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        std::string name = line.substr(0, colon);
-        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        std::string value = line.substr(colon + 1);
-        while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-        while (!value.empty() && value.back() == ' ') value.pop_back();
-        r.headers.emplace(name, value);
-      }
-      if (r.status[0] == '1') {
-        if (r.status == "100") r.interim_continue = true;
-        if (on_continue) on_continue();
-        continue;
-      }
-      break;
+      for_each_field(fields, [&](std::string name, std::string value) {
+        r.headers.emplace(std::move(name), std::move(value));
+      });
+      if (r.status[0] != '1') break;
+      if (r.status == "100") r.interim_continue = true;
+      if (on_continue) on_continue();
     }
     // The body.
     if (head || r.status == "204" || r.status == "304") return r;
@@ -279,46 +226,6 @@ class RawClient {
     if (p.status == "200" && p.body == "probe\n") return "open";
     return "probe answered " + p.status;
   }
-
- private:
-  bool fill(std::chrono::steady_clock::time_point deadline) {
-    if (eof_) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
-    char tmp[65536];
-    ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) {
-      eof_ = true;  // EOF or reset: the server closed
-      return false;
-    }
-    buf_.append(tmp, static_cast<std::size_t>(n));
-    return true;
-  }
-
-  bool read_chunked(std::string& out, std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-      std::size_t eol;
-      while ((eol = buf_.find("\r\n")) == std::string::npos) {
-        if (!fill(deadline)) return false;
-      }
-      const std::size_t size = std::strtoull(buf_.c_str(), nullptr, 16);
-      buf_.erase(0, eol + 2);
-      while (buf_.size() < size + 2) {
-        if (!fill(deadline)) return false;
-      }
-      out += buf_.substr(0, size);
-      buf_.erase(0, size + 2);
-      if (size == 0) return true;  // no trailers from a static server
-    }
-  }
-
-  int fd_;
-  std::string buf_;
-  bool eof_ = false;
 };
 
 }  // namespace vigil::test

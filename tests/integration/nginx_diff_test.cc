@@ -29,7 +29,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nginx_diff.h"
@@ -209,30 +212,31 @@ class NginxDiff : public ::testing::Test {
   }
 
   void write_docroot() {
-    vigil_.write("html/a.txt", kA);
-    vigil_.write("html/index.html", "<html><body>index</body></html>\n");
-    vigil_.write("html/probe.txt", "probe\n");
-    vigil_.write("html/dir/index.html", "dir index\n");
-    vigil_.write("html/dir/b.txt", "b\n");
-    vigil_.write("html/noindex/c.txt", "c\n");
-    vigil_.write("html/a file%.txt", "spaces and percent\n");
-    vigil_.write("html/caf\xc3\xa9.txt", "utf-8 name\n");
-    vigil_.write("html/empty.txt", "");
-    vigil_.write("html/x.weird", "no type\n");
-    vigil_.write("html/UPPER.TXT", "upper\n");
     std::string big(kBigSize, '\0');
     std::uint32_t x = 12345;
     for (char& ch : big) {
       x = x * 1103515245u + 12345u;
       ch = static_cast<char>(x >> 24);
     }
-    vigil_.write("html/big.bin", big);
-    for (const char* f :
-         {"a.txt", "index.html", "probe.txt", "dir/index.html", "dir/b.txt", "noindex/c.txt",
-          "a file%.txt", "caf\xc3\xa9.txt", "empty.txt", "x.weird", "UPPER.TXT", "big.bin"}) {
+    const std::pair<const char*, std::string> files[] = {
+        {"a.txt", kA},
+        {"index.html", "<html><body>index</body></html>\n"},
+        {"probe.txt", "probe\n"},
+        {"dir/index.html", "dir index\n"},
+        {"dir/b.txt", "b\n"},
+        {"noindex/c.txt", "c\n"},  // a directory without an index
+        {"a file%.txt", "spaces and percent\n"},
+        {"caf\xc3\xa9.txt", "utf-8 name\n"},
+        {"empty.txt", ""},
+        {"x.weird", "no type\n"},
+        {"UPPER.TXT", "upper\n"},
+        {"big.bin", big},
+    };
+    for (const auto& [name, content] : files) {
+      const std::string rel = std::string("html/") + name;
+      vigil_.write(rel, content);
       const timespec times[2] = {{kMtime, 0}, {kMtime, 0}};
-      ASSERT_EQ(::utimensat(AT_FDCWD, vigil_.path(std::string("html/") + f).c_str(), times, 0), 0)
-          << f;
+      ASSERT_EQ(::utimensat(AT_FDCWD, vigil_.path(rel).c_str(), times, 0), 0) << name;
     }
   }
 
