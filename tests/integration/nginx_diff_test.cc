@@ -189,7 +189,7 @@ constexpr char kTypes[] =
 class NginxDiff : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_docroot();
+    ASSERT_NO_FATAL_FAILURE(write_docroot());
     ASSERT_TRUE(vigil_.start(std::string("access_log off;\nclient_max_body_size 100;\n") + kTypes +
                              "server {\n listen 127.0.0.1:0;\n server_name localhost;\n"
                              " root html;\n}\n"))
