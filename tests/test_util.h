@@ -158,6 +158,24 @@ class TakenPort {
   int port_ = -1;
 };
 
+// A listening TCP socket on 127.0.0.1 at a port the kernel picks (set in
+// *port), or -1.
+inline int listen_loopback(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  if (fd == -1 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
+      ::listen(fd, 128) == -1 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
+    if (fd != -1) ::close(fd);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
 // Kept for tests written before port 0 was the way: a port nothing listens
 // on at the moment of the call (bound to port 0, then released). Another
 // process may take it before the caller binds it; new tests listen on port 0

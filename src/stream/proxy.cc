@@ -82,6 +82,12 @@ void process(Session& s) {
   if (s.client_eof && s.upstream_eof && s.up.pos == s.up.last && s.down.pos == s.down.last) {
     return finalize(s, "both sides closed");
   }
+  // proxy_half_close off (nginx's default): a side's EOF, once what it sent
+  // is delivered, ends the session instead of being passed on as a half-close.
+  if (!s.conf->proxy_half_close) {
+    if (s.client_eof && s.up.pos == s.up.last) return finalize(s, "client closed");
+    if (s.upstream_eof && s.down.pos == s.down.last) return finalize(s, "upstream closed");
+  }
   // Idle timer: re-armed on traffic (lazily, so this is cheap per pass).
   if (progress || !c.read->timer_set) loop.add_timer(*c.read, s.conf->proxy_timeout);
   // A side at EOF must leave a level-triggered backend, which would otherwise

@@ -101,6 +101,8 @@ Module* make_stream_module() {
   m->add("proxy_timeout", kAny, Arity::exactly(1), srv.msec(&StreamSrvConf::proxy_timeout, 600000));
   m->add("proxy_buffer_size", kAny, Arity::exactly(1),
          srv.size(&StreamSrvConf::proxy_buffer_size, 16384, 512));
+  m->add("proxy_half_close", kAny, Arity::on_off(),
+         srv.flag(&StreamSrvConf::proxy_half_close, false));
   m->add("proxy_next_upstream", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_next_upstream, true));
   m->add("proxy_next_upstream_tries", kAny, Arity::exactly(1),

@@ -48,6 +48,7 @@ struct StreamSrvConf {
   Msec proxy_timeout = 600000;
   std::size_t proxy_buffer_size = 16384;
   bool proxy_next_upstream = true;
+  bool proxy_half_close = false;  // off: the first side's EOF ends the session (nginx)
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   upstream::Group* upstream = nullptr;     // resolved once the block is read
   std::string where;

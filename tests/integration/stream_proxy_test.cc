@@ -1,7 +1,7 @@
 // The TCP stream proxy, end to end: a real vigil in front of a real echo
 // server, real sockets, every backend.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "integration/http_harness.h"
+#include "integration/tcp_backend.h"
 #include "test_util.h"
 
 namespace vigil::test {
@@ -18,48 +19,18 @@ namespace {
 // A plain blocking echo server, a thread per connection. (The echo example
 // drops a client whose echo does not fit its socket buffer at once, which the
 // proxy's backpressure can provoke; blocking writes simply wait.)
-class EchoBackend {
+// Echoes what it reads; at the client's EOF it closes (the proxy sees the
+// upstream close).
+class EchoBackend : public TcpBackend {
  public:
-  EchoBackend() {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (lfd_ == -1 || ::bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-        ::listen(lfd_, 128) == -1 ||
-        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-      return;
-    }
-    port_ = ntohs(sa.sin_port);
-    accepter_ = std::thread([fd = lfd_] {
-      for (;;) {
-        int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c == -1) return;  // the listening socket was shut down
-        std::thread([c] {
+  EchoBackend()
+      : TcpBackend([](int c) {
           char buf[65536];
           for (;;) {
             ssize_t n = ::read(c, buf, sizeof buf);
             if (n <= 0 || !send_all(c, std::string_view(buf, static_cast<std::size_t>(n)))) break;
           }
-          ::close(c);  // EOF passed back: the proxy sees the upstream close
-        }).detach();
-      }
-    });
-  }
-  ~EchoBackend() {
-    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
-    if (accepter_.joinable()) accepter_.join();
-    if (lfd_ != -1) ::close(lfd_);
-  }
-  bool ready() const { return port_ > 0; }
-  int port() const { return port_; }
-  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int lfd_ = -1;
-  int port_ = -1;
-  std::thread accepter_;
+        }) {}
 };
 
 std::string stream_block(int listen_port, const std::string& body) {
@@ -104,7 +75,8 @@ TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
 TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
-  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() + ";\n }\n}\n"));
+  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + echo.addr() +
+                    ";\n  proxy_half_close on;\n }\n}\n"));
   const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.send("abc"));
@@ -116,13 +88,47 @@ TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
+// A backend that answers only once the client's side has ended (as a
+// protocol that reads "until EOF" does).
+class AnswerAtEofBackend : public TcpBackend {
+ public:
+  AnswerAtEofBackend()
+      : TcpBackend([](int c) {
+          char buf[4096];
+          std::size_t total = 0;
+          for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;)
+            total += static_cast<std::size_t>(n);
+          (void)send_all(c, "got " + std::to_string(total));
+        }) {}
+};
+
+// nginx's default (proxy_half_close off): the client's EOF ends the session,
+// so the answer the backend gives at EOF never reaches it; with "on" it does.
+TEST_P(StreamProxy, ProxyHalfCloseOffEndsTheSessionAtTheFirstEof) {
+  for (const bool on : {false, true}) {
+    AnswerAtEofBackend b;
+    ASSERT_TRUE(b.ready());
+    ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass " + b.addr() + ";\n" +
+                      (on ? "  proxy_half_close on;\n" : "") + " }\n}\n"))
+        << server_.output();
+    Client c(server_.port());
+    ASSERT_TRUE(c.send("four"));
+    ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+    EXPECT_EQ(read_n(c.fd(), 100, 5000), on ? "got 4" : "") << on;
+    EXPECT_TRUE(server_.wait_output(on ? "both sides closed" : "client closed"))
+        << server_.output();
+    c.close();
+    EXPECT_EQ(server_.stop(), 0);
+  }
+}
+
 TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
   EchoBackend echo;
   ASSERT_TRUE(echo.ready());
   ClosedPort closed;  // bound, never listening: refused
   const int dead = closed.port();
   ASSERT_TRUE(start(stream_block(0, "upstream pair {\n server 127.0.0.1:" + std::to_string(dead) +
-                                           ";\n server " + echo.addr() + ";\n}\n") +
+                                        ";\n server " + echo.addr() + ";\n}\n") +
                     "  proxy_pass pair;\n }\n}\n"))
       << server_.output();
   const int port = server_.port();
@@ -141,8 +147,8 @@ TEST_P(StreamProxy, NextUpstreamWhenAServerRefuses) {
 TEST_P(StreamProxy, NoLiveUpstreamClosesTheClient) {
   ClosedPort closed;
   const int dead = closed.port();
-  ASSERT_TRUE(start(stream_block(0, "") + "  proxy_pass 127.0.0.1:" + std::to_string(dead) +
-                    ";\n }\n}\n"));
+  ASSERT_TRUE(
+      start(stream_block(0, "") + "  proxy_pass 127.0.0.1:" + std::to_string(dead) + ";\n }\n}\n"));
   const int port = server_.port();
   Client c(port);
   ASSERT_TRUE(c.ok());
@@ -162,7 +168,9 @@ TEST_P(StreamProxy, IdleSessionsEndAfterProxyTimeout) {
   EXPECT_EQ(read_n(c.fd(), 1), "x");
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(c.closed_within(5000));
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_GE(ms, 700);
   EXPECT_TRUE(server_.wait_output("timed out")) << server_.output();
   EXPECT_EQ(server_.stop(), 0);
@@ -186,9 +194,10 @@ TEST(StreamConf, ErrorsNameTheProblem) {
   check("stream { upstream u { } server { listen 127.0.0.1:9; proxy_pass u; } }",
         "no servers are inside upstream");
   check("stream { upstream u { server 127.0.0.1; } }", "no port in upstream \"127.0.0.1\" in /");
-  check("stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; }\n"
-        " server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; } }",
-        "duplicate \"127.0.0.1:9\" address and port pair");
+  check(
+      "stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; }\n"
+      " server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; } }",
+      "duplicate \"127.0.0.1:9\" address and port pair");
   check("stream { server { listen 127.0.0.1:9; proxy_pass 127.0.0.1:1; proxy_timeout 5x; } }",
         "invalid value \"5x\" in \"proxy_timeout\" directive");
 }

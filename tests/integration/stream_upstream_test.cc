@@ -10,61 +10,30 @@
 #include <thread>
 
 #include "integration/http_harness.h"
+#include "integration/tcp_backend.h"
 #include "test_util.h"
 
 namespace vigil::test {
 namespace {
 
 // Answers every connection with its name and closes it.
-class NamedBackend {
+class NamedBackend : public TcpBackend {
  public:
-  explicit NamedBackend(std::string name) : name_(std::move(name)) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (lfd_ == -1 || ::bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-        ::listen(lfd_, 128) == -1 ||
-        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-      return;
-    }
-    port_ = ntohs(sa.sin_port);
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = ::accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c == -1) return;
-        ++accepted_;
-        (void)send_all(c, name_);
-        ::close(c);
-      }
-    });
-  }
-  ~NamedBackend() {
-    if (lfd_ != -1) ::shutdown(lfd_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    if (lfd_ != -1) ::close(lfd_);
-  }
-  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
-  int accepted() const { return accepted_.load(); }
-  bool ready() const { return port_ > 0; }
-
- private:
-  std::string name_;
-  int lfd_ = -1;
-  int port_ = -1;
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
+  explicit NamedBackend(const std::string& name)
+      : TcpBackend([name](int c) { (void)send_all(c, name); }) {}
 };
 
-std::string dead_addr() { return "127.0.0.1:" + std::to_string(free_port()); }
+std::string dead_addr() {
+  return "127.0.0.1:" + std::to_string(free_port());
+}
 
 class StreamUpstream : public ::testing::Test {
  protected:
   bool start(const std::string& upstream_body) {
     port_ = free_port();
-    return server_.start("", "stream {\n upstream u {\n" + upstream_body + "\n }\n server { listen 127.0.0.1:" +
-                                 std::to_string(port_) + "; proxy_pass u; proxy_connect_timeout 2s; }\n}\n");
+    return server_.start("", "stream {\n upstream u {\n" + upstream_body +
+                                 "\n }\n server { listen 127.0.0.1:" + std::to_string(port_) +
+                                 "; proxy_pass u; proxy_connect_timeout 2s; }\n}\n");
   }
   // One client: what the proxied backend said.
   std::string ask() {
@@ -79,7 +48,8 @@ class StreamUpstream : public ::testing::Test {
   }
   static int count(const std::string& text, const std::string& needle) {
     int n = 0;
-    for (std::size_t p = 0; (p = text.find(needle, p)) != std::string::npos; p += needle.size()) ++n;
+    for (std::size_t p = 0; (p = text.find(needle, p)) != std::string::npos; p += needle.size())
+      ++n;
     return n;
   }
 
@@ -90,7 +60,8 @@ class StreamUpstream : public ::testing::Test {
 TEST_F(StreamUpstream, WeightedRoundRobin) {
   NamedBackend a("A"), b("B");
   ASSERT_TRUE(a.ready() && b.ready());
-  ASSERT_TRUE(start("server " + a.addr() + " weight=2;\n server " + b.addr() + ";")) << server_.output();
+  ASSERT_TRUE(start("server " + a.addr() + " weight=2;\n server " + b.addr() + ";"))
+      << server_.output();
   auto seen = ask_n(30);
   EXPECT_EQ(seen["A"], 20);
   EXPECT_EQ(seen["B"], 10);
@@ -100,13 +71,15 @@ TEST_F(StreamUpstream, WeightedRoundRobin) {
 TEST_F(StreamUpstream, BackupOnlyWhenThePrimariesAreGone) {
   NamedBackend a("A"), b("B");
   ASSERT_TRUE(a.ready() && b.ready());
-  ASSERT_TRUE(start("server " + a.addr() + ";\n server " + b.addr() + " backup;")) << server_.output();
+  ASSERT_TRUE(start("server " + a.addr() + ";\n server " + b.addr() + " backup;"))
+      << server_.output();
   auto seen = ask_n(6);
   EXPECT_EQ(seen["A"], 6);
   EXPECT_EQ(b.accepted(), 0);
   EXPECT_EQ(server_.stop(), 0);
 
-  ASSERT_TRUE(start("server " + dead_addr() + ";\n server " + b.addr() + " backup;")) << server_.output();
+  ASSERT_TRUE(start("server " + dead_addr() + ";\n server " + b.addr() + " backup;"))
+      << server_.output();
   seen = ask_n(6);
   EXPECT_EQ(seen["B"], 6);
   EXPECT_EQ(server_.stop(), 0);
@@ -130,7 +103,8 @@ TEST_F(StreamUpstream, MaxFailsZeroKeepsTryingTheDeadServer) {
   NamedBackend a("A");
   ASSERT_TRUE(a.ready());
   const std::string dead = dead_addr();
-  ASSERT_TRUE(start("server " + dead + " max_fails=0;\n server " + a.addr() + ";")) << server_.output();
+  ASSERT_TRUE(start("server " + dead + " max_fails=0;\n server " + a.addr() + ";"))
+      << server_.output();
   auto seen = ask_n(6);
   EXPECT_EQ(seen["A"], 6);
   EXPECT_EQ(server_.stop(), 0);
@@ -144,8 +118,8 @@ TEST_F(StreamUpstream, MaxFailsZeroKeepsTryingTheDeadServer) {
 TEST_F(StreamUpstream, HashOfTheRemoteAddressSticks) {
   NamedBackend a("A"), b("B"), c("C");
   ASSERT_TRUE(a.ready() && b.ready() && c.ready());
-  ASSERT_TRUE(start("hash $remote_addr;\n server " + a.addr() + ";\n server " + b.addr() + ";\n server " +
-                    c.addr() + ";"))
+  ASSERT_TRUE(start("hash $remote_addr;\n server " + a.addr() + ";\n server " + b.addr() +
+                    ";\n server " + c.addr() + ";"))
       << server_.output();
   auto seen = ask_n(12);
   EXPECT_EQ(seen.size(), 1u) << "one client address, one server";
@@ -156,8 +130,8 @@ TEST_F(StreamUpstream, HashOfTheRemoteAddressSticks) {
 TEST_F(StreamUpstream, HashOfTheRemotePortSpreads) {
   NamedBackend a("A"), b("B"), c("C");
   ASSERT_TRUE(a.ready() && b.ready() && c.ready());
-  ASSERT_TRUE(start("hash \"$remote_addr:$remote_port\" consistent;\n server " + a.addr() + ";\n server " +
-                    b.addr() + ";\n server " + c.addr() + ";"))
+  ASSERT_TRUE(start("hash \"$remote_addr:$remote_port\" consistent;\n server " + a.addr() +
+                    ";\n server " + b.addr() + ";\n server " + c.addr() + ";"))
       << server_.output();
   auto seen = ask_n(30);
   EXPECT_GE(seen.size(), 2u) << "client ports differ, so do the servers";
@@ -193,20 +167,25 @@ TEST(StreamUpstreamWorkers, ZoneSharesHealthAndCountersAcrossWorkers) {
                "daemon off;\nmaster_process on;\nworker_processes 2;\nerror_log stderr info;\n"
                "pid logs/vigil.pid;\nevents { worker_connections 128; }\n"
                "http { upstream h { server 127.0.0.1:1 weight=3; }\n server { listen 127.0.0.1:" +
-                   std::to_string(hport) + "; location = /metrics { metrics; } } }\n"
-                   "stream {\n upstream u {\n  zone u 64k;\n  server " + dead +
-                   " max_fails=1 fail_timeout=60s;\n  server " + a.addr() +
+                   std::to_string(hport) +
+                   "; location = /metrics { metrics; } } }\n"
+                   "stream {\n upstream u {\n  zone u 64k;\n  server " +
+                   dead + " max_fails=1 fail_timeout=60s;\n  server " + a.addr() +
                    ";\n }\n server { listen 127.0.0.1:" + std::to_string(sport) +
                    "; proxy_pass u; }\n}\n");
   Process proc({kVigil, "-p", server.dir(), "-c", "conf/vigil.conf"});
   ASSERT_TRUE(proc.wait_for_output("started")) << proc.output();
   // Both workers are up once each has published its figures.
-  ASSERT_TRUE(run_until([] { ::usleep(20000); }, [&] {
-    Response r = get(hport, simple_get("/metrics"));
-    std::size_t n = 0;
-    for (std::size_t p = 0; (p = r.body.find("vigil_worker_connections_max{", p)) != std::string::npos; ++p) ++n;
-    return n >= 2;
-  }));
+  ASSERT_TRUE(run_until(
+      [] { ::usleep(20000); },
+      [&] {
+        Response r = get(hport, simple_get("/metrics"));
+        std::size_t n = 0;
+        for (std::size_t p = 0;
+             (p = r.body.find("vigil_worker_connections_max{", p)) != std::string::npos; ++p)
+          ++n;
+        return n >= 2;
+      }));
   int answered = 0;
   for (int i = 0; i < 20; ++i) {
     Client c(sport);
@@ -215,13 +194,17 @@ TEST(StreamUpstreamWorkers, ZoneSharesHealthAndCountersAcrossWorkers) {
   EXPECT_EQ(answered, 20);
   Response m = get(hport, simple_get("/metrics"));
   const std::string labels = "{protocol=\"stream\",upstream=\"u\",server=\"";
-  EXPECT_NE(m.body.find("vigil_upstream_requests_total" + labels + a.addr() + "\"} 20\n"), std::string::npos)
+  EXPECT_NE(m.body.find("vigil_upstream_requests_total" + labels + a.addr() + "\"} 20\n"),
+            std::string::npos)
       << m.body;
-  EXPECT_NE(m.body.find("vigil_upstream_failures_total" + labels + dead + "\"} 1\n"), std::string::npos)
+  EXPECT_NE(m.body.find("vigil_upstream_failures_total" + labels + dead + "\"} 1\n"),
+            std::string::npos)
       << m.body;
-  EXPECT_NE(m.body.find("vigil_upstream_up" + labels + dead + "\"} 0\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("vigil_upstream_up" + labels + dead + "\"} 0\n"), std::string::npos)
+      << m.body;
   // http's upstream blocks are the same layer's, in the same families.
-  EXPECT_NE(m.body.find("vigil_upstream_requests_total{protocol=\"http\",upstream=\"h\",server=\"127.0.0.1:1\"} 0\n"),
+  EXPECT_NE(m.body.find("vigil_upstream_requests_total{protocol=\"http\",upstream=\"h\",server="
+                        "\"127.0.0.1:1\"} 0\n"),
             std::string::npos)
       << m.body;
   proc.signal(SIGTERM);
@@ -230,7 +213,8 @@ TEST(StreamUpstreamWorkers, ZoneSharesHealthAndCountersAcrossWorkers) {
   const std::string& out = proc.output();
   int disabled = 0;
   const std::string needle = "upstream server temporarily disabled, upstream: " + dead;
-  for (std::size_t p = 0; (p = out.find(needle, p)) != std::string::npos; p += needle.size()) ++disabled;
+  for (std::size_t p = 0; (p = out.find(needle, p)) != std::string::npos; p += needle.size())
+    ++disabled;
   EXPECT_EQ(disabled, 1) << out;
 }
 
