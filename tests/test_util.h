@@ -38,6 +38,13 @@ inline int connect_ip(const char* ip, int port, bool nonblocking = false) {
   return fd;
 }
 
+// Milliseconds from now until `deadline` (zero or less once it has passed).
+inline long long ms_left(std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                               std::chrono::steady_clock::now())
+      .count();
+}
+
 // A blocking TCP connection to 127.0.0.1:port; -1 on failure.
 inline int connect_loopback(int port, bool nonblocking = false) {
   return connect_ip("127.0.0.1", port, nonblocking);
@@ -48,8 +55,7 @@ inline std::string read_n(int fd, std::size_t n, int timeout_ms = 5000) {
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (out.size() < n) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+    auto left = ms_left(deadline);
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
@@ -91,6 +97,28 @@ inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step
   return cond();
 }
 
+// A TCP socket bound to 127.0.0.1 at a port the kernel picks (set in *port),
+// listening with `backlog` unless that is negative; -1 when a call fails.
+// `reuseaddr` sets SO_REUSEADDR before the bind.
+inline int bind_loopback(int* port, int backlog, bool reuseaddr = false) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  const int one = 1;
+  if (fd == -1 ||
+      (reuseaddr && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == -1) ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
+      (backlog >= 0 && ::listen(fd, backlog) == -1) ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
+    if (fd != -1) ::close(fd);
+    return -1;
+  }
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
 // A port where nothing listens, held for the object's life: bound but never
 // listen()ed, so a connect to it is refused and no other socket can take it
 // meanwhile (what a free port found by binding and releasing cannot promise).
@@ -102,22 +130,7 @@ inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step
 // listens.
 class ClosedPort {
  public:
-  explicit ClosedPort(bool shared = false) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    const int one = 1;
-    if (fd_ != -1 && shared && ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-      port_ = ntohs(sa.sin_port);
-    }
-  }
+  explicit ClosedPort(bool shared = false) { fd_ = bind_loopback(&port_, -1, shared); }
   ~ClosedPort() {
     if (fd_ != -1) ::close(fd_);
   }
@@ -134,17 +147,7 @@ class ClosedPort {
 // object's life (a listener the server must not be able to bind, say).
 class TakenPort {
  public:
-  TakenPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (fd_ != -1 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::listen(fd_, 1) == 0 && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-      port_ = ntohs(sa.sin_port);
-    }
-  }
+  TakenPort() { fd_ = bind_loopback(&port_, 1); }
   ~TakenPort() {
     if (fd_ != -1) ::close(fd_);
   }
@@ -161,19 +164,7 @@ class TakenPort {
 // A listening TCP socket on 127.0.0.1 at a port the kernel picks (set in
 // *port), or -1.
 inline int listen_loopback(int* port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (fd == -1 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
-      ::listen(fd, 128) == -1 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
-    if (fd != -1) ::close(fd);
-    return -1;
-  }
-  *port = ntohs(sa.sin_port);
-  return fd;
+  return bind_loopback(port, 128);
 }
 
 // Kept for tests written before port 0 was the way: a port nothing listens

@@ -69,11 +69,15 @@ vcsw() {  # "pid:voluntary_ctxt_switches ..." for the comma-separated pids
   echo "$out"
 }
 
+# What a setting means for the configurations: the listen parameter and the
+# accept_mutex value.
+reuseport_of() { if [ "$1" = reuseport ]; then echo " reuseport"; fi; }
+mutex_of() { if [ "$1" = accept_mutex ]; then echo on; else echo off; fi; }
+
 harness_conf() {  # workers setting
-  local listen="harness_listen 127.0.0.1:$PORT"
-  local mutex=off
-  [ "$2" = reuseport ] && listen+=" reuseport"
-  [ "$2" = accept_mutex ] && mutex=on
+  local listen mutex
+  listen="harness_listen 127.0.0.1:$PORT$(reuseport_of "$2")"
+  mutex=$(mutex_of "$2")
   cat <<CONF
 daemon off;
 error_log $WORK/v/error.log notice;
@@ -85,10 +89,9 @@ CONF
 }
 
 vigil_conf() {  # workers setting: the real server, a small static file
-  local listen="127.0.0.1:$PORT"
-  local mutex=off
-  [ "$2" = reuseport ] && listen+=" reuseport"
-  [ "$2" = accept_mutex ] && mutex=on
+  local listen mutex
+  listen="127.0.0.1:$PORT$(reuseport_of "$2")"
+  mutex=$(mutex_of "$2")
   cat <<CONF
 daemon off;
 error_log $WORK/v/error.log notice;
@@ -103,10 +106,9 @@ CONF
 }
 
 nginx_conf() {  # workers setting: the same file
-  local listen="127.0.0.1:$PORT"
-  local mutex=off
-  [ "$2" = reuseport ] && listen+=" reuseport"
-  [ "$2" = accept_mutex ] && mutex=on
+  local listen mutex
+  listen="127.0.0.1:$PORT$(reuseport_of "$2")"
+  mutex=$(mutex_of "$2")
   cat <<CONF
 user root;
 worker_processes $1;

@@ -47,3 +47,83 @@ server_ticks() {
   done
   echo "$total"
 }
+
+# build_vigil_if_missing: the release vigil at $VIGIL, built when absent.
+build_vigil_if_missing() {
+  [[ -x $VIGIL ]] && return 0
+  echo "building $VIGIL" >&2
+  (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
+}
+
+# require_tools TOOL...: exits naming the first one that is not installed.
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
+  done
+}
+
+# raise_nofile: the descriptor limit as far as the hard limit allows; sets
+# NOFILE and WORKER_CONNECTIONS (what is left after 100 for the rest).
+raise_nofile() {
+  ulimit -n "$(ulimit -Hn)"
+  NOFILE=$(ulimit -n)
+  # shellcheck disable=SC2034  # read by the scripts' configurations
+  WORKER_CONNECTIONS=$((NOFILE - 100))
+}
+
+# make_bench_tmp NAME: TMP, a fresh /tmp/NAME.XXXXXX readable by nginx's
+# workers ("nobody"), removed at exit (unless KEEP_TMP) after killing what the
+# script appended to PIDS.
+make_bench_tmp() {
+  TMP=$(mktemp -d "/tmp/$1.XXXXXX")
+  chmod 755 "$TMP"
+  PIDS=()
+  trap cleanup EXIT
+}
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
+}
+
+# A port nothing listens on now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_port PORT: until something accepts on PORT, 5 s at most.
+wait_port() {
+  local port=$1
+  for _ in $(seq 1 100); do
+    if (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "nothing came up on port $port" >&2
+  return 1
+}
+
+# median_of "V1 V2 ...": the median of the values (0 for none).
+median_of() {
+  tr ' ' '\n' <<<"$1" | grep . | sort -g |
+    awk '{a[NR]=$1} END {if (NR == 0) print 0; else print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
+}
+
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+# idle_bytes_per_conn LABEL PID CLIENT TRIES WHAT: sets IDLE_BYTES to the
+# server PID's RSS growth per connection while CLIENT (idle_clients.py or
+# idle_tls_clients.py, in this folder) holds IDLE_CONNS idle connections to
+# PORT, each after one request of /small.txt; waits TRIES tenths of a second
+# for the client's "ready". Logs the figures as "  LABEL: ... WHAT: ...".
+idle_bytes_per_conn() {
+  local label=$1 pid=$2 client=$3 tries=$4 what=$5 before after fifo_w
+  before=$(rss_kb "$pid")
+  rm -f "$TMP/idle.out"  # not the previous server's "ready"
+  exec {fifo_w}> >(python3 "$ROOT/bench/load/$client" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
+  for _ in $(seq 1 "$tries"); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.5
+  after=$(rss_kb "$pid")
+  exec {fifo_w}>&-
+  sleep 1
+  IDLE_BYTES=$(awk -v a="$after" -v b="$before" -v n="$IDLE_CONNS" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
+  echo "  $label: RSS ${before} kB -> ${after} kB with $(cat "$TMP/idle.out") $what: $IDLE_BYTES bytes each" >&2
+}

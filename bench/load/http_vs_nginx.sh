@@ -39,85 +39,62 @@ IDLE_CONNS=${IDLE_CONNS:-10000}
 OFC_LINE=""
 [[ -n ${OPEN_FILE_CACHE:-} && ${OPEN_FILE_CACHE} != 0 ]] && OFC_LINE="open_file_cache max=1000 inactive=60s;"
 
-if [[ ! -x $VIGIL ]]; then
-  echo "building $VIGIL" >&2
-  (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
-fi
-for tool in "$NGINX" wrk taskset python3 /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+build_vigil_if_missing
+require_tools "$NGINX" wrk taskset python3 /usr/bin/time
 
-# Raise the descriptor limit as far as the hard limit allows (10,000 idle
-# connections need that many descriptors in the server and in the client).
-ulimit -n "$(ulimit -Hn)"
-NOFILE=$(ulimit -n)
-WORKER_CONNECTIONS=$((NOFILE - 100))
-
-TMP=$(mktemp -d /tmp/vigil_bench.XXXXXX)
-# nginx's workers (master_process on) run as "nobody": the files must be readable.
-chmod 755 "$TMP"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
-}
-trap cleanup EXIT
+# 10,000 idle connections need that many descriptors in the server and in
+# the client.
+raise_nofile
+make_bench_tmp vigil_bench
 
 mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf"
 printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
 head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 
-nginx_conf() {  # workers reuseport
-  local workers=$1 reuse=$2
-  cat > "$TMP/nginx/nginx.conf" <<EOF
-worker_processes $workers;
-worker_rlimit_nofile $NOFILE;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections $WORKER_CONNECTIONS; }
+# The http block both servers get.
+http_block() {  # reuseport
+  cat <<EOF
 http {
     access_log off;
     sendfile on;
     $OFC_LINE
     server {
-        listen 127.0.0.1:$PORT $reuse;
+        listen 127.0.0.1:$PORT $1;
         root $TMP/html;
     }
 }
 EOF
 }
 
+nginx_conf() {  # workers reuseport
+  local workers=$1 reuse=$2
+  {
+    cat <<EOF
+worker_processes $workers;
+worker_rlimit_nofile $NOFILE;
+error_log $TMP/nginx/logs/error.log error;
+pid $TMP/nginx/logs/nginx.pid;
+events { worker_connections $WORKER_CONNECTIONS; }
+EOF
+    http_block "$reuse"
+  } > "$TMP/nginx/nginx.conf"
+}
+
 vigil_conf() {  # reuseport [workers]
   local reuse=$1 workers=${2:-1} master=off
   [[ $workers -gt 1 ]] && master=on
-  cat > "$TMP/vigil/conf/vigil.conf" <<EOF
+  {
+    cat <<EOF
 daemon off;
 master_process $master;
 worker_processes $workers;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections $WORKER_CONNECTIONS; use ${USE:-epoll}; }
-http {
-    access_log off;
-    sendfile on;
-    $OFC_LINE
-    server {
-        listen 127.0.0.1:$PORT $reuse;
-        root $TMP/html;
-    }
-}
 EOF
-}
-
-wait_port() {
-  for _ in $(seq 1 100); do
-    if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "server did not come up on $PORT" >&2
-  return 1
+    http_block "$reuse"
+  } > "$TMP/vigil/conf/vigil.conf"
 }
 
 SERVER_PIDS=()
@@ -133,7 +110,7 @@ start_nginx() {  # workers
   fi
   SERVER_PIDS=($!)
   PIDS+=($!)
-  wait_port
+  wait_port "$PORT"
 }
 
 start_vigil() {  # workers
@@ -158,7 +135,7 @@ start_vigil() {  # workers
       PIDS+=($!)
     done
   fi
-  wait_port
+  wait_port "$PORT"
 }
 
 
@@ -186,8 +163,6 @@ run_wrk() {
   awk -v r="$rps" -v n="$reqs" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v w="${client:-0}" \
     'BEGIN {printf "%s %.2f %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0), (n > 0 ? w * 1e6 / n : 0)}'
 }
-
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # server workers: nginx, or vigil on that backend; "io_uring+VAR=value[+...]"
 # runs vigil on io_uring with that environment (A/B runs of one binary, e.g.
@@ -223,9 +198,9 @@ bench_case() {  # name workers conns path [wrk args]
     echo "$msg" >&2
   done
   for srv in $SERVERS; do
-    RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
-    CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
-    CLIENT[$name,$srv]=$(tr ' ' '\n' <<<"${client[$srv]}" | grep . | median)
+    RESULT[$name,$srv]=$(median_of "${res[$srv]}")
+    CPU[$name,$srv]=$(median_of "${cpu[$srv]}")
+    CLIENT[$name,$srv]=$(median_of "${client[$srv]}")
   done
 }
 
@@ -252,27 +227,14 @@ syscalls_case() {
   done
 }
 
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-
 memory_case() {
   local out=()
   for server in nginx vigil; do
     USE=epoll "start_$server" 1
-    local pid=${SERVER_PIDS[0]}
     curl -s -o /dev/null "http://127.0.0.1:$PORT/small.txt"
     sleep 0.5
-    local before after
-    before=$(rss_kb "$pid")
-    exec {fifo_w}> >(python3 "$ROOT/bench/load/idle_clients.py" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
-    for _ in $(seq 1 600); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 0.5
-    after=$(rss_kb "$pid")
-    exec {fifo_w}>&-
-    sleep 1
-    local per
-    per=$(awk -v a="$after" -v b="$before" -v n="$IDLE_CONNS" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
-    echo "  memory $server: RSS ${before} kB -> ${after} kB with $(cat "$TMP/idle.out") idle connections: $per bytes each" >&2
-    out+=("$per")
+    idle_bytes_per_conn "memory $server" "${SERVER_PIDS[0]}" idle_clients.py 600 "idle connections"
+    out+=("$IDLE_BYTES")
     stop_server
   done
   RESULT[memory,nginx]=${out[0]}

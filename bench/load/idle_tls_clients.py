@@ -13,25 +13,10 @@ import socket
 import ssl
 import sys
 
-
-def read_response(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed before the header")
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    while len(body) < length:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed in the body")
-        body += chunk
+# The same response reader as the plain clients (this folder is on sys.path
+# when the script runs); no __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
+from idle_clients import read_response  # noqa: E402
 
 
 def main():

@@ -42,27 +42,15 @@ NGINX_STREAM_MODULE=${NGINX_STREAM_MODULE:-/usr/lib/nginx/modules/ngx_stream_mod
 ALL_CASES="stream50 stream64k http50 http500 http64k httpclose https50 https64k"
 CASES=${CASES:-$ALL_CASES}
 
-if [[ ! -x $VIGIL ]]; then
-  echo "building $VIGIL" >&2
-  (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
-fi
-for tool in "$NGINX" "$HAPROXY" wrk python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
+build_vigil_if_missing
+require_tools "$NGINX" "$HAPROXY" wrk python3
 [[ -r $NGINX_STREAM_MODULE ]] || { echo "missing $NGINX_STREAM_MODULE (apt-get install libnginx-mod-stream)" >&2; exit 1; }
 
 ulimit -n "$(ulimit -Hn)"
-TMP=$(mktemp -d /tmp/vigil_proxy_bench.XXXXXX)
-chmod 755 "$TMP"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
-}
-trap cleanup EXIT
+make_bench_tmp vigil_proxy_bench
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 BACKEND_PORT=$(free_port)
 BACKEND_TLS_PORT=$(free_port)
 PORT=$(free_port)
@@ -73,15 +61,6 @@ head -c 65536 /dev/urandom > "$TMP/html/big.bin"    # 64 KiB
 PIN_PROXY=()
 PIN_WRK=()
 if [[ -n ${PIN:-} ]]; then PIN_PROXY=(taskset -c 0); PIN_WRK=(taskset -c 1); fi
-
-wait_port() {  # port
-  for _ in $(seq 1 100); do
-    if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "nothing came up on port $1" >&2
-  return 1
-}
 
 # ---- the backend: nginx, one worker, keep-alive without limits --------------
 # (and the same over TLS, ECDSA P-256, for the https cases)
@@ -114,27 +93,18 @@ upstream_port() { if [[ $1 == https ]]; then echo "$BACKEND_TLS_PORT"; else echo
 upstream_scheme() { if [[ $1 == https ]]; then echo https; else echo http; fi; }
 
 # ---- the proxies ----------------------------------------------------------
-nginx_conf() {  # mode: stream | http
+# The stream or http block nginx and Vigil both get (the same directives mean
+# the same thing to both).
+proxy_block() {  # mode: stream | http | https
   if [[ $1 == stream ]]; then
-    cat > "$TMP/nginx/nginx.conf" <<EOF
-load_module $NGINX_STREAM_MODULE;
-user root;
-worker_processes 1;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections 4096; }
+    cat <<EOF
 stream {
     upstream backend { server 127.0.0.1:$BACKEND_PORT; }
     server { listen 127.0.0.1:$PORT backlog=4096; proxy_pass backend; }
 }
 EOF
   else
-    cat > "$TMP/nginx/nginx.conf" <<EOF
-user root;
-worker_processes 1;
-error_log $TMP/nginx/logs/error.log error;
-pid $TMP/nginx/logs/nginx.pid;
-events { worker_connections 4096; }
+    cat <<EOF
 http {
     access_log off;
     keepalive_requests 1000000;
@@ -150,6 +120,20 @@ http {
 }
 EOF
   fi
+}
+
+nginx_conf() {  # mode: stream | http | https
+  {
+    [[ $1 == stream ]] && echo "load_module $NGINX_STREAM_MODULE;"
+    cat <<EOF
+user root;
+worker_processes 1;
+error_log $TMP/nginx/logs/error.log error;
+pid $TMP/nginx/logs/nginx.pid;
+events { worker_connections 4096; }
+EOF
+    proxy_block "$1"
+  } > "$TMP/nginx/nginx.conf"
 }
 
 haproxy_conf() {  # mode: stream | http
@@ -174,36 +158,17 @@ backend be
 EOF
 }
 
-vigil_conf() {  # mode: stream | http
-  local body
-  if [[ $1 == stream ]]; then
-    body="stream {
-    upstream backend { server 127.0.0.1:$BACKEND_PORT; }
-    server { listen 127.0.0.1:$PORT backlog=4096; proxy_pass backend; }
-}"
-  else
-    body="http {
-    access_log off;
-    keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive 64; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        location / {
-            proxy_pass $(upstream_scheme "$1")://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-    }
-}"
-  fi
-  cat > "$TMP/vigil/conf/vigil.conf" <<EOF
+vigil_conf() {  # mode: stream | http | https
+  {
+    cat <<EOF
 daemon off;
 master_process off;
 error_log $TMP/vigil/logs/error.log error;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections 4096; }
-$body
 EOF
+    proxy_block "$1"
+  } > "$TMP/vigil/conf/vigil.conf"
 }
 
 PROXY_PID=
@@ -261,8 +226,6 @@ run_wrk() {
     'BEGIN {printf "%s %s %.2f %d\n", r, p, (n > 0 ? t * 1e6 / hz / n : 0), e}'
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print 0; else print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-
 PROXIES=(nginx haproxy vigil)
 declare -A RPS P99 CPU ERR
 bench_case() {  # name mode conns path [wrk args]
@@ -288,9 +251,9 @@ bench_case() {  # name mode conns path [wrk args]
     order=("${order[@]:1}" "${order[0]}")  # rotate who goes first
   done
   for p in "${PROXIES[@]}"; do
-    RPS[$name,$p]=$(tr ' ' '\n' <<<"${r_rps[$p]}" | grep . | median)
-    P99[$name,$p]=$(tr ' ' '\n' <<<"${r_p99[$p]}" | grep . | median)
-    CPU[$name,$p]=$(tr ' ' '\n' <<<"${r_cpu[$p]}" | grep . | median)
+    RPS[$name,$p]=$(median_of "${r_rps[$p]}")
+    P99[$name,$p]=$(median_of "${r_p99[$p]}")
+    CPU[$name,$p]=$(median_of "${r_cpu[$p]}")
   done
 }
 

@@ -18,9 +18,9 @@ CONNS=${CONNS:-20}
 ROUNDS=${ROUNDS:-100}
 BINS=("$@")
 [[ ${#BINS[@]} -gt 0 ]] || BINS=("$ROOT/build/release/vigil")
-for tool in valgrind callgrind_control openssl python3 curl; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
+require_tools valgrind callgrind_control openssl python3 curl
 
 TMP=$(mktemp -d /tmp/vigil_tls_insn.XXXXXX)
 chmod 755 "$TMP"
@@ -33,10 +33,8 @@ trap cleanup EXIT
 
 mkdir -p "$TMP/html" "$TMP/certs" "$TMP/logs" "$TMP/conf"
 printf 'hello world\n' > "$TMP/html/small.txt"
-# shellcheck source=common.sh
-. "$ROOT/bench/load/common.sh"
 make_test_certs "$TMP/certs"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 HTTP="http {
     access_log off;
     sendfile on;

@@ -47,37 +47,28 @@ CASES=${CASES:-"new resumed small big new2 small2 memory"}
 IDLE_CONNS=${IDLE_CONNS:-5000}
 STIME_CLIENTS=${STIME_CLIENTS:-4}
 
-if [[ ! -x $VIGIL ]]; then
-  echo "building $VIGIL" >&2
-  (cd "$ROOT" && cmake --preset release >/dev/null && cmake --build --preset release -j2 --target vigil >/dev/null)
-fi
-for tool in "$NGINX" wrk openssl taskset python3 curl pgrep; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+# shellcheck source=common.sh
+. "$ROOT/bench/load/common.sh"
+build_vigil_if_missing
+require_tools "$NGINX" wrk openssl taskset python3 curl pgrep
 
-ulimit -n "$(ulimit -Hn)"
-NOFILE=$(ulimit -n)
-WORKER_CONNECTIONS=$((NOFILE - 100))
-
-TMP=$(mktemp -d /tmp/vigil_tls_bench.XXXXXX)
-chmod 755 "$TMP"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n ${KEEP_TMP:-} ]] || rm -rf "$TMP"
-}
-trap cleanup EXIT
+raise_nofile
+make_bench_tmp vigil_tls_bench
 
 mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf" "$TMP/certs"
 printf 'hello world\n' > "$TMP/html/small.txt"      # 12 bytes
 head -c 1048576 /dev/urandom > "$TMP/html/big.bin"  # 1 MiB
-# shellcheck source=common.sh
-. "$ROOT/bench/load/common.sh"
 make_test_certs "$TMP/certs"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 
-TLS_BLOCK=$(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
+# The http block both servers get.
+HTTP_BLOCK="http {
+    access_log off;
+    sendfile on;
+    server {
+        $(tls_server_block "$PORT" "$TMP/html" "$TMP/certs")
+    }
+}"
 
 nginx_conf() {  # workers
   cat > "$TMP/nginx/nginx.conf" <<EOF
@@ -86,13 +77,7 @@ worker_rlimit_nofile $NOFILE;
 error_log $TMP/nginx/logs/error.log error;
 pid $TMP/nginx/logs/nginx.pid;
 events { worker_connections $WORKER_CONNECTIONS; }
-http {
-    access_log off;
-    sendfile on;
-    server {
-        $TLS_BLOCK
-    }
-}
+$HTTP_BLOCK
 EOF
 }
 
@@ -106,23 +91,8 @@ worker_processes $1;
 error_log $TMP/vigil/logs/error.log notice;
 pid $TMP/vigil/logs/vigil.pid;
 events { worker_connections $WORKER_CONNECTIONS; }
-http {
-    access_log off;
-    sendfile on;
-    server {
-        $TLS_BLOCK
-    }
-}
+$HTTP_BLOCK
 EOF
-}
-
-wait_port() {
-  for _ in $(seq 1 100); do
-    if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "server did not come up on $PORT" >&2
-  return 1
 }
 
 SERVER_PIDS=()
@@ -135,7 +105,7 @@ start_nginx() {  # workers
   fi
   SERVER_PIDS=($!)
   PIDS+=($!)
-  wait_port
+  wait_port "$PORT"
 }
 
 start_vigil() {  # workers [binary]
@@ -148,7 +118,7 @@ start_vigil() {  # workers [binary]
   fi
   SERVER_PIDS=($!)
   PIDS+=($!)
-  wait_port
+  wait_port "$PORT"
 }
 
 start_before() { start_vigil "$1" "$VIGIL_BEFORE"; }
@@ -211,7 +181,6 @@ measure() {  # case
   esac
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 declare -A RESULT CPU BUSY LOAD
@@ -238,34 +207,20 @@ bench_case() {  # name workers
   done
   LOAD[$name]+=" .. $(loadavg)"
   for srv in $SERVERS; do
-    RESULT[$name,$srv]=$(tr ' ' '\n' <<<"${res[$srv]}" | grep . | median)
-    CPU[$name,$srv]=$(tr ' ' '\n' <<<"${cpu[$srv]}" | grep . | median)
-    BUSY[$name,$srv]=$(tr ' ' '\n' <<<"${busy[$srv]}" | grep . | median)
+    RESULT[$name,$srv]=$(median_of "${res[$srv]}")
+    CPU[$name,$srv]=$(median_of "${cpu[$srv]}")
+    BUSY[$name,$srv]=$(median_of "${busy[$srv]}")
   done
 }
-
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
 memory_case() {
   local server
   for server in $SERVERS; do
     "start_$server" 1
-    local pid=${SERVER_PIDS[0]}
     curl -sk -o /dev/null "https://127.0.0.1:$PORT/small.txt"
     sleep 0.5
-    local before after
-    before=$(rss_kb "$pid")
-    rm -f "$TMP/idle.out"  # not the previous server's "ready"
-    exec {fifo_w}> >(python3 "$ROOT/bench/load/idle_tls_clients.py" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
-    for _ in $(seq 1 1200); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 0.5
-    after=$(rss_kb "$pid")
-    exec {fifo_w}>&-
-    sleep 1
-    local per
-    per=$(awk -v a="$after" -v b="$before" -v n="$IDLE_CONNS" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
-    echo "  memory $server: RSS ${before} kB -> ${after} kB with $(cat "$TMP/idle.out") idle TLS connections: $per bytes each" >&2
-    RESULT[memory,$server]=$per
+    idle_bytes_per_conn "memory $server" "${SERVER_PIDS[0]}" idle_tls_clients.py 1200 "idle TLS connections"
+    RESULT[memory,$server]=$IDLE_BYTES
     stop_server
   done
 }

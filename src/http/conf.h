@@ -99,6 +99,9 @@ struct AccessLogConf {
   Msec flush = 1000;           // longest a line waits in the buffer
 };
 
+struct ReturnConf;     // return.h
+struct AddHeaderList;  // add_header.h
+
 struct ErrorPage {
   int status = 0;
   int overwrite = 0;  // "=code": answer with this status instead; 0 keeps the original
@@ -138,6 +141,9 @@ struct HttpLocConf {
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
   ProxyConf proxy;
+  std::shared_ptr<const ReturnConf> ret;  // "return" (return.cc); never inherited
+  std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
+  bool server_tokens = true;
 
   // Request limits (limit_req.cc, limit_conn.cc, limit_rate in response.cc).
   std::vector<LimitReqRef> limit_req;
@@ -207,6 +213,10 @@ void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Ht
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
+// add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
+void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);
 void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.

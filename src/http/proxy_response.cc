@@ -6,6 +6,7 @@
 // the client is not written: each side waits for the other.
 #include <cstring>
 
+#include "http/add_header.h"
 #include "http/head_writer.h"
 #include "http/proxy.h"
 #include "http/worker.h"
@@ -71,13 +72,14 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
       p.redirect_default ? redirect_prefix(ps, prefix_mem, sizeof prefix_mem) : std::string_view();
   std::string_view replacement = p.has_uri ? std::string_view(loc.name) : std::string_view("/");
 
-  std::size_t need = 256 + ps.resp.reason.size() + replacement.size();
+  r.status = ps.resp.status;  // before the lengths: add_header may use $status
+  std::size_t need = 256 + ps.resp.reason.size() + replacement.size() +
+                     add_headers_length(r, ps.resp.status);
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {
     need += ps.fields[i].name.size() + ps.fields[i].value.size() + 4;
   }
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
-  r.status = ps.resp.status;
   if ((ps.resp.body == BodyKind::kClose && !ps.encode_chunked) || upgrade ||
       status_closes(ps.resp.status)) {
     r.keepalive = false;
@@ -97,7 +99,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
     pass_server = pass_server || h == "server";
     pass_date = pass_date || h == "date";
   }
-  if (!pass_server) o.put(kServer);
+  if (!pass_server) o.put(loc.server_tokens ? kServer : std::string_view("Server: vigil\r\n"));
   if (!pass_date) {
     o.put("Date: ");
     o.put(clock::imf_fixdate());
@@ -124,6 +126,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
     }
     o.put("\r\n");
   }
+  o.p = write_add_headers(r, ps.resp.status, o.p);
   if (ps.client_chunked) o.put("Transfer-Encoding: chunked\r\n");
   if (upgrade) {
     o.put("Connection: upgrade\r\n");

@@ -9,6 +9,7 @@
 #include "http/limit_req.h"
 #include "http/proxy.h"
 #include "http/request.h"
+#include "http/return.h"
 #include "event/tls/tls.h"
 #include "http/tokens.h"
 #include "http/uri.h"
@@ -219,6 +220,7 @@ bool limits_pass(Request& r) {
 }  // namespace
 
 int dispatch(Request& r, std::string_view path, std::string_view extension) {
+  if (r.loc->ret != nullptr) return send_return(r, extension);  // the rewrite phase
   switch (r.loc->handler) {
     case LocationHandler::kStubStatus:
       return stub_status_handler(r);
@@ -316,7 +318,8 @@ void process_request(Request& r) {
   } else {
     np.path = "*";
   }
-  r.loc = &find_location(*r.srv, np.path);
+  // A server's return answers before any location is chosen.
+  r.loc = r.srv->loc->ret != nullptr ? r.srv->loc : &find_location(*r.srv, np.path);
   if (!keep_uri(r, np.path)) {
     finalize_error(r, 500);
     return;
@@ -344,7 +347,11 @@ void process_request(Request& r) {
     return;
   }
 
-  if (loc.handler == LocationHandler::kProxy) {
+  if (loc.ret != nullptr && loc.ret->code == kStatusClose) {
+    terminate_request(r, kStatusClose);  // no need to read a body first
+    return;
+  }
+  if (loc.handler == LocationHandler::kProxy && loc.ret == nullptr) {
     // The proxy reads the body itself, as it streams it to the backend.
     r.body_chunked = r.check.chunked;
     r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
@@ -360,7 +367,7 @@ void process_request(Request& r) {
     // all of it was in the buffer and nothing ran in between.
   }
   r.phase = Phase::kWriting;
-  if (!limits_pass(r)) return;
+  if (r.loc->ret == nullptr && !limits_pass(r)) return;  // return comes before the limits
   if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
 }
 
@@ -375,7 +382,7 @@ void run_handler(Request& r) {
     np.path = "*";
   }
   r.phase = Phase::kWriting;
-  if (!limits_pass(r)) return;
+  if (r.loc->ret == nullptr && !limits_pass(r)) return;  // return comes before the limits
   if (int rc = dispatch(r, np.path, np.extension); rc != 0) finalize_error(r, rc);
 }
 
@@ -453,7 +460,8 @@ void finalize_error(Request& r, int status) {
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      if (static_handler(r, uri, ext) == 0) return;
+      const int rc = r.loc->ret != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
+      if (rc == 0) return;
       r.status = 0;
     }
   }

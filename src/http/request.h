@@ -227,6 +227,7 @@ struct ResponseHeaders {
   std::string_view location;       // path, escaped when written
   std::string_view location_query;
   bool allow = false;  // "Allow: GET, HEAD" (405)
+  bool location_as_is = false;  // `location` is a whole URL, already escaped (return.cc)
 };
 // Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
 // the request's inline buffer, or a worker buffer kept in r.big_header;
@@ -239,7 +240,8 @@ bool write_header(Request& r, const ResponseHeaders& h);
 void send_response(Request& r);
 void write_handler(Event& wev);
 // The built-in error page body for `status` ("" for statuses without one).
-std::string_view special_body(int status);
+// `tokens` false: the page without the version (server_tokens off).
+std::string_view special_body(int status, bool tokens = true);
 // Prepares and sends the built-in page for `status` (no error_page lookup).
 void send_special(Request& r, int status);
 
@@ -249,6 +251,8 @@ int dispatch(Request& r, std::string_view path, std::string_view extension);
 
 // ---- static_file.cc ----------------------------------------------------------------
 int static_handler(Request& r, std::string_view path, std::string_view extension);
+// The media type of `ext` by the location's types, else its default_type.
+std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext);
 
 // ---- status.cc ------------------------------------------------------------------
 int stub_status_handler(Request& r);

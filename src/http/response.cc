@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "http/add_header.h"
 #include "http/head_writer.h"
 #include "http/limit_rate.h"
 #include "http/request.h"
@@ -29,6 +30,7 @@ namespace {
 constexpr off_t kWriteChunk = off_t{2} << 20;
 
 constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
+constexpr std::string_view kServerBare = "Server: vigil\r\n";  // server_tokens off
 
 using Out = HeadWriter;
 
@@ -45,6 +47,7 @@ constexpr Special kReasons[] = {
     {206, "Partial Content"},
     {301, "Moved Permanently"},
     {302, "Found"},
+    {303, "See Other"},
     {304, "Not Modified"},
     {307, "Temporary Redirect"},
     {308, "Permanent Redirect"},
@@ -73,9 +76,11 @@ constexpr Special kReasons[] = {
     {505, "HTTP Version Not Supported"},
 };
 
-// The built-in pages, in nginx's layout, built once.
+// The built-in pages, in nginx's layout, built once: with the version in
+// the footer, and without it (server_tokens off).
 struct SpecialPages {
   std::array<std::string, 600> bodies;
+  std::array<std::string, 600> bare;
   SpecialPages() {
     for (const auto& s : kReasons) {
       if (s.status < 300 || s.status == 304) continue;
@@ -103,6 +108,13 @@ struct SpecialPages {
       b += "</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>";
       b += why;
       b += "</center>\r\n<hr><center>vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n";
+    }
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      bare[i] = bodies[i];
+      const std::size_t at = bare[i].find("<hr><center>vigil/");
+      if (at == std::string::npos) continue;
+      const std::size_t version = at + sizeof "<hr><center>vigil" - 1;
+      bare[i].erase(version, bare[i].find('<', version) - version);
     }
   }
 };
@@ -144,9 +156,10 @@ bool status_closes(int status) {
   }
 }
 
-std::string_view special_body(int status) {
+std::string_view special_body(int status, bool tokens) {
   if (status < 0 || status >= 600) return {};
-  return special_pages().bodies[static_cast<std::size_t>(status)];
+  const SpecialPages& pages = special_pages();
+  return (tokens ? pages.bodies : pages.bare)[static_cast<std::size_t>(status)];
 }
 
 char* head_memory(Request& r, std::size_t need) {
@@ -176,7 +189,8 @@ bool write_header(Request& r, const ResponseHeaders& h) {
                 c.requests < loc.keepalive_requests;
 
   std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
-                     3 * h.location.size() + h.location_query.size();
+                     3 * h.location.size() + h.location_query.size() +
+                     add_headers_length(r, h.status);
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
 
@@ -186,7 +200,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
   *o.p++ = ' ';
   o.put(reason_phrase(h.status));
   o.put("\r\n");
-  o.put(kServer);
+  o.put(loc.server_tokens ? kServer : kServerBare);
   o.put("Date: ");
   o.put(clock::imf_fixdate());
   o.put("\r\n");
@@ -220,7 +234,11 @@ bool write_header(Request& r, const ResponseHeaders& h) {
   }
   if (!h.location.empty()) {
     o.put("Location: ");
-    o.put_escaped_path(h.location);
+    if (h.location_as_is) {
+      o.put(h.location);
+    } else {
+      o.put_escaped_path(h.location);
+    }
     if (!h.location_query.empty()) {
       *o.p++ = '?';
       o.put(h.location_query);
@@ -244,6 +262,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
     o.put("\r\n");
   }
   if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
+  o.p = write_add_headers(r, h.status, o.p);
   o.put("\r\n");
 
   r.hbuf.last = o.p;
@@ -254,12 +273,14 @@ bool write_header(Request& r, const ResponseHeaders& h) {
 void send_special(Request& r, int status) {
   if (r.loc == nullptr) r.loc = r.hc->srv->loc;
   ResponseHeaders h;
-  std::string_view body = special_body(status);
+  std::string_view body = special_body(status, r.loc->server_tokens);
   // 495-497 go out as 400 with their own page.
   h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;
   if (!body.empty()) {
     h.content_type = "text/html";
     h.content_length = static_cast<std::int64_t>(body.size());
+  } else if (status != 204 && status != 304) {
+    h.content_length = 0;  // a status without a page (`return 418;`): still framed
   }
   // What the location takes: the static handlers GET and HEAD; a proxied
   // location every method but TRACE, too many to list, so no Allow there.

@@ -28,6 +28,13 @@
 #include "vigil/core/log.h"
 
 namespace vigil::http {
+
+std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext) {
+  const TypesMap& types = loc.types ? *loc.types : TypesMap::builtin();
+  std::string_view t = types.find(ext);
+  return t.empty() ? std::string_view(loc.default_type) : t;
+}
+
 namespace {
 
 // The errors nginx maps to 404 and 403 (ngx_http_static_handler); a
@@ -97,12 +104,6 @@ bool etag_list_matches(std::string_view list, std::string_view etag, bool weak) 
     if (tag == etag) return true;
   }
   return false;
-}
-
-std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext) {
-  const TypesMap& types = loc.types ? *loc.types : TypesMap::builtin();
-  std::string_view t = types.find(ext);
-  return t.empty() ? std::string_view(loc.default_type) : t;
 }
 
 // Opens `name` (NUL-terminated) for the request: through the location's
@@ -376,7 +377,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     uri2[path.size()] = '/';
     h.location = std::string_view(uri2, path.size() + 1);
     if (r.line.has_query) h.location_query = r.line.query;
-    std::string_view body = special_body(301);
+    std::string_view body = special_body(301, loc.server_tokens);
     h.content_type = "text/html";
     h.content_length = static_cast<std::int64_t>(body.size());
     r.header_only = r.line.method == Method::kHead;

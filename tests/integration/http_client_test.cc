@@ -61,15 +61,9 @@ TEST_P(HttpClientExample, ReadTimeoutWhenTheServerNeverAnswers) {
 TEST_P(HttpClientExample, ConnectTimeoutWhenTheListenQueueIsFull) {
   // A listener with a backlog of 0 whose queue is filled by two connections
   // nobody accepts: the kernel drops further SYNs, so a connect hangs.
-  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(lfd, 0), 0);
-  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  const int port = ntohs(sa.sin_port);
+  int port = -1;
+  const int lfd = bind_loopback(&port, 0);
+  ASSERT_NE(lfd, -1);
   std::vector<int> fillers;
   for (int i = 0; i < 2; ++i) fillers.push_back(connect_loopback(port, /*nonblocking=*/true));
   // Until a probe connect no longer completes: the queue is full.

@@ -53,6 +53,36 @@ struct Response {
   bool has(const std::string& name) const { return headers.count(name) != 0; }
 };
 
+// Calls `field(name, value)` for each field line of a response head (the
+// lines after the status line): the name lower-cased, the value without the
+// spaces before it.
+inline void for_each_field(const std::string& head,
+                           const std::function<void(std::string, std::string)>& field) {
+  std::size_t at = head.find("\r\n");
+  while (at != std::string::npos && at + 2 < head.size()) {
+    at += 2;
+    const std::size_t eol = head.find("\r\n", at);
+    const std::string line = head.substr(at, eol - at);
+    at = eol;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto value = line.find_first_not_of(' ', colon + 1);
+    field(std::move(name), value == std::string::npos ? "" : line.substr(value));
+  }
+}
+
+// Fills r's status line, status and headers (names lower-cased, the value's
+// leading spaces dropped) from r.head, the raw header block.
+inline void parse_response_head(Response& r) {
+  r.status_line = r.head.substr(0, r.head.find("\r\n"));
+  if (r.status_line.size() >= 12) r.status = std::atoi(r.status_line.c_str() + 9);
+  for_each_field(r.head, [&](std::string name, std::string value) {
+    r.headers[std::move(name)] = std::move(value);
+  });
+}
+
 // An owned client socket with a read buffer, reading responses one by one.
 class Client {
  public:
@@ -80,11 +110,7 @@ class Client {
     }
     r.head = buf_.substr(0, end + 4);
     buf_.erase(0, end + 4);
-    r.status_line = r.head.substr(0, r.head.find("\r\n"));
-    if (r.status_line.size() >= 12) r.status = std::atoi(r.status_line.c_str() + 9);
-    for_each_field(r.head, [&](std::string name, std::string value) {
-      r.headers[std::move(name)] = std::move(value);
-    });
+    parse_response_head(r);
     std::size_t len = 0;
     if (!head_only && r.status != 304 && r.header("transfer-encoding") == "chunked") {
       r.complete = read_chunked(r.body, deadline);
@@ -107,9 +133,7 @@ class Client {
   bool closed_within(int timeout_ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now())
-                      .count();
+      auto left = ms_left(deadline);
       if (left <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
@@ -123,26 +147,6 @@ class Client {
   const std::string& extra() const { return buf_; }
 
  protected:
-  // Calls `field(name, value)` for each field line of a response head (the
-  // lines after the status line): the name lower-cased, the value without
-  // the spaces before it.
-  static void for_each_field(const std::string& head,
-                             const std::function<void(std::string, std::string)>& field) {
-    std::size_t at = head.find("\r\n");
-    while (at != std::string::npos && at + 2 < head.size()) {
-      at += 2;
-      const std::size_t eol = head.find("\r\n", at);
-      const std::string line = head.substr(at, eol - at);
-      at = eol;
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string name = line.substr(0, colon);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      const auto value = line.find_first_not_of(' ', colon + 1);
-      field(std::move(name), value == std::string::npos ? "" : line.substr(value));
-    }
-  }
-
   // A chunked body (RFC 9112 §7.1) into `body`, decoded; false when it is
   // malformed or does not end in time.
   bool read_chunked(std::string& body, std::chrono::steady_clock::time_point deadline) {
@@ -186,9 +190,7 @@ class Client {
   // Reads what comes before `deadline`; false on timeout or EOF (eof_).
   bool fill(std::chrono::steady_clock::time_point deadline) {
     if (eof_) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    auto left = ms_left(deadline);
     if (left <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;

@@ -127,18 +127,12 @@ TEST_F(ProxyDirectives, ProxyBufferSizeLimitsTheResponseHead) {
 
 TEST_F(ProxyDirectives, SendTimeout) {
   // A listener that accepts nothing and reads nothing: a large body cannot be sent.
-  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(lfd, 8), 0);
-  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  ASSERT_TRUE(
-      start("location / { proxy_pass http://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)) +
-            "; proxy_send_timeout 300ms; proxy_request_buffering off;"
-            " client_max_body_size 0; }"))
+  int lport = -1;
+  const int lfd = bind_loopback(&lport, 8);
+  ASSERT_NE(lfd, -1);
+  ASSERT_TRUE(start("location / { proxy_pass http://127.0.0.1:" + std::to_string(lport) +
+                    "; proxy_send_timeout 300ms; proxy_request_buffering off;"
+                    " client_max_body_size 0; }"))
       << server_.output();
   Client c(port_);
   const std::size_t size = 64 << 20;

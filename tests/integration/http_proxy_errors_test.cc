@@ -105,15 +105,9 @@ TEST_F(ProxyErrors, ReadTimeoutIs504WithinBounds) {
 
 TEST_F(ProxyErrors, ConnectTimeoutIs504) {
   // A listener with a full backlog that never accepts: further SYNs are dropped.
-  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(lfd, 0), 0);
-  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  const int lport = ntohs(sa.sin_port);
+  int lport = -1;
+  const int lfd = bind_loopback(&lport, 0);
+  ASSERT_NE(lfd, -1);
   std::vector<int> fillers;
   for (int i = 0; i < 3; ++i) fillers.push_back(connect_loopback(lport, true));
   ::usleep(50000);

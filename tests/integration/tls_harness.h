@@ -168,22 +168,7 @@ class TlsClient {
     }
     r.head = buf_.substr(0, end + 4);
     buf_.erase(0, end + 4);
-    std::size_t eol = r.head.find("\r\n");
-    r.status_line = r.head.substr(0, eol);
-    if (r.status_line.size() >= 12) r.status = std::atoi(r.status_line.c_str() + 9);
-    std::size_t pos = eol + 2;
-    while (pos < r.head.size()) {
-      std::size_t next = r.head.find("\r\n", pos);
-      std::string line = r.head.substr(pos, next - pos);
-      pos = next + 2;
-      auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string name = line.substr(0, colon);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      std::string value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-      r.headers[name] = value;
-    }
+    parse_response_head(r);
     std::size_t len = 0;
     if (!head_only && r.has("content-length")) len = std::stoull(r.header("content-length"));
     while (buf_.size() < len) {
@@ -245,9 +230,7 @@ class TlsClient {
       collect_error();
       return false;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    auto left = ms_left(deadline);
     if (left <= 0) return false;
     pollfd p{fd_, events, 0};
     return ::poll(&p, 1, static_cast<int>(left)) > 0;

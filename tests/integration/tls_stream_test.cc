@@ -36,29 +36,35 @@ std::string backends(const Ports& p) {
          "    ssl_certificate ../other.crt; ssl_certificate_key ../other.key; }\n}\n";
 }
 
-bool start(TlsServer& s, const Ports& p, const std::string& stream_server) {
-  if (!s.pki_ok() || !test::make_cert(s.dir(), "other", "other.test", "ca")) return false;
-  std::string big(4 << 20, 'z');
-  for (std::size_t i = 0; i < big.size(); i += 4096)
-    big[i] = static_cast<char>('a' + i / 4096 % 26);
-  s.write("html/index.html", "backend\n");
-  s.write("html/big.bin", big);
-  return s.start_raw(
-      "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
-      "events { }\n" +
-      backends(p) + "stream {\n  server {\n" + stream_server + "\n  }\n}\n");
-}
+class TlsStream : public ::testing::Test {
+ protected:
+  // The backends, and a stream server on p_.front (terminating TLS with
+  // "listen ... ssl" when `ssl`) proxying to 127.0.0.1:upstream, with the
+  // directives `more`.
+  bool start(bool ssl, int upstream, const std::string& more) {
+    if (!s_.pki_ok() || !test::make_cert(s_.dir(), "other", "other.test", "ca")) return false;
+    std::string big(4 << 20, 'z');
+    for (std::size_t i = 0; i < big.size(); i += 4096)
+      big[i] = static_cast<char>('a' + i / 4096 % 26);
+    s_.write("html/index.html", "backend\n");
+    s_.write("html/big.bin", big);
+    return s_.start_raw(
+        "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
+        "events { }\n" +
+        backends(p_) + "stream {\n  server {\n    listen 127.0.0.1:" + std::to_string(p_.front) +
+        (ssl ? " ssl" : "") + ";\n    proxy_pass 127.0.0.1:" + std::to_string(upstream) + ";\n" +
+        more + "\n  }\n}\n");
+  }
 
-TEST(TlsStream, TerminationInFrontOfAPlainBackend) {
-  TlsServer s;
-  Ports p;
-  ASSERT_TRUE(start(s, p,
-                    "    listen 127.0.0.1:" + std::to_string(p.front) +
-                        " ssl;\n    proxy_pass 127.0.0.1:" + std::to_string(p.http) +
-                        ";\n    ssl_certificate ../server.crt;\n    ssl_certificate_key "
-                        "../server.key;"))
-      << s.output();
-  TlsClient c(p.front, {.ca_file = s.ca()});
+  TlsServer s_;
+  Ports p_;
+};
+
+TEST_F(TlsStream, TerminationInFrontOfAPlainBackend) {
+  ASSERT_TRUE(start(true, p_.http,
+                    "    ssl_certificate ../server.crt;\n    ssl_certificate_key ../server.key;"))
+      << s_.output();
+  TlsClient c(p_.front, {.ca_file = s_.ca()});
   ASSERT_TRUE(c.handshake()) << c.error();
   EXPECT_EQ(c.peer_cn(), "localhost");
   ASSERT_TRUE(c.send(test::simple_get("/")));
@@ -67,26 +73,22 @@ TEST(TlsStream, TerminationInFrontOfAPlainBackend) {
   ASSERT_TRUE(c.send(test::simple_get("/big.bin")));
   Response r = c.read_response(false, 20000);
   ASSERT_TRUE(r.complete);
-  EXPECT_EQ(r.body, s.read("html/big.bin"));
+  EXPECT_EQ(r.body, s_.read("html/big.bin"));
 }
 
-TEST(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
-  TlsServer s;
-  Ports p;
-  ASSERT_TRUE(start(s, p,
-                    "    listen 127.0.0.1:" + std::to_string(p.front) +
-                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
-                        ";\n    proxy_ssl on;\n    proxy_ssl_verify on;\n"
-                        "    proxy_ssl_trusted_certificate ../ca.crt;\n"
-                        "    proxy_ssl_server_name on;\n    proxy_ssl_name other.test;\n"
-                        "    proxy_ssl_protocols TLSv1.2 TLSv1.3;\n"
-                        "    proxy_ssl_session_reuse on;"))
-      << s.output();
+TEST_F(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
+  ASSERT_TRUE(start(false, p_.https,
+                    "    proxy_ssl on;\n    proxy_ssl_verify on;\n"
+                    "    proxy_ssl_trusted_certificate ../ca.crt;\n"
+                    "    proxy_ssl_server_name on;\n    proxy_ssl_name other.test;\n"
+                    "    proxy_ssl_protocols TLSv1.2 TLSv1.3;\n"
+                    "    proxy_ssl_session_reuse on;"))
+      << s_.output();
   // SNI other.test makes the backend present other.test's certificate, which
   // is what proxy_ssl_name asks to verify.
   for (int i = 0; i < 3; ++i) {
-    Response r = test::get(p.front, test::simple_get("/"));
-    EXPECT_EQ(r.body, "backend\n") << i << "\n" << s.output();
+    Response r = test::get(p_.front, test::simple_get("/"));
+    EXPECT_EQ(r.body, "backend\n") << i << "\n" << s_.output();
   }
 }
 
@@ -97,59 +99,47 @@ std::uint64_t reused_total(int http_port) {
   return at == std::string::npos ? ~0ull : std::stoull(r.body.substr(at + name.size()));
 }
 
-class TlsStreamReuse : public ::testing::TestWithParam<bool> {};
+class TlsStreamReuse : public TlsStream, public ::testing::WithParamInterface<bool> {};
 
 // proxy_ssl_session_reuse: the second and third connections to the upstream
 // resume (counted on both ends, both in this process: 2 x 2); off, none does.
 TEST_P(TlsStreamReuse, UpstreamSessionsAreResumed) {
-  TlsServer s;
-  Ports p;
-  ASSERT_TRUE(start(s, p,
-                    "    listen 127.0.0.1:" + std::to_string(p.front) +
-                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
-                        ";\n    proxy_ssl on;\n    proxy_ssl_session_reuse " +
+  ASSERT_TRUE(start(false, p_.https,
+                    std::string("    proxy_ssl on;\n    proxy_ssl_session_reuse ") +
                         (GetParam() ? "on" : "off") + ";"))
-      << s.output();
+      << s_.output();
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(test::get(p.front, test::simple_get("/")).body, "backend\n");
+    EXPECT_EQ(test::get(p_.front, test::simple_get("/")).body, "backend\n");
   }
-  EXPECT_EQ(reused_total(p.http), GetParam() ? 4u : 0u);
+  EXPECT_EQ(reused_total(p_.http), GetParam() ? 4u : 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reuse, TlsStreamReuse, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "on" : "off"; });
 
-TEST(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
-  TlsServer s;
-  Ports p;
+TEST_F(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
   // No SNI: the backend's default certificate (localhost) is not other.test.
-  ASSERT_TRUE(start(s, p,
-                    "    listen 127.0.0.1:" + std::to_string(p.front) +
-                        ";\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
-                        ";\n    proxy_ssl on;\n    proxy_ssl_verify on;\n"
-                        "    proxy_ssl_trusted_certificate ../ca.crt;\n"
-                        "    proxy_ssl_name other.test;"))
-      << s.output();
-  test::Client c(p.front);
+  ASSERT_TRUE(start(false, p_.https,
+                    "    proxy_ssl on;\n    proxy_ssl_verify on;\n"
+                    "    proxy_ssl_trusted_certificate ../ca.crt;\n"
+                    "    proxy_ssl_name other.test;"))
+      << s_.output();
+  test::Client c(p_.front);
   ASSERT_TRUE(c.send(test::simple_get("/")));
   EXPECT_TRUE(c.closed_within(5000));
   EXPECT_EQ(c.extra(), "") << "nothing of the backend's reached the client";
-  EXPECT_TRUE(s.wait_output(
+  EXPECT_TRUE(s_.wait_output(
       "SSL handshake failed (upstream SSL certificate does not match \"other.test\") while "
       "connecting to upstream"))
-      << s.output();
+      << s_.output();
 }
 
-TEST(TlsStream, TerminationAndUpstreamTlsTogether) {
-  TlsServer s;
-  Ports p;
-  ASSERT_TRUE(start(s, p,
-                    "    listen 127.0.0.1:" + std::to_string(p.front) +
-                        " ssl;\n    proxy_pass 127.0.0.1:" + std::to_string(p.https) +
-                        ";\n    ssl_certificate ../other.crt;\n    ssl_certificate_key "
-                        "../other.key;\n    proxy_ssl on;"))
-      << s.output();
-  TlsClient c(p.front);
+TEST_F(TlsStream, TerminationAndUpstreamTlsTogether) {
+  ASSERT_TRUE(start(true, p_.https,
+                    "    ssl_certificate ../other.crt;\n    ssl_certificate_key ../other.key;\n"
+                    "    proxy_ssl on;"))
+      << s_.output();
+  TlsClient c(p_.front);
   ASSERT_TRUE(c.handshake()) << c.error();
   EXPECT_EQ(c.peer_cn(), "other.test");
   ASSERT_TRUE(c.send(test::simple_get("/")));

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -270,5 +271,20 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<EventLoop> loop_;
   std::vector<Connection*> conns_;
 };
+
+// The parameters of a suite that runs on every backend built in, and their
+// names in the test names: gtest allows [A-Za-z0-9] only, so "io_uring" shows
+// as "iouring".
+inline std::vector<std::string> all_backends() {
+  std::vector<std::string> names;
+  for (std::string_view n : backend_names()) names.emplace_back(n);
+  return names;
+}
+
+inline std::string backend_label(const ::testing::TestParamInfo<std::string>& param) {
+  std::string label = param.param;
+  label.erase(std::remove(label.begin(), label.end(), '_'), label.end());
+  return label;
+}
 
 }  // namespace vigil::test

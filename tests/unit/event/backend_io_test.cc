@@ -60,6 +60,18 @@ Connection* attach_io(BackendTest& t, int fd, Probe* p) {
   return c;
 }
 
+// attach_io, with the read event registered and `p` keeping what it reads.
+Connection* attach_reading(BackendTest& t, int fd, Probe* p) {
+  p->consume = true;
+  Connection* c = attach_io(t, fd, p);
+  if (c == nullptr) return nullptr;
+  if (const Status s = t.loop_->handle_read_event(*c->read); !s.is_ok()) {
+    ADD_FAILURE() << "handle_read_event: " << s.to_string();
+    return nullptr;
+  }
+  return c;
+}
+
 std::string pattern(std::size_t n, unsigned seed) {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
@@ -70,10 +82,8 @@ TEST_P(BackendIoTest, RecvUntilAgainThenReadyAgainOnNewData) {
   auto [fd, peer] = tcp_pair();
   ASSERT_NE(fd, -1);
   Probe p;
-  p.consume = true;
-  Connection* c = attach_io(*this, fd, &p);
+  Connection* c = attach_reading(*this, fd, &p);
   ASSERT_NE(c, nullptr);
-  ASSERT_OK(loop_->handle_read_event(*c->read));
 
   const std::string first = pattern(5000, 1);
   write_some(peer.get(), first);
@@ -194,10 +204,8 @@ TEST_P(BackendIoTest, SendsInFlightAtCloseAreDelivered) {
   auto [fd, peer] = tcp_pair();
   ASSERT_NE(fd, -1);
   Probe p;
-  p.consume = true;
-  Connection* c = attach_io(*this, fd, &p);
+  Connection* c = attach_reading(*this, fd, &p);
   ASSERT_NE(c, nullptr);
-  ASSERT_OK(loop_->handle_read_event(*c->read));
   ASSERT_OK(pass(0));  // the receive is in the kernel
   const std::string out = pattern(8 * 1024 * 1024, 5);
   const std::size_t accepted = fill_send(*this, c, out);
@@ -247,10 +255,8 @@ TEST_P(BackendIoTest, CloseWithRecvAndSendInFlightReusesTheSlotSafely) {
   auto [fd, peer] = tcp_pair();
   ASSERT_NE(fd, -1);
   Probe p;
-  p.consume = true;
-  Connection* c = attach_io(*this, fd, &p);
+  Connection* c = attach_reading(*this, fd, &p);
   ASSERT_NE(c, nullptr);
-  ASSERT_OK(loop_->handle_read_event(*c->read));
   ASSERT_OK(pass(0));
   const std::string out = pattern(8 * 1024 * 1024, 7);
   const std::size_t accepted = fill_send(*this, c, out);
@@ -430,18 +436,6 @@ TEST_P(BackendIoTest, TenThousandConcurrentConnections) {
   EXPECT_EQ(loop_->pool().free_count() + 1, loop_->pool().size());
   loop_->del_timer(tick);
   loop_->close_listening();
-}
-
-std::vector<std::string> all_backends() {
-  std::vector<std::string> names;
-  for (std::string_view n : backend_names()) names.emplace_back(n);
-  return names;
-}
-
-std::string backend_label(const ::testing::TestParamInfo<std::string>& param) {
-  std::string label = param.param;
-  label.erase(std::remove(label.begin(), label.end(), '_'), label.end());
-  return label;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendIoTest, ::testing::ValuesIn(all_backends()),

@@ -540,19 +540,6 @@ TEST_P(BackendTest, FdClosedBehindTheBackendDoesNotSpin) {
   loop_->pool().free(*c);
 }
 
-std::vector<std::string> all_backends() {
-  std::vector<std::string> names;
-  for (std::string_view n : backend_names()) names.emplace_back(n);
-  return names;
-}
-
-// gtest names allow [A-Za-z0-9] only: "io_uring" shows as "iouring".
-std::string backend_label(const ::testing::TestParamInfo<std::string>& param) {
-  std::string label = param.param;
-  label.erase(std::remove(label.begin(), label.end(), '_'), label.end());
-  return label;
-}
-
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendTest, ::testing::ValuesIn(all_backends()),
                          backend_label);
 

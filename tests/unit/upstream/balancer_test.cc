@@ -12,15 +12,11 @@
 namespace vigil::upstream {
 namespace {
 
-class Balancer : public testing::UpstreamConfTest {
+class Balancer : public testing::UpstreamLoopTest {
  protected:
   void SetUp() override {
-    UpstreamConfTest::SetUp();
-    EventLoopConfig cfg;
-    cfg.connections = 16;
-    auto r = EventLoop::create(cfg, Log::global());
-    ASSERT_TRUE(r) << r.status().to_string();
-    loop_ = std::move(r).value();
+    UpstreamLoopTest::SetUp();
+    if (HasFatalFailure()) return;
     clock::time_update();
   }
 
@@ -39,8 +35,6 @@ class Balancer : public testing::UpstreamConfTest {
     for (int i = 0; i < n; ++i) s += static_cast<char>('a' + pick(g) - 1);
     return s;
   }
-
-  std::unique_ptr<EventLoop> loop_;
 };
 
 TEST_F(Balancer, SmoothWeightedRoundRobinSequence) {

@@ -12,50 +12,45 @@
 namespace vigil::upstream {
 namespace {
 
-class Health : public testing::UpstreamConfTest {
+class Health : public testing::UpstreamLoopTest {
  protected:
   void SetUp() override {
-    UpstreamConfTest::SetUp();
-    EventLoopConfig cfg;
-    cfg.connections = 16;
-    auto r = EventLoop::create(cfg, Log::global());
-    ASSERT_TRUE(r) << r.status().to_string();
-    loop_ = std::move(r).value();
+    UpstreamLoopTest::SetUp();
+    if (HasFatalFailure()) return;
     at(1000000);
   }
   void TearDown() override {
     clock::time_update();  // back to the real clock
-    UpstreamConfTest::TearDown();
+    UpstreamLoopTest::TearDown();
   }
   // The monotonic clock the balancer reads, at `ms`.
   void at(Msec ms) {
     now_ = ms;
     clock::time_update_fixed(1700000000, 0, ms);
   }
-  // One attempt: the server it went to ("" when busy), ending as `state`.
-  std::string attempt(Group& g, unsigned state) {
+  // One attempt: the server it went to ("" when busy), ending as
+  // state_of(that server's name) says.
+  template <class StateOf>
+  std::string attempt_with(Group& g, StateOf state_of) {
     PeerRequest pr;
     PeerConnection pc;
     pr.init(g, *loop_, 1);
     pr.attach(pc);
     if (PeerRequest::get(pc, &pr) != kPeerOk) return "";
     std::string name = pc.name;
-    PeerRequest::free(pc, &pr, state);
+    PeerRequest::free(pc, &pr, state_of(name));
     return name;
+  }
+  // One attempt, ending as `state`.
+  std::string attempt(Group& g, unsigned state) {
+    return attempt_with(g, [state](const std::string&) { return state; });
   }
   // One attempt that fails only when it reaches `bad`.
   std::string attempt_failing(Group& g, const std::string& bad) {
-    PeerRequest pr;
-    PeerConnection pc;
-    pr.init(g, *loop_, 1);
-    pr.attach(pc);
-    if (PeerRequest::get(pc, &pr) != kPeerOk) return "";
-    std::string name = pc.name;
-    PeerRequest::free(pc, &pr, name == bad ? kPeerFailed : 0);
-    return name;
+    return attempt_with(
+        g, [&bad](const std::string& name) -> unsigned { return name == bad ? kPeerFailed : 0; });
   }
 
-  std::unique_ptr<EventLoop> loop_;
   Msec now_ = 0;
 };
 

@@ -13,6 +13,8 @@
 #include "event/event_conf.h"
 #include "unit/core/conf/conf_test_util.h"
 #include "upstream/upstream.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
 
 namespace vigil::upstream::testing {
 
@@ -85,6 +87,21 @@ class UpstreamConfTest : public vigil::testing::ConfDirTest {
 
   std::unique_ptr<Configuration> conf_;
   std::string error_;
+};
+
+// With an event loop of 16 connections for the balancers' PeerRequests.
+class UpstreamLoopTest : public UpstreamConfTest {
+ protected:
+  void SetUp() override {
+    UpstreamConfTest::SetUp();
+    EventLoopConfig cfg;
+    cfg.connections = 16;
+    auto r = EventLoop::create(cfg, Log::global());
+    ASSERT_TRUE(r) << r.status().to_string();
+    loop_ = std::move(r).value();
+  }
+
+  std::unique_ptr<EventLoop> loop_;
 };
 
 }  // namespace vigil::upstream::testing
