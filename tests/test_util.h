@@ -99,13 +99,17 @@ inline bool holds_for(const std::function<bool()>& cond, int window_ms, int step
 
 // A TCP socket bound to 127.0.0.1 at a port the kernel picks (set in *port),
 // listening with `backlog` unless that is negative; -1 when a call fails.
-inline int bind_loopback(int* port, int backlog) {
+// `reuseaddr` sets SO_REUSEADDR before the bind.
+inline int bind_loopback(int* port, int backlog, bool reuseaddr = false) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof sa;
-  if (fd == -1 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
+  const int one = 1;
+  if (fd == -1 ||
+      (reuseaddr && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == -1) ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == -1 ||
       (backlog >= 0 && ::listen(fd, backlog) == -1) ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == -1) {
     if (fd != -1) ::close(fd);
@@ -118,9 +122,15 @@ inline int bind_loopback(int* port, int backlog) {
 // A port where nothing listens, held for the object's life: bound but never
 // listen()ed, so a connect to it is refused and no other socket can take it
 // meanwhile (what a free port found by binding and releasing cannot promise).
+//
+// `shared`: bound with SO_REUSEADDR, which reserves the port for a program
+// that cannot listen on port 0 and say which port it got (nginx): every
+// other bind is still refused, but a socket bound with SO_REUSEADDR too (as
+// nginx binds) may bind the port and listen on it, since this one never
+// listens.
 class ClosedPort {
  public:
-  ClosedPort() { fd_ = bind_loopback(&port_, -1); }
+  explicit ClosedPort(bool shared = false) { fd_ = bind_loopback(&port_, -1, shared); }
   ~ClosedPort() {
     if (fd_ != -1) ::close(fd_);
   }

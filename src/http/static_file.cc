@@ -231,6 +231,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
           r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
           h.status = 206;
           h.content_range = std::string_view(r.content_range, r.content_range_len);
+          h.accept_ranges = false;  // as nginx: only the whole representation says it
         }
       }
     }

@@ -53,25 +53,34 @@ struct Response {
   bool has(const std::string& name) const { return headers.count(name) != 0; }
 };
 
-// Fills r's status line, status and headers (names lower-cased, the value's
-// leading spaces dropped) from r.head, the raw header block.
-inline void parse_response_head(Response& r) {
-  std::istringstream in(r.head);
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  r.status_line = line;
-  if (line.size() >= 12) r.status = std::atoi(line.c_str() + 9);
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    auto colon = line.find(':');
+// Calls `field(name, value)` for each field line of a response head (the
+// lines after the status line): the name lower-cased, the value without the
+// spaces before it.
+inline void for_each_field(const std::string& head,
+                           const std::function<void(std::string, std::string)>& field) {
+  std::size_t at = head.find("\r\n");
+  while (at != std::string::npos && at + 2 < head.size()) {
+    at += 2;
+    const std::size_t eol = head.find("\r\n", at);
+    const std::string line = head.substr(at, eol - at);
+    at = eol;
+    const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string name = line.substr(0, colon);
     for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    std::string value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-    r.headers[name] = value;
+    const auto value = line.find_first_not_of(' ', colon + 1);
+    field(std::move(name), value == std::string::npos ? "" : line.substr(value));
   }
+}
+
+// Fills r's status line, status and headers (names lower-cased, the value's
+// leading spaces dropped) from r.head, the raw header block.
+inline void parse_response_head(Response& r) {
+  r.status_line = r.head.substr(0, r.head.find("\r\n"));
+  if (r.status_line.size() >= 12) r.status = std::atoi(r.status_line.c_str() + 9);
+  for_each_field(r.head, [&](std::string name, std::string value) {
+    r.headers[std::move(name)] = std::move(value);
+  });
 }
 
 // An owned client socket with a read buffer, reading responses one by one.
@@ -137,7 +146,7 @@ class Client {
   }
   const std::string& extra() const { return buf_; }
 
- private:
+ protected:
   // A chunked body (RFC 9112 §7.1) into `body`, decoded; false when it is
   // malformed or does not end in time.
   bool read_chunked(std::string& body, std::chrono::steady_clock::time_point deadline) {
@@ -178,20 +187,26 @@ class Client {
     }
   }
 
+  // Reads what comes before `deadline`; false on timeout or EOF (eof_).
   bool fill(std::chrono::steady_clock::time_point deadline) {
+    if (eof_) return false;
     auto left = ms_left(deadline);
     if (left <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
     char tmp[65536];
     ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) return false;
+    if (n <= 0) {
+      eof_ = true;  // EOF or reset: the server closed
+      return false;
+    }
     buf_.append(tmp, static_cast<std::size_t>(n));
     return true;
   }
 
   int fd_;
   std::string buf_;
+  bool eof_ = false;
 };
 
 // "use <VIGIL_TEST_USE>;" unless the events block names a backend itself.
