@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "http/access.h"
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/access/access.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
 #include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {

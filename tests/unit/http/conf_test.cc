@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "http/access_log.h"
-#include "http/conf.h"
-#include "http/servers.h"
-#include "http/types.h"
+#include "http/log/access_log.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
+#include "http/core/types.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 

@@ -1,0 +1,28 @@
+#pragma once
+// limit_conn (nginx's ngx_http_limit_conn_module): requests in progress per
+// key, counted in a shared zone (limit_zone.h) so the limit is global across
+// workers. See limit_conn.cc.
+
+#include <cstdint>
+#include <string_view>
+
+#include "http/access/limit_zone.h"
+
+namespace vigil::http {
+
+struct Request;
+
+// Counts one more request for `key` unless `max` are in progress; false when
+// refused or when the zone has no room for a new entry. Caller holds the lock.
+bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key, std::uint32_t max,
+                        LimitNode** node);
+// One request fewer; the entry goes at 0. Caller holds the lock.
+void limit_conn_release(LimitTable& t, LimitNode* n);
+
+// The preaccess step (request.cc): true when the request goes on, false when
+// it was answered with limit_conn_status.
+bool limit_conn_pass(Request& r);
+// Gives back what the request holds (release_request).
+void limit_conn_release_all(Request& r);
+
+}  // namespace vigil::http

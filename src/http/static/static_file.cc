@@ -1,0 +1,407 @@
+// Static files (nginx's ngx_http_static_module and ngx_http_index_module,
+// with the not_modified and range filters folded in).
+//
+// Containment: the path was normalised by normalize_path() (uri.h): decoded,
+// dot segments resolved, a ".." above "/" refused, NUL refused. So the file
+// name root + path names something lexically inside root whatever the
+// request spelled. Symbolic links inside root are followed, as nginx does by
+// default (disable_symlinks off): a link placed in the document root by its
+// owner is trusted. Files are opened through the location's open_file_cache
+// when it has one (open_file_cache.h), else opened, fstat()ed and closed per
+// request.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/fault.h"
+#include "codec/http_date.h"
+#include "http/filters/range.h"
+#include "http/static/disable_symlinks.h"
+#include "http/static/open_file_cache.h"
+#include "http/core/request.h"
+#include "codec/tokens.h"
+#include "http/core/worker.h"
+#include "vigil/core/log.h"
+
+namespace vigil::http {
+
+std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext) {
+  const TypesMap& types = loc.types ? *loc.types : TypesMap::builtin();
+  std::string_view t = types.find(ext);
+  return t.empty() ? std::string_view(loc.default_type) : t;
+}
+
+namespace {
+
+// The errors nginx maps to 404 and 403 (ngx_http_static_handler); a
+// failed fstat() is a 500.
+int status_for_error(const OpenFileInfo& info) {
+  if (std::strcmp(info.failed, "open") != 0) return 500;
+  switch (info.err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+      return 404;
+    case ELOOP:  // a link disable_symlinks refused (nginx with openat: 403)
+    case EMLINK:
+    case EACCES:
+    case EPERM:
+      return 403;
+    default:
+      return 500;
+  }
+}
+
+void log_open_error(Request& r, const char* name, const OpenFileInfo& info) {
+  // nginx logs a missing file at "error" (log_not_found on) and the rest at "crit".
+  const int err = info.err;
+  const auto number = static_cast<unsigned long long>(r.c->number);
+  if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) {
+    VIGIL_LOG(*r.c->log, kError, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
+  } else {
+    VIGIL_LOG(*r.c->log, kCrit, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
+  }
+}
+
+char* put_hex(char* p, unsigned long long v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = kHex[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  while (n > 0) *p++ = tmp[--n];
+  return p;
+}
+
+std::size_t format_etag(const OpenFileInfo& info, char* out) {
+  // nginx's form: "<mtime hex>-<size hex>".
+  char* p = out;
+  *p++ = '"';
+  p = put_hex(p, static_cast<unsigned long long>(info.mtime));
+  *p++ = '-';
+  p = put_hex(p, static_cast<unsigned long long>(info.size));
+  *p++ = '"';
+  return static_cast<std::size_t>(p - out);
+}
+
+// An entity-tag list (RFC 9110 §13.1.1/§13.1.2) matched against ours.
+// Weak comparison ignores "W/"; strong comparison never matches a weak tag.
+bool etag_list_matches(std::string_view list, std::string_view etag, bool weak) {
+  if (list == "*") return true;
+  ListReader reader(list);
+  std::string_view tag;
+  while (reader.next(tag)) {
+    if (tag.starts_with("W/")) {
+      if (!weak) continue;
+      tag.remove_prefix(2);
+    }
+    if (tag == etag) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Opens `name` (NUL-terminated) for the request: through the location's
+// open_file_cache when it has one, else directly.
+void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
+               FileRef& ref) {
+  ref = FileRef{};
+  if (loc.open_file_cache != nullptr) {
+    if (OpenFileCache* cache = r.hc->worker->file_cache(loc.open_file_cache->index)) {
+      OpenFileParams p;
+      p.valid = static_cast<Msec>(loc.open_file_cache_valid) * 1000;
+      p.min_uses = loc.open_file_cache_min_uses;
+      p.errors = loc.open_file_cache_errors;
+      p.loc = &loc;
+      cache->open(name, p, clock::current_msec(), info, ref);
+      return;
+    }
+  }
+  open_and_stat(name.data(), &loc, info, ref.fd);
+}
+
+// Gives back a descriptor open_file() handed out.
+void drop(Request& r, FileRef& ref) {
+  if (ref.entry != nullptr) {
+    OpenFileCache::release(*ref.entry, clock::current_msec());
+  } else if (ref.fd != -1) {
+    close_file(*r.c, ref.fd);
+  }
+  ref = FileRef{};
+}
+
+namespace {
+
+// Serves the open file `ref` (what `info` says of it) with the conditional
+// and range rules of RFC 9110 §13 and §14. Takes ownership of ref. Returns 0
+// or a status.
+int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_view ext) {
+  const HttpLocConf& loc = *r.loc;
+  char etag_buf[48];
+  const std::string_view etag(etag_buf, format_etag(info, etag_buf));
+  const std::time_t mtime = info.mtime;
+  const std::int64_t size = info.size;
+  const int fd = ref.fd;
+  const std::time_t now = clock::now_sec();
+
+  ResponseHeaders h;
+  h.content_type = content_type_for(loc, ext);
+  h.last_modified = mtime;
+  h.etag = etag;
+  h.accept_ranges = true;
+  std::int64_t first = 0;
+  std::int64_t length = size;
+
+  if (r.status != 0) {
+    // An error_page: the page, whole, with the error's status.
+    h.status = r.status;
+    h.etag = {};
+    h.accept_ranges = false;
+    h.last_modified = -1;
+  } else {
+    h.status = 200;
+    // Preconditions in the order of RFC 9110 §13.2.2.
+    if (!r.if_match.empty()) {
+      if (!etag_list_matches(r.if_match, etag, false)) {
+        drop(r, ref);
+        return 412;
+      }
+    } else if (!r.if_unmodified_since.empty()) {
+      auto t = parse_http_date(r.if_unmodified_since, now);
+      if (t && mtime > *t) {
+        drop(r, ref);
+        return 412;
+      }
+    }
+    bool not_modified = false;
+    if (!r.if_none_match.empty()) {
+      not_modified = etag_list_matches(r.if_none_match, etag, true);
+    } else if (!r.if_modified_since.empty() && loc.if_modified_since != IfModifiedSince::kOff) {
+      auto t = parse_http_date(r.if_modified_since, now);
+      if (t) {
+        not_modified = loc.if_modified_since == IfModifiedSince::kExact ? *t == mtime : mtime <= *t;
+      }
+    }
+    if (not_modified) {
+      // 304 (RFC 9110 §15.4.5): the validators, no content.
+      drop(r, ref);
+      h.status = 304;
+      h.content_type = {};
+      h.accept_ranges = false;
+      r.header_only = true;
+      if (!write_header(r, h)) return 500;
+      r.bbuf = Buf{};
+      send_response(r);
+      return 0;
+    }
+
+    if (!r.range.empty() && r.line.method == Method::kGet) {
+      bool use_range = true;
+      if (!r.if_range.empty()) {
+        // If-Range (RFC 9110 §13.1.5): a strong etag or the exact date.
+        if (r.if_range.starts_with("\"") || r.if_range.starts_with("W/")) {
+          use_range = r.if_range == etag;
+        } else {
+          auto t = parse_http_date(r.if_range, now);
+          use_range = t && *t == mtime;
+        }
+      }
+      if (use_range) {
+        ByteRange br = parse_range(r.range, size);
+        if (br.kind == RangeKind::kUnsatisfiable) {
+          drop(r, ref);
+          int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes */%lld",
+                                static_cast<long long>(size));
+          r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
+          return 416;
+        }
+        if (br.kind == RangeKind::kSatisfiable) {
+          first = br.first;
+          length = br.length();
+          int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes %lld-%lld/%lld",
+                                static_cast<long long>(br.first), static_cast<long long>(br.last),
+                                static_cast<long long>(size));
+          r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
+          h.status = 206;
+          h.content_range = std::string_view(r.content_range, r.content_range_len);
+          h.accept_ranges = false;  // as nginx: only the whole representation says it
+        }
+      }
+    }
+  }
+
+  h.content_length = length;
+  r.header_only = r.line.method == Method::kHead;
+  if (!write_header(r, h)) {
+    drop(r, ref);
+    return 500;
+  }
+  r.bbuf = Buf{};
+  if (r.header_only || length == 0) {
+    drop(r, ref);
+    send_response(r);
+    return 0;
+  }
+  // A body that fits after the header goes in the same buffer: one send, one
+  // TCP segment, where header + sendfile would be two. Copying a few hundred
+  // bytes costs less than sendfile's setup; larger files are never copied
+  // whole (sendfile, or output_buffers-sized pieces).
+  if (static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
+    for (;;) {
+      ssize_t got = ::pread(fd, r.hbuf.last, static_cast<std::size_t>(length), first);
+      if (got == length) break;
+      if (got == -1 && errno == EINTR) continue;
+      VIGIL_LOG(*r.c->log, kCrit, got == -1 ? errno : 0, "*%llu pread() of %lld bytes got %lld",
+                static_cast<unsigned long long>(r.c->number), static_cast<long long>(length),
+                static_cast<long long>(got));
+      drop(r, ref);
+      r.hbuf = Buf{};  // nothing was sent: the error can still be answered
+      return 500;
+    }
+    r.hbuf.last += length;
+    drop(r, ref);
+    send_response(r);
+    return 0;
+  }
+  r.fd = fd;
+  r.file_entry = ref.entry;  // released with the request (release_file)
+  if (loc.sendfile) {
+    r.use_sendfile = true;
+    r.bbuf.in_file = true;
+    r.bbuf.file_fd = fd;
+    r.bbuf.file_pos = first;
+    r.bbuf.file_last = first + length;
+  } else {
+    // Read and written in output_buffers-sized pieces: never the whole file.
+    r.file_pos = first;
+    r.file_end = first + length;
+    std::size_t bsize = loc.output_buffer;
+    char* mem = r.hc->worker->buffers().get(bsize);
+    if (mem == nullptr) return 500;  // fd is closed with the request
+    r.obuf = mem;
+    r.obuf_size = static_cast<std::uint32_t>(bsize);
+  }
+  send_response(r);
+  return 0;
+}
+
+std::string_view extension_of(std::string_view name) {
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return {};
+  return name.substr(dot + 1);
+}
+
+}  // namespace
+
+int static_handler(Request& r, std::string_view path, std::string_view extension) {
+  const HttpLocConf& loc = *r.loc;
+  if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
+  if (path.empty() || path[0] != '/') return 404;  // "*" (OPTIONS *) names no file
+
+  HttpWorker& w = *r.hc->worker;
+  const std::size_t large = w.servers().max_large_buffer;
+  // Scratch layout: [0, large) the normalised path; [large, 2*large+512) a
+  // path with an index name; the rest, the file name.
+  char* uri2 = w.scratch() + large;
+  char* name = uri2 + large + 512;
+  const std::size_t name_cap = w.scratch_size() - 2 * large - 512;
+  const std::string& root = loc.root_path;
+  if (root.size() + path.size() + 256 + 1 > name_cap) return 414;
+  std::memcpy(name, root.data(), root.size());
+  std::size_t len = root.size();
+  std::memcpy(name + len, path.data(), path.size());
+  len += path.size();
+  name[len] = '\0';
+
+  if (path.back() == '/') {
+    // The index module: the first index file that opens.
+    OpenFileInfo info;
+    FileRef ref;
+    for (const std::string& index : loc.index) {
+      if (len + index.size() + 1 > name_cap) break;
+      std::memcpy(name + len, index.data(), index.size());
+      name[len + index.size()] = '\0';
+      open_file(r, loc, std::string_view(name, len + index.size()), info, ref);
+      if (info.err != 0) {
+        if (info.err == ENOENT || info.err == ENOTDIR) continue;
+        log_open_error(r, name, info);
+        return status_for_error(info);
+      }
+      if (!info.is_file) {
+        drop(r, ref);
+        continue;
+      }
+      // nginx redirects internally to path + index: another location may apply.
+      std::memcpy(uri2, path.data(), path.size());
+      std::memcpy(uri2 + path.size(), index.data(), index.size());
+      const std::string_view new_uri(uri2, path.size() + index.size());
+      const HttpLocConf& next = find_location(*r.srv, new_uri);
+      if (&next != &loc) {
+        drop(r, ref);
+        if (++r.redirects > 10) return 500;
+        r.loc = &next;
+        return dispatch(r, new_uri, extension_of(index));
+      }
+      return serve_file(r, ref, info, extension_of(index));
+    }
+    name[len] = '\0';
+    open_file(r, loc, std::string_view(name, len), info, ref);
+    drop(r, ref);
+    if (info.err != 0) {
+      log_open_error(r, name, info);
+      return status_for_error(info);
+    }
+    if (!info.is_dir) return 404;
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu directory index of \"%s\" is forbidden",
+              static_cast<unsigned long long>(r.c->number), name);
+    return 403;
+  }
+
+  OpenFileInfo info;
+  FileRef ref;
+  open_file(r, loc, std::string_view(name, len), info, ref);
+  if (info.err != 0) {
+    log_open_error(r, name, info);
+    return status_for_error(info);
+  }
+  if (info.is_dir) {
+    drop(r, ref);
+    if (r.status != 0) return 404;  // an error_page naming a directory
+    // nginx: 301 to the path with a slash, the query kept.
+    ResponseHeaders h;
+    h.status = 301;
+    std::memcpy(uri2, path.data(), path.size());
+    uri2[path.size()] = '/';
+    h.location = std::string_view(uri2, path.size() + 1);
+    if (r.line.has_query) h.location_query = r.line.query;
+    std::string_view body = special_body(301, loc.server_tokens);
+    h.content_type = "text/html";
+    h.content_length = static_cast<std::int64_t>(body.size());
+    r.header_only = r.line.method == Method::kHead;
+    if (!write_header(r, h)) return 500;
+    r.bbuf = Buf{};
+    if (!r.header_only) {
+      char* p = const_cast<char*>(body.data());  // static, only read
+      r.bbuf.reset(p, body.size());
+      r.bbuf.last = p + body.size();
+    }
+    send_response(r);
+    return 0;
+  }
+  if (!info.is_file) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu \"%s\" is not a regular file",
+              static_cast<unsigned long long>(r.c->number), name);
+    drop(r, ref);
+    return 404;
+  }
+  return serve_file(r, ref, info, extension);
+}
+
+}  // namespace vigil::http
