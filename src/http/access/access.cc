@@ -8,6 +8,7 @@
 //
 // An IPv6 client whose address is IPv4-mapped (::ffff:a.b.c.d, a dual-stack
 // socket) is matched against the IPv4 rules, as nginx does.
+#include "http/core/phases.h"
 #include "http/access/access.h"
 
 #include <arpa/inet.h>
@@ -139,7 +140,7 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
 
 int access_phase(Request& r) {
   const auto& rules = r.loc->access_rules;
-  if (rules.empty() || r.loc->ret != nullptr) return 0;  // return answers first (rewrite phase)
+  if (rules.empty()) return 0;
   const std::uint8_t* bytes = nullptr;
   const AccessRule::Kind kind = client_of(*r.c, bytes);
   for (const AccessRule& rule : rules) {
@@ -158,5 +159,17 @@ void add_access_directives(Module& m, ConfSlot<HttpLocConf> loc) {
   m.add("allow", kWhere, Arity::exactly(1), loc.custom(set_rule)).multiple = true;
   m.add("deny", kWhere, Arity::exactly(1), loc.custom(set_rule)).multiple = true;
 }
+
+
+namespace {
+
+int access_handler(Request& r) {
+  const int rc = access_phase(r);
+  return rc == 0 ? kPhaseDeclined : rc;
+}
+
+}  // namespace
+
+void add_access_phase(PhaseEngine& engine) { engine.add(HttpPhase::kAccess, access_handler); }
 
 }  // namespace vigil::http

@@ -32,4 +32,8 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
 // "access forbidden by rule").
 int access_phase(Request& r);
 
+class PhaseEngine;
+// allow/deny's access phase handler.
+void add_access_phase(PhaseEngine& engine);
+
 }  // namespace vigil::http

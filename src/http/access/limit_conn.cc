@@ -4,6 +4,7 @@
 // count is above 0 (the request's release takes it back to 0 and frees it),
 // so there is nothing idle to expire or evict; a full zone refuses the
 // request with limit_conn_status, as nginx.
+#include "http/core/phases.h"
 #include "http/access/limit_conn.h"
 
 #include <memory>
@@ -146,6 +147,24 @@ void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Ht
                     {"error", LogLevel::kError}}));
   m.add("limit_conn_dry_run", kAny, Arity::on_off(),
         loc.flag(&HttpLocConf::limit_conn_dry_run, false));
+}
+
+
+namespace {
+
+// Once per request, as limit_req; the entries are held until the request
+// ends (free_request), a proxied one's while it waits on its upstream too.
+int limit_conn_handler(Request& r) {
+  if (r.limits_stage >= 2) return kPhaseDeclined;
+  r.limits_stage = 2;
+  if (r.loc->limit_conn.empty() || limit_conn_pass(r)) return kPhaseDeclined;
+  return kPhaseDone;  // answered with limit_conn_status
+}
+
+}  // namespace
+
+void add_limit_conn_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kPreAccess, limit_conn_handler);
 }
 
 }  // namespace vigil::http

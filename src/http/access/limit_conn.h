@@ -19,9 +19,13 @@ bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key,
 // One request fewer; the entry goes at 0. Caller holds the lock.
 void limit_conn_release(LimitTable& t, LimitNode* n);
 
-// The preaccess step (request.cc): true when the request goes on, false when
-// it was answered with limit_conn_status.
+// The pre-access step: true when the request goes on, false when it was
+// answered with limit_conn_status.
 bool limit_conn_pass(Request& r);
+
+class PhaseEngine;
+// limit_conn's pre-access phase handler.
+void add_limit_conn_phase(PhaseEngine& engine);
 // Gives back what the request holds (release_request).
 void limit_conn_release_all(Request& r);
 

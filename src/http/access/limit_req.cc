@@ -1,5 +1,6 @@
 // limit_req_zone / limit_req (nginx's ngx_http_limit_req_module), see
 // limit_req.h for the arithmetic.
+#include "http/core/phases.h"
 #include "http/access/limit_req.h"
 
 #include <algorithm>
@@ -98,7 +99,7 @@ void delay_handler(Event& wev) {
   wev.timedout = 0;
   wev.delayed = 0;
   wev.handler = write_handler;
-  run_handler(r);
+  run_phases(r);  // limit_req's step again: it lets the request through now
 }
 
 }  // namespace
@@ -269,6 +270,24 @@ void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Htt
         loc.one_of(&HttpLocConf::limit_req_log_level, LogLevel::kError, kLimitLogLevels));
   m.add("limit_req_dry_run", kAny, Arity::on_off(),
         loc.flag(&HttpLocConf::limit_req_dry_run, false));
+}
+
+
+namespace {
+
+// Once per request (nginx's r->main->limit_req_status): after a delay, and
+// after an internal redirect, the request is not counted again.
+int limit_req_handler(Request& r) {
+  if (r.limits_stage >= 1) return kPhaseDeclined;
+  r.limits_stage = 1;
+  if (r.loc->limit_req.empty() || limit_req_pass(r)) return kPhaseDeclined;
+  return kPhaseSuspended;  // delayed (the timer runs the phases again) or answered
+}
+
+}  // namespace
+
+void add_limit_req_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kPreAccess, limit_req_handler);
 }
 
 }  // namespace vigil::http

@@ -43,9 +43,13 @@ LimitReqOutcome limit_req_lookup(LimitTable& t, std::uint64_t hash, std::string_
 // drops the least recently used one whatever its state. Caller holds the lock.
 void limit_req_expire(LimitTable& t, std::uint64_t rate, Msec now, bool force);
 
-// The preaccess step of a request (request.cc): true when the request goes
-// on now; false when it was rejected (answered) or delayed (a timer on the
-// write event continues it with run_handler).
+// The pre-access step of a request: true when the request goes on now;
+// false when it was rejected (answered) or delayed (a timer on the write
+// event continues it with run_phases).
 bool limit_req_pass(Request& r);
+
+class PhaseEngine;
+// limit_req's pre-access phase handler.
+void add_limit_req_phase(PhaseEngine& engine);
 
 }  // namespace vigil::http

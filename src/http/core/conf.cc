@@ -11,6 +11,8 @@
 #include "core/conf/values.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
+#include "http/core/phases.h"
+#include "http/core/request.h"
 #include "http/core/servers.h"
 #include "upstream/upstream.h"
 #include "vigil/event/listening.h"
@@ -475,6 +477,10 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
+  PhaseEngine& phases = final_conf.servers->phases;
+  register_phase_handlers(phases);
+  phases.build();
+  for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
   // One table per open_file_cache directive that some location uses.
   for (const HttpLocConf* loc : final_conf.servers->locations) {
     const OpenFileCacheConf* fc = loc->open_file_cache.get();
@@ -491,7 +497,7 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
 Status set_stub_status(const DirectiveCall& call, HttpLocConf& loc) {
   // nginx before 1.7.5 took "on"; accept it, as nginx still does.
   if (call.arg_count() == 1 && call.arg(0) != "on") return call.invalid_value(0);
-  loc.handler = LocationHandler::kStubStatus;
+  loc.content = &kStubStatusContent;
   return Status::ok();
 }
 
@@ -581,7 +587,7 @@ Module* make_http_module() {
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
          loc.custom([](const DirectiveCall&, HttpLocConf& l) {
-           l.handler = LocationHandler::kMetrics;
+           l.content = &kMetricsContent;
            return Status::ok();
          }));
   return m;

@@ -37,6 +37,8 @@ inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
 namespace vigil::http {
 
 class HttpServers;
+class PhaseEngine;
+struct Request;
 struct TryFiles;
 }  // namespace vigil::http
 namespace vigil {
@@ -47,7 +49,15 @@ namespace vigil::http {
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
 
-enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics, kProxy };
+// A location's content handler (nginx's clcf->handler): set by the directive
+// that makes the location answer (proxy_pass, stub_status, metrics); a
+// location without one is served by the content phase's handlers (static
+// files). `run` is a phase handler (phases.h).
+struct ContentHandler {
+  const char* name;
+  int (*run)(Request& r);
+  bool any_method;  // takes every method: its 405 names no Allow list
+};
 
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
@@ -135,7 +145,7 @@ struct HttpLocConf {
   std::shared_ptr<const AccessLogConf> access_log;
   int access_log_index = -1;  // into HttpServers::access_logs; -1: off
   std::vector<ErrorPage> error_pages;
-  LocationHandler handler = LocationHandler::kStatic;
+  const ContentHandler* content = nullptr;  // null: the content phase (static files)
   Lingering lingering_close = Lingering::kOn;
   Msec lingering_time = 30000;
   Msec lingering_timeout = 5000;
@@ -191,6 +201,7 @@ struct HttpSrvConf {
   std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
+  const PhaseEngine* phases = nullptr;  // the configuration's (HttpServers::phases)
 };
 
 // The last conf spec of the module, kept in the http scope only: its init

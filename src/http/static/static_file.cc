@@ -19,11 +19,13 @@
 
 #include "core/fault.h"
 #include "codec/http_date.h"
+#include "http/core/phases.h"
 #include "http/filters/range.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache.h"
 #include "http/core/request.h"
 #include "codec/tokens.h"
+#include "codec/uri.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 
@@ -345,9 +347,8 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       const HttpLocConf& next = find_location(*r.srv, new_uri);
       if (&next != &loc) {
         drop(r, ref);
-        if (++r.redirects > 10) return 500;
-        r.loc = &next;
-        return dispatch(r, new_uri, extension_of(index));
+        if (!set_request_uri(r, new_uri)) return 500;
+        return internal_redirect(r);
       }
       return serve_file(r, ref, info, extension_of(index));
     }
@@ -402,6 +403,21 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     return 404;
   }
   return serve_file(r, ref, info, extension);
+}
+
+namespace {
+
+// The content phase's handler for a location without one of its own: the
+// body is read and thrown away first, then r.uri is served from the root.
+int static_content_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
+  return static_handler(r, r.uri, path_extension(r.uri));
+}
+
+}  // namespace
+
+void add_static_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kContent, static_content_handler);
 }
 
 }  // namespace vigil::http

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/core/worker.h"
@@ -82,7 +83,10 @@ void metric(TextBuf& t, const char* name, const char* type, const char* help,
 
 }  // namespace
 
+namespace {
+
 int stub_status_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
   if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
   if (!take_buffer(r, 512)) return 500;
   const SharedCounters& s = *shared_counters();
@@ -97,6 +101,7 @@ int stub_status_handler(Request& r) {
 }
 
 int metrics_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
   if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
   HttpWorker& w = *r.hc->worker;
   w.publish_stats();  // this worker's figures are fresh; the others publish their own
@@ -147,5 +152,10 @@ int metrics_handler(Request& r) {
   if (root != nullptr) size += upstream::append_metrics(*root, r.obuf + size, r.obuf_size - size);
   return send_generated(r, size, "text/plain; version=0.0.4; charset=utf-8");
 }
+
+}  // namespace
+
+const ContentHandler kStubStatusContent{"stub_status", stub_status_handler, false};
+const ContentHandler kMetricsContent{"metrics", metrics_handler, false};
 
 }  // namespace vigil::http

@@ -284,7 +284,7 @@ void send_special(Request& r, int status) {
   }
   // What the location takes: the static handlers GET and HEAD; a proxied
   // location every method but TRACE, too many to list, so no Allow there.
-  h.allow = status == 405 && r.loc->handler != LocationHandler::kProxy;
+  h.allow = status == 405 && (r.loc->content == nullptr || !r.loc->content->any_method);
   if (status == 416 && r.content_range_len > 0) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }

@@ -1,0 +1,26 @@
+// The HTTP modules' phase handlers, in the order they run within a phase
+// (nginx's ngx_http_modules with each module's postconfiguration). Adding a
+// module that takes part in the phases is one line here; one that only
+// answers a location sets HttpLocConf::content from its directive instead.
+#include "http/access/access.h"
+#include "http/access/limit_conn.h"
+#include "http/access/limit_req.h"
+#include "http/core/phases.h"
+#include "http/core/request.h"
+#include "http/rewrite/return.h"
+#include "http/static/try_files.h"
+
+namespace vigil::http {
+
+void register_phase_handlers(PhaseEngine& engine) {
+  add_return_phases(engine);                                       // server-rewrite, rewrite
+  engine.add(HttpPhase::kFindConfig, find_config_handler);         // the location
+  add_limit_req_phase(engine);                                     // pre-access
+  add_limit_conn_phase(engine);                                    // pre-access
+  add_access_phase(engine);                                        // access
+  add_try_files_phase(engine);                                     // try-files
+  engine.add(HttpPhase::kContent, location_content_handler);       // proxy_pass, stub_status...
+  add_static_phase(engine);                                        // content: files
+}
+
+}  // namespace vigil::http
