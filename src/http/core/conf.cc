@@ -11,6 +11,7 @@
 #include "core/conf/values.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
+#include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
@@ -320,7 +321,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.disable_symlinks_from = parent.disable_symlinks_from;
   }
   if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
-  if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
   merge_add_headers(ctx, parent, child);
   if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
@@ -345,12 +345,13 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
 // Collects the locations under `scope` into `parent`'s tables, checking that
 // nested ones stay inside their parent (nginx: 'location "/x" is outside
 // location "/y"').
-Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf& parent,
-                         std::vector<HttpLocConf*>& all) {
+Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t module,
+                         HttpLocConf& parent, std::vector<HttpLocConf*>& all) {
   for (const auto& child : scope.children()) {
     if (child->context() != kHttpLocConf) continue;
     auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
     if (loc == nullptr) continue;
+    if (Status s = bind_module_confs(env, *child, *loc); !s) return s;
     if (!parent.name.empty()) {
       if (parent.exact) {
         return Status::error("location \"" + loc->name +
@@ -370,7 +371,7 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
     }
     list.push_back(loc);
     all.push_back(loc);
-    if (Status s = collect_locations(*child, module, *loc, all); !s) return s;
+    if (Status s = collect_locations(env, *child, module, *loc, all); !s) return s;
   }
   std::stable_sort(
       parent.prefix_locations.begin(), parent.prefix_locations.end(),
@@ -454,7 +455,8 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
       srv->listens.push_back(std::move(l));
     }
     locations.push_back(loc);
-    if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
+    if (Status s = bind_module_confs(ctx.env(), *child, *loc); !s) return s;
+    if (Status s = collect_locations(ctx.env(), *child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
   // The http level's own loc conf too: an access_log there names a format
@@ -576,7 +578,6 @@ Module* make_http_module() {
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
   add_try_files_directive(*m, loc);
-  add_access_directives(*m, loc);
   add_return_directive(*m, loc);
   add_header_directives(*m, loc);
   add_hash_size_directives(*m, loc, fin);

@@ -171,11 +171,13 @@ struct HttpLocConf {
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
-  std::vector<AccessRule> access_rules;        // allow/deny in order (access.cc)
   std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
   bool open_file_cache_errors = false;
+
+  // Each HttpModule's conf at this level (module.h: loc_conf), by its index.
+  std::vector<const void*> module_confs;
 
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;
@@ -229,7 +231,6 @@ void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
-void add_access_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
 // add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
 void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);

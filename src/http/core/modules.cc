@@ -5,12 +5,22 @@
 #include "http/access/access.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
+#include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/rewrite/return.h"
 #include "http/static/try_files.h"
 
 namespace vigil::http {
+
+std::span<HttpModule* const> http_modules() {
+  // Modules with confs of their own, registered with the configuration after
+  // "http" (server/modules.cc), in this order.
+  static HttpModule* const kModules[] = {
+      const_cast<HttpModule*>(&access_module()),
+  };
+  return kModules;
+}
 
 void register_phase_handlers(PhaseEngine& engine) {
   add_return_phases(engine);                                       // server-rewrite, rewrite
