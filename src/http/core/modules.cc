@@ -5,6 +5,7 @@
 #include "http/access/access.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
+#include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
@@ -20,6 +21,19 @@ std::span<HttpModule* const> http_modules() {
       const_cast<HttpModule*>(&access_module()),
   };
   return kModules;
+}
+
+// The header filters, in the order they run (send_header, filters.h): the
+// preconditions first (a 304 or 412 is decided on the whole
+// representation), then Range, then the fields add_header adds to whatever
+// status came out.
+std::span<const HeaderFilter> header_filters() {
+  static constexpr HeaderFilter kFilters[] = {
+      not_modified_header_filter,
+      range_header_filter,
+      add_header_filter,
+  };
+  return kFilters;
 }
 
 void register_phase_handlers(PhaseEngine& engine) {

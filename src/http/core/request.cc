@@ -470,6 +470,8 @@ void finalize_error(Request& r, int status) {
       (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
+      r.headers_out = HeadersOut{};
+      r.body_offset = 0;
       r.status = page->overwrite != 0 ? page->overwrite : status;
       r.loc = &find_location(*r.srv, page->uri);
       std::string_view uri = page->uri;

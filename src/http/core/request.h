@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "codec/chunked.h"
+#include "http/core/headers_out.h"
 #include "http/core/conf.h"
 #include "codec/header_check.h"
 #include "codec/parse.h"
@@ -148,6 +149,8 @@ struct Request {
   std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
   bool body_discarded = false;   // the request body was read and thrown away
   bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
+  HeadersOut headers_out;       // the response head (send_header, filters.h)
+  std::int64_t body_offset = 0;  // the first byte of the representation sent (a 206's)
   char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 
@@ -235,27 +238,14 @@ inline constexpr int kStatusPlainHttp = 497;  // plain HTTP on a TLS port
 // Statuses after which the connection is closed (nginx's special responses).
 bool status_closes(int status);
 std::string_view reason_phrase(int status);
-// Extra header lines a response needs beyond the common ones.
-struct ResponseHeaders {
-  int status = 200;
-  std::string_view content_type;
-  std::int64_t content_length = -1;
-  std::time_t last_modified = -1;
-  std::string_view etag;
-  bool accept_ranges = false;
-  std::string_view content_range;  // whole field value
-  std::string_view location;       // path, escaped when written
-  std::string_view location_query;
-  bool allow = false;  // "Allow: GET, HEAD" (405)
-  bool location_as_is = false;  // `location` is a whole URL, already escaped (return.cc)
-};
 // Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
 // the request's inline buffer, or a worker buffer kept in r.big_header;
 // nullptr if none could be had.
 char* head_memory(Request& r, std::size_t need);
-// Formats the status line and header fields into r.hbuf (keep-alive decided
+// HTTP/1's head writer, the end of the header filter chain (filters.h):
+// formats the status line and r.headers_out into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.
-bool write_header(Request& r, const ResponseHeaders& h);
+bool write_header(Request& r);
 // Sends r.out (header + body) as the socket drains; finishes the request when done.
 void send_response(Request& r);
 void write_handler(Event& wev);

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "http/core/conf.h"
+#include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
@@ -127,7 +128,7 @@ int send_return(Request& r, std::string_view extension) {
   }
   if (!ret.has_text && ret.code >= 400) return ret.code;
 
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
   // Reached through error_page: the error's status stays (nginx's err_status).
   h.status = r.status != 0 ? r.status : ret.code;
   r.header_only = r.line.method == Method::kHead;
@@ -162,7 +163,7 @@ int send_return(Request& r, std::string_view extension) {
     }
   }
   if (h.status != 204 && h.status != 304) h.content_length = static_cast<std::int64_t>(body.size());
-  if (!write_header(r, h)) return 500;
+  if (const int rc = send_header(r); rc != 0) return rc;
   set_body(r, body);
   send_response(r);
   return 0;

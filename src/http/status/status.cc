@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
@@ -45,12 +46,12 @@ unsigned long long get(const std::atomic<std::uint64_t>& v) {
 
 // Sends the `size` bytes at r.obuf as a 200 with `type`.
 int send_generated(Request& r, std::size_t size, std::string_view type) {
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
   h.status = 200;
   h.content_type = type;
   h.content_length = static_cast<std::int64_t>(size);
   r.header_only = r.line.method == Method::kHead;
-  if (!write_header(r, h)) return 500;
+  if (const int rc = send_header(r); rc != 0) return rc;
   r.bbuf = Buf{};
   if (!r.header_only) {
     r.bbuf.reset(r.obuf, r.obuf_size);
