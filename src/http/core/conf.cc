@@ -596,6 +596,16 @@ Module* make_http_module() {
 
 }  // namespace
 
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler) {
+  const std::size_t at =
+      call.env().modules != nullptr ? call.env().modules->index_of(http_module()) : 0;
+  ConfScope* owner = call.scope().owner_of(at, kLocSpec);
+  auto* loc = owner != nullptr ? static_cast<HttpLocConf*>(owner->conf(at, kLocSpec)) : nullptr;
+  if (loc == nullptr) return call.error("\"" + call.name() + "\" directive is not allowed here");
+  loc->content = handler;
+  return Status::ok();
+}
+
 const Module& http_module() {
   static const Module* module = make_http_module();  // never destroyed: used until exit
   return *module;

@@ -218,6 +218,10 @@ struct HttpFinalConf {
 };
 
 const Module& http_module();
+// For a directive of another module that makes the current location answer
+// (as nginx's modules set clcf->handler): sets the location's (or server
+// level's) content handler.
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler);
 // Where http_module() keeps its upstream groups: upstream::group_set(ctx,
 // http_upstream_specs()) in an init of the http module, or
 // upstream::find_group_set(scope, module, http_upstream_specs()).

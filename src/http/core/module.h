@@ -61,7 +61,7 @@ class HttpModule {
 };
 
 // Every HTTP module with a conf of its own, in registration order (modules.cc).
-std::span<HttpModule* const> http_modules();
+std::span<const HttpModule* const> http_modules();
 
 // The module's conf for a location (or a server's level); the module must
 // have declared add_loc_conf<Conf>.

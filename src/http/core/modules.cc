@@ -6,6 +6,7 @@
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
 #include "http/core/filters.h"
+#include "http/empty_gif/empty_gif.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
@@ -14,11 +15,12 @@
 
 namespace vigil::http {
 
-std::span<HttpModule* const> http_modules() {
+std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
-  static HttpModule* const kModules[] = {
-      const_cast<HttpModule*>(&access_module()),
+  static const HttpModule* const kModules[] = {
+      &access_module(),
+      &empty_gif_module(),
   };
   return kModules;
 }

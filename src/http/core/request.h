@@ -23,6 +23,7 @@
 
 #include "codec/chunked.h"
 #include "http/core/headers_out.h"
+#include "http/core/module.h"
 #include "http/core/conf.h"
 #include "codec/header_check.h"
 #include "codec/parse.h"
@@ -149,6 +150,10 @@ struct Request {
   std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
   bool body_discarded = false;   // the request body was read and thrown away
   bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
+  // Each HttpModule's per-request state (module.h), null until it sets it:
+  // memory the module owns for the request's life (a worker buffer, given
+  // back by the module when the request ends), or a pointer into the request.
+  void* ctx[kMaxHttpModules] = {};
   HeadersOut headers_out;       // the response head (send_header, filters.h)
   std::int64_t body_offset = 0;  // the first byte of the representation sent (a 206's)
   char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
