@@ -4,13 +4,44 @@
 // workers. See limit_conn.cc.
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 #include "http/access/limit_zone.h"
+#include "vigil/core/log.h"
+
+namespace vigil {
+class ShmZone;
+}
 
 namespace vigil::http {
 
 struct Request;
+struct HttpLocConf;
+class HttpModule;
+
+// One "limit_conn zone number;".
+struct LimitConnRef {
+  ShmZone* zone = nullptr;
+  std::uint32_t number = 0;
+};
+
+// The module's conf at each level (inherited as limit_req's).
+struct LimitConnConf {
+  std::vector<LimitConnRef> refs;
+  int status = 503;
+  LogLevel log_level = LogLevel::kError;
+  bool dry_run = false;
+};
+
+// The http level's: the limit_conn_zone contexts.
+struct LimitConnMainConf {
+  std::vector<std::shared_ptr<void>> zones;
+};
+
+const HttpModule& limit_conn_module();
+const LimitConnConf& limit_conn_conf(const HttpLocConf& loc);
 
 // Counts one more request for `key` unless `max` are in progress; false when
 // refused or when the zone has no room for a new entry. Caller holds the lock.

@@ -313,9 +313,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
-  // As nginx: a level with no limit_req (limit_conn) inherits all of its parent's.
-  if (!ctx.is_set("limit_req")) child.limit_req = parent.limit_req;
-  if (!ctx.is_set("limit_conn")) child.limit_conn = parent.limit_conn;
   if (!ctx.is_set("disable_symlinks")) {
     child.disable_symlinks = parent.disable_symlinks;
     child.disable_symlinks_from = parent.disable_symlinks_from;
@@ -572,8 +569,6 @@ Module* make_http_module() {
                      {"exact", IfModifiedSince::kExact},
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
-  add_limit_req_directives(*m, loc, fin);
-  add_limit_conn_directives(*m, loc, fin);
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);

@@ -62,20 +62,6 @@ struct ContentHandler {
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
 
-// One "limit_req zone=name [burst=N] [nodelay | delay=N];" (limit_req.cc).
-struct LimitReqRef {
-  ShmZone* zone = nullptr;
-  std::uint64_t burst = 0;  // in 1/1000 requests, as the zone's excess
-  std::uint64_t delay = 0;  // excess served without delay (1/1000 requests)
-  std::string where;
-};
-
-// One "limit_conn zone number;" (limit_conn.cc).
-struct LimitConnRef {
-  ShmZone* zone = nullptr;
-  std::uint32_t number = 0;
-};
-
 // disable_symlinks off | on | if_not_owner (static_file.cc).
 enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
 
@@ -157,15 +143,7 @@ struct HttpLocConf {
   std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
   bool server_tokens = true;
 
-  // Request limits (limit_req.cc, limit_conn.cc, limit_rate in response.cc).
-  std::vector<LimitReqRef> limit_req;
-  std::vector<LimitConnRef> limit_conn;
-  int limit_req_status = 503;
-  int limit_conn_status = 503;
-  LogLevel limit_req_log_level = LogLevel::kError;
-  LogLevel limit_conn_log_level = LogLevel::kError;
-  bool limit_req_dry_run = false;
-  bool limit_conn_dry_run = false;
+  // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
   std::size_t limit_rate_after = 0;
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
@@ -213,8 +191,6 @@ struct HttpSrvConf {
 struct HttpFinalConf {
   std::shared_ptr<HttpServers> servers;
   std::vector<std::shared_ptr<const LogFormat>> log_formats;  // log_format, in order
-  // limit_req_zone / limit_conn_zone contexts (ShmZone::data() points at them).
-  std::vector<std::shared_ptr<void>> limit_zones;
 };
 
 const Module& http_module();
@@ -227,10 +203,7 @@ Status set_location_content(const DirectiveCall& call, const ContentHandler* han
 // upstream::find_group_set(scope, module, http_upstream_specs()).
 upstream::UpstreamSpecs http_upstream_specs();
 
-// Directives of the request limits, added to the http module (limit_req.cc,
-// limit_conn.cc, limit_rate.cc).
-void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
-void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
+// limit_rate's directives, added to the http module (limit_rate.cc).
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
