@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +188,7 @@ TEST_P(LoopOrder, TwoLoopsWithTimerResolutionKeepTheirOwnClocks) {
   std::atomic<bool> give_up{false};
   std::atomic<bool> second_done{false};
   std::atomic<EventLoop*> second_loop{nullptr};
+  std::mutex loops_mu;  // a loop is notified only while it exists
   int second_fired = 0;
   MsecDiff second_elapsed = 0;
 
@@ -214,31 +216,46 @@ TEST_P(LoopOrder, TwoLoopsWithTimerResolutionKeepTheirOwnClocks) {
     while (second_fired == 0 && !give_up) loop.process_events_and_timers();
     second_elapsed = msec_diff(clock::current_msec(), start);
     if (t.timer_set) loop.del_timer(t);
+    std::lock_guard<std::mutex> g(loops_mu);
+    second_loop = nullptr;
     second_done = true;
   });
+  std::atomic<EventLoop*> first_loop{nullptr};
+  std::atomic<bool> first_ran{false};
   std::thread first([&] {
     auto r = make();
     if (r) {
       EventLoop& loop = *r.value();
+      first_loop = &loop;
       int fired = 0;
       Event t;
       t.handler = count_fire;
       t.data = &fired;
       loop.add_timer(t, 30);
-      while (fired == 0) loop.process_events_and_timers();
+      while (fired == 0 && !give_up) loop.process_events_and_timers();
+      first_ran = fired == 1;
+      if (t.timer_set) loop.del_timer(t);
+      std::lock_guard<std::mutex> g(loops_mu);  // not notified once it is going
+      first_loop = nullptr;
     }
     first_done = true;  // its loop is destroyed by now
   });
-  first.join();
-  if (!test::wait_for([&] { return second_done.load(); }, 3000)) {
+  // Either loop may wait forever on a clock that does not move: after a
+  // bound, wake them (notify is safe from any thread) so each can report.
+  if (!test::wait_for([&] { return first_done.load() && second_done.load(); }, 5000)) {
     give_up = true;
-    // Wake the stuck wait so the thread can report.
-    while (!second_done) {
-      if (EventLoop* l = second_loop.load()) (void)l->backend().notify();
+    while (!first_done || !second_done) {
+      {
+        std::lock_guard<std::mutex> g(loops_mu);
+        if (EventLoop* l = first_loop.load()) (void)l->backend().notify();
+        if (EventLoop* l = second_loop.load()) (void)l->backend().notify();
+      }
       std::this_thread::yield();
     }
   }
+  first.join();
   second.join();
+  EXPECT_TRUE(first_ran) << "the first loop's timer never fired: its clock stopped";
   EXPECT_EQ(second_fired, 1) << "the second loop's timer never fired: its clock stopped";
   EXPECT_GE(second_elapsed, 100);
 }
