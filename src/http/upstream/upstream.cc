@@ -386,3 +386,28 @@ void upstream_handler(Event& ev) {
 }
 
 }  // namespace vigil::http::upstream_core
+
+namespace vigil::http {
+
+unsigned next_upstream_bit(int status) {
+  switch (status) {
+    case 500:
+      return kNextHttp500;
+    case 502:
+      return kNextHttp502;
+    case 503:
+      return kNextHttp503;
+    case 504:
+      return kNextHttp504;
+    case 403:
+      return kNextHttp403;
+    case 404:
+      return kNextHttp404;
+    case 429:
+      return kNextHttp429;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace vigil::http
