@@ -58,7 +58,10 @@ struct ProxyState : Upstream {
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------
-// The location's handler: starts proxying `r` (0: on its way, else a status).
+// proxy_pass's content handler (phases.h): reads the body itself, as it
+// streams it to the backend.
+extern const ContentHandler kContent;
+// Starts proxying `r` (0: on its way, else a status).
 int start(Request& r);
 
 // ---- proxy_request.cc ---------------------------------------------------------------
