@@ -16,7 +16,9 @@ void reinit_request(Upstream& u) {
   ps.head_line_done = false;
 }
 
-void finalize(Upstream& u) { static_cast<ProxyState&>(u).~ProxyState(); }
+void finalize(Upstream& u) {
+  static_cast<ProxyState&>(u).~ProxyState();
+}
 
 constexpr upstream_core::UpstreamProtocol kHttp1{
     .create_request = create_request,

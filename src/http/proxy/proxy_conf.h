@@ -28,8 +28,8 @@ struct ProxyHeader {
 struct ProxyConf : UpstreamConf {
   // proxy_pass http[s]://name_or_address[:port][/uri]
   bool enabled = false;
-  std::string pass;    // as written
-  std::string where;   // " in F:L" of proxy_pass
+  std::string pass;      // as written
+  std::string where;     // " in F:L" of proxy_pass
   bool has_uri = false;  // a URI part was given (even "/")
   std::string uri;
   std::string proxy_host;  // $proxy_host: host[:port] as written

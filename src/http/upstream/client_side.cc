@@ -280,8 +280,8 @@ bool build_client_head(Upstream& u, bool upgrade) {
   const std::string_view replacement = u.redirect_to;
 
   r.status = u.resp.status;  // before the lengths: add_header may use $status
-  std::size_t need =
-      256 + u.resp.reason.size() + replacement.size() + add_headers_length(r, r.loc->add_headers.get(), u.resp.status);
+  std::size_t need = 256 + u.resp.reason.size() + replacement.size() +
+                     add_headers_length(r, r.loc->add_headers.get(), u.resp.status);
   for (std::uint32_t i = 0; i < u.nfields; ++i) {
     need += u.fields[i].name.size() + u.fields[i].value.size() + 4;
   }

@@ -296,7 +296,9 @@ void retry_after_response(Upstream& u, bool failed) {
   connect(u);
 }
 
-void close_upstream(Upstream& u, bool reusable) { end_attempt(u, reusable ? kPeerKeepalive : 0); }
+void close_upstream(Upstream& u, bool reusable) {
+  end_attempt(u, reusable ? kPeerKeepalive : 0);
+}
 
 void finish(Upstream& u, bool error) {
   if (u.stage == Stage::kDone) return;

@@ -132,7 +132,7 @@ struct Upstream {
   ResponseHead resp;
   std::uint32_t nfields = 0;
   HeaderField fields[kMaxResponseFields];
-  bool resp_any = false;  // a byte of the response arrived
+  bool resp_any = false;   // a byte of the response arrived
   bool resp_done = false;  // the whole body arrived
   bool upstream_eof = false;
   bool premature = false;  // the backend closed (or failed) before the body's end

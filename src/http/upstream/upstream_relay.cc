@@ -212,8 +212,7 @@ void read_response_head(Upstream& u) {
       return;
     }
     if (n == 0) {
-      log_error(u, static_cast<int>(LogLevel::kError), 0,
-                "upstream prematurely closed connection");
+      log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream prematurely closed connection");
       next_upstream(u, kNextError, 502);
       return;
     }
