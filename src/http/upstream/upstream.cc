@@ -178,12 +178,22 @@ void begin_connect(Upstream& u) {
   upstream::Group& group = *u.conf->group;
   std::string_view key;
   if (!u.conf->hash_key.empty()) {
+    // The whole key is hashed: a long one is evaluated into a worker
+    // buffer (given back with the request), never cut or dropped.
     const std::size_t n = u.conf->hash_key.length(r);
-    if (n <= sizeof u.hash_key) {
-      char* end = u.conf->hash_key.write(r, u.hash_key);
-      u.hash_key_len = static_cast<std::uint32_t>(end - u.hash_key);
+    char* at = u.hash_key;
+    if (n > sizeof u.hash_key) {
+      const std::size_t size = (n + 4095) & ~std::size_t{4095};
+      at = r.hc->worker->buffers().get(size);
+      if (at == nullptr) {
+        answer(u, 500);
+        return;
+      }
+      u.hash_key_mem = at;
+      u.hash_key_mem_size = static_cast<std::uint32_t>(size);
     }
-    key = std::string_view(u.hash_key, u.hash_key_len);
+    char* end = u.conf->hash_key.write(r, at);
+    key = std::string_view(at, static_cast<std::size_t>(end - at));
   }
   u.pr.init(group, *r.c->loop, u.conf->next_upstream_tries, key, r.c->peer_addr);
   // Cached connections are kept per TLS context (null: plain), so a location
@@ -317,6 +327,7 @@ void release(Request& r) {
   BufferCache& cache = r.hc->worker->buffers();
   if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);
   if (u->body.start != nullptr) cache.put(u->body.start, u->body_cap);
+  if (u->hash_key_mem != nullptr) cache.put(u->hash_key_mem, u->hash_key_mem_size);
   release_ring(*u);
   char* mem = u->state_mem;
   const std::size_t size = u->state_size;

@@ -102,9 +102,10 @@ struct Upstream {
   Msec start_msec = 0;  // the first attempt (*_next_upstream_timeout)
   Msec try_msec = 0;    // the current attempt ($upstream_response_time)
   bool retried_fresh = false;
-  bool sent_any = false;  // some byte of this request reached a backend (non_idempotent)
-  char hash_key[256];
-  std::uint32_t hash_key_len = 0;
+  bool sent_any = false;         // some byte of this request reached a backend (non_idempotent)
+  char hash_key[256];            // the evaluated `hash` key when it fits
+  char* hash_key_mem = nullptr;  // else a worker buffer holding it
+  std::uint32_t hash_key_mem_size = 0;
 
   // The request head (create_request), built once; head.pos goes back to
   // head.start for a retry.
