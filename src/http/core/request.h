@@ -82,8 +82,8 @@ inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 // limit_conn directives one location may have (limit_conn.cc).
 inline constexpr std::uint32_t kMaxLimitConn = 8;
 
-namespace proxy {
-struct ProxyState;
+namespace upstream_core {
+struct Upstream;
 }
 
 struct Request {
@@ -179,7 +179,9 @@ struct Request {
 
   UpstreamTry upstream_tries[kMaxUpstreamTries];
   std::uint32_t nupstream = 0;
-  proxy::ProxyState* proxy = nullptr;  // the proxy's state while it runs (proxy.cc)
+  // The upstream request while it runs (http/upstream/upstream.h; the
+  // protocol's state, proxy::ProxyState, derives from it).
+  upstream_core::Upstream* upstream = nullptr;
 
   HeaderField field_inline[kInlineFields];
   char header_mem[kHeaderInline];

@@ -249,27 +249,6 @@ TlsClientConf& proxy_ssl_conf(void* conf) {
 
 }  // namespace
 
-unsigned next_upstream_bit(int status) {
-  switch (status) {
-    case 500:
-      return kNextHttp500;
-    case 502:
-      return kNextHttp502;
-    case 503:
-      return kNextHttp503;
-    case 504:
-      return kNextHttp504;
-    case 403:
-      return kNextHttp403;
-    case 404:
-      return kNextHttp404;
-    case 429:
-      return kNextHttp429;
-    default:
-      return 0;
-  }
-}
-
 Status init_proxy(const ConfInit& ctx, ProxyConf& conf) {
   add_default_headers(conf.set_headers);
   return check(ctx, conf);

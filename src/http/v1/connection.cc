@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "http/access/limit_conn.h"
-#include "http/proxy/proxy.h"
+#include "http/upstream/upstream.h"
 #include "http/core/request.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -57,7 +57,7 @@ void free_request(Request& r) {
   BufferCache& cache = hc.worker->buffers();
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
-  proxy::release(r);
+  upstream_core::release(r);
   release_file(r);
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
   r.nretired = 0;

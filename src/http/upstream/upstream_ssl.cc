@@ -1,4 +1,4 @@
-// TLS to the backend for "proxy_pass https://" (nginx's
+// TLS to the backend (proxy_pass https://; nginx's
 // ngx_http_upstream_ssl_init_connection, _ssl_name, _ssl_handshake and the
 // session saving of the round-robin peer): the event layer's TLS client
 // (event/tls) on the upstream connection, started once TCP is connected and
@@ -21,24 +21,25 @@
 
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
-#include "http/proxy/proxy.h"
 #include "http/core/worker.h"
+#include "http/proxy/proxy_sessions.h"
+#include "http/upstream/upstream.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
-namespace vigil::http::proxy {
+namespace vigil::http::upstream_core {
 namespace {
 
 constexpr std::size_t kMaxName = 256;
 
 // proxy_ssl_name evaluated for the request, else the proxy_pass host; the
 // port is left out ("[::1]:8443" -> "[::1]", "backend:8443" -> "backend").
-std::string_view ssl_name(const ProxyState& ps, char* buf) {
-  const ProxyConf& p = *ps.conf;
+std::string_view ssl_name(const Upstream& us, char* buf) {
+  const UpstreamConf& p = *us.conf;
   std::string_view name = p.target;
   if (!p.ssl_name.empty()) {
-    if (p.ssl_name.length(*ps.r) > kMaxName) return {};
-    char* end = p.ssl_name.write(*ps.r, buf);
+    if (p.ssl_name.length(*us.r) > kMaxName) return {};
+    char* end = p.ssl_name.write(*us.r, buf);
     name = std::string_view(buf, static_cast<std::size_t>(end - buf));
   }
   if (!name.empty() && name.front() == '[') {
@@ -60,92 +61,92 @@ bool ip_literal(std::string_view name) {
   return ::inet_pton(AF_INET, text, &a) == 1;
 }
 
-ProxySessions& sessions_of(const ProxyState& ps) {
-  return ps.r->hc->worker->proxy_sessions();
+ProxySessions& sessions_of(const Upstream& us) {
+  return us.r->hc->worker->proxy_sessions();
 }
 
 // TLS 1.3 tickets arrive with the first reads of the response, TLS 1.2
 // sessions at the end of the handshake: either way the connection belongs
 // to this request then.
 void session_saved(Connection& u, SSL_SESSION* session) {
-  auto* ps = static_cast<ProxyState*>(u.data);
-  if (ps == nullptr || ps->u != &u || ps->pr.peer() == nullptr) {
+  auto* us = static_cast<Upstream*>(u.data);
+  if (us == nullptr || us->u != &u || us->pr.peer() == nullptr) {
     SSL_SESSION_free(session);
     return;
   }
-  sessions_of(*ps).keep(ps->conf->tls.get(), ps->pr.peer(), session);
+  sessions_of(*us).keep(us->conf->tls.get(), us->pr.peer(), session);
 }
 
 void handshake_done(Connection& u, TlsHandshake result) {
-  ProxyState& ps = *static_cast<ProxyState*>(u.data);
+  Upstream& us = *static_cast<Upstream*>(u.data);
   u.read->handler = upstream_handler;
   u.write->handler = upstream_handler;
   if (result == TlsHandshake::kOk) {
-    ps.stage = Stage::kSending;
-    send_request(ps);
+    us.stage = Stage::kSending;
+    send_request(us);
     return;
   }
-  if (ps.conf->ssl.session_reuse && ps.pr.peer() != nullptr) {
-    sessions_of(ps).forget(ps.conf->tls.get(), ps.pr.peer());
+  if (us.conf->ssl.session_reuse && us.pr.peer() != nullptr) {
+    sessions_of(us).forget(us.conf->tls.get(), us.pr.peer());
   }
-  if (u.close || ps.r->c->close) {  // the worker closes connections (shutdown, pool drain)
-    finish(ps, true);
+  if (u.close || us.r->c->close) {  // the worker closes connections (shutdown, pool drain)
+    finish(us, true);
     return;
   }
   const bool timedout = u.timedout != 0;
   std::string why = "SSL handshake with upstream failed";
   if (u.ssl != nullptr && !u.ssl->failure.empty()) why.assign(u.ssl->failure);
-  log_error(ps, static_cast<int>(LogLevel::kError), 0, why.c_str());
+  log_error(us, static_cast<int>(LogLevel::kError), 0, why.c_str());
   if (timedout) {
-    next_upstream(ps, kNextTimeout, 504);
+    next_upstream(us, kNextTimeout, 504);
   } else {
-    next_upstream(ps, kNextError, 502);
+    next_upstream(us, kNextError, 502);
   }
 }
 
-void start_tls(ProxyState& ps) {
-  Connection& u = *ps.u;
-  const ProxyConf& p = *ps.conf;
-  ps.stage = Stage::kHandshake;
+void start_tls(Upstream& us) {
+  Connection& u = *us.u;
+  const UpstreamConf& p = *us.conf;
+  us.stage = Stage::kHandshake;
   char buf[kMaxName];
-  std::string_view name = ssl_name(ps, buf);
+  std::string_view name = ssl_name(us, buf);
   if (name.empty() && p.ssl.verify) {
     // Nothing to check the certificate against: never a silent "any name".
-    log_error(ps, static_cast<int>(LogLevel::kError), 0,
+    log_error(us, static_cast<int>(LogLevel::kError), 0,
               "proxy_ssl_name is empty or longer than 256 bytes");
-    next_upstream(ps, kNextError, 502);
+    next_upstream(us, kNextError, 502);
     return;
   }
   std::string_view sni = p.ssl.server_name && !ip_literal(name) ? name : std::string_view();
   std::string_view verify = name;
   if (verify.size() >= 2 && verify.front() == '[') verify = verify.substr(1, verify.size() - 2);
   SSL_SESSION* session = nullptr;
-  if (p.ssl.session_reuse && ps.pr.peer() != nullptr) {
-    session = sessions_of(ps).find(p.tls.get(), ps.pr.peer());
+  if (p.ssl.session_reuse && us.pr.peer() != nullptr) {
+    session = sessions_of(us).find(p.tls.get(), us.pr.peer());
   }
   Status st = tls_start_client(u, *p.tls, sni, verify, session, p.connect_timeout, handshake_done,
                                p.ssl.session_reuse ? session_saved : nullptr);
   if (!st) {
-    log_error(ps, static_cast<int>(LogLevel::kAlert), 0, st.message().c_str());
-    next_upstream(ps, kNextError, 502);
+    log_error(us, static_cast<int>(LogLevel::kAlert), 0, st.message().c_str());
+    next_upstream(us, kNextError, 502);
   }
 }
 
 }  // namespace
 
-void connected(ProxyState& ps) {
-  if (ps.conf->https && ps.u->ssl == nullptr) {
-    start_tls(ps);
+void connected(Upstream& us) {
+  if (us.conf->https && us.u->ssl == nullptr) {
+    start_tls(us);
     return;
   }
-  ps.stage = Stage::kSending;
-  send_request(ps);
+  us.stage = Stage::kSending;
+  send_request(us);
 }
 
-bool cached_fits(const ProxyState& ps, const Connection& u) {
-  if (!ps.conf->https) return u.ssl == nullptr;
-  return u.ssl != nullptr && u.ssl->ssl != nullptr && ps.conf->tls != nullptr &&
-         SSL_get_SSL_CTX(u.ssl->ssl) == ps.conf->tls->native();
+bool cached_fits(const Upstream& us, const Connection& u) {
+  if (!us.conf->https) return u.ssl == nullptr;
+  return u.ssl != nullptr && u.ssl->ssl != nullptr && us.conf->tls != nullptr &&
+         SSL_get_SSL_CTX(u.ssl->ssl) == us.conf->tls->native();
 }
 
 bool tls_drained(const Connection& u) {
@@ -154,7 +155,7 @@ bool tls_drained(const Connection& u) {
          (SSL_get_shutdown(u.ssl->ssl) & SSL_RECEIVED_SHUTDOWN) == 0;
 }
 
-}  // namespace vigil::http::proxy
+}  // namespace vigil::http::upstream_core
 
 namespace vigil::http {
 

@@ -1,0 +1,69 @@
+#pragma once
+// The client-facing half of an upstream request, in one file so it can be
+// swapped for the filter chain / transport interface as one piece: the
+// client connection's handlers while the backend works, reading the request
+// body from the client, the client's response head, sending the ring of
+// response buffers to the client and waiting for it to drain, the tunnel's
+// client half, and the end of the request on the client side. The core
+// (upstream.cc, upstream_tunnel.cc) calls only the functions below.
+
+#include <cstddef>
+
+#include "http/upstream/upstream.h"
+
+namespace vigil::http::upstream_core {
+
+// ---- the request and its body ---------------------------------------------------------
+// Takes the client connection's events for the upstream request and gets the
+// request body ready to be read (one client_body_buffer_size buffer). 0, or a
+// status for the client (500: no memory).
+int client_start(Upstream& u);
+// Reads the body before connecting (*_request_buffering, or a body the
+// protocol cannot stream); begin_connect follows when it is all here or the
+// buffer is full.
+void read_body_ahead(Upstream& u);
+// Reads body bytes from the client into u.body. Returns 1 when the body
+// buffer has data or the body is complete, 0 when waiting for the client,
+// -1 when the request was ended (error answered or client gone).
+int read_request_body(Upstream& u);
+
+// ---- the response ---------------------------------------------------------------------
+// The client's response head (status line, filtered fields) into r.hbuf;
+// `upgrade`: a 101 tunnel. False when out of memory.
+bool build_client_head(Upstream& u, bool upgrade);
+// Sends what is ready (r.hbuf, the ring from its oldest buffer, the last
+// chunk) to the client; sent buffers become free. Adds the bytes sent to
+// `moved`. False when the client connection failed.
+bool send_to_client(Upstream& u, bool& progress, std::size_t& moved);
+// After a relay pass: everything sent, or wait for the client to drain
+// (send_timeout). False when the client connection failed.
+bool wait_client(Upstream& u, bool all_sent);
+// encode_chunked (a close-delimited body to an HTTP/1.1 client): each read
+// becomes a chunk, kChunkLine bytes of size line before it, CRLF after it.
+inline constexpr std::size_t kChunkLine = 10;  // 8 hex digits, CRLF
+inline constexpr std::size_t kChunkRoom = kChunkLine + 2;
+void write_chunk_line(char* at, std::size_t n);
+// The body bytes that came with the head (b.pos..b.last) become one chunk.
+bool frame_first_chunk(Buf& b);
+
+// ---- the 101 tunnel's client half -----------------------------------------------------
+// Gets the client -> backend buffer (u.body) with the bytes the client sent
+// after its head, and starts sending the 101 head. False on failure.
+bool tunnel_client_start(Upstream& u);
+// The 101 head still on its way: sends it. 1: sent, 0: waiting for the
+// client, -1: failed.
+int tunnel_send_head(Upstream& u);
+
+// ---- the end --------------------------------------------------------------------------
+// The proxy gives up before a response started: the client gets `status`.
+void answer(Upstream& u, int status);
+// The response came back as an error page to intercept (error_page).
+void answer_intercepted(Upstream& u, int status);
+// Ends the request on the client side after the upstream is let go.
+void client_finish(Upstream& u, bool error);
+
+// The client connection's handlers while the upstream request runs.
+void client_read_handler(Event& ev);
+void client_write_handler(Event& ev);
+
+}  // namespace vigil::http::upstream_core

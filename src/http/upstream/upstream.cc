@@ -1,0 +1,426 @@
+// The upstream request's life cycle (the parts of nginx's ngx_http_upstream
+// that choose a server, retry, log and finish): connecting through the
+// upstream layer (balancer, keepalive cache), next_upstream with its limits,
+// $upstream_* bookkeeping, the backend connection's events, and the end.
+#include "http/upstream/upstream.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "http/core/worker.h"
+#include "http/upstream/client_side.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::http::upstream_core {
+namespace {
+
+const char* action(Stage s) {
+  switch (s) {
+    case Stage::kBody:
+      return "reading client request body";
+    case Stage::kConnecting:
+      return "connecting to upstream";
+    case Stage::kHandshake:
+      return "SSL handshaking to upstream";
+    case Stage::kSending:
+      return "sending request to upstream";
+    case Stage::kHead:
+      return "reading response header from upstream";
+    case Stage::kRelay:
+    case Stage::kTunnel:
+    case Stage::kDone:
+      return "reading upstream";
+  }
+  return "proxying";
+}
+
+// A new entry of $upstream_addr / $upstream_status / $upstream_response_time.
+void add_try(Upstream& u) {
+  Request& r = *u.r;
+  if (r.nupstream >= kMaxUpstreamTries) return;
+  UpstreamTry& t = r.upstream_tries[r.nupstream++];
+  std::string_view name = u.pc.name;
+  if (name.empty() && u.conf->group != nullptr) name = u.conf->group->name;
+  const std::size_t n = name.size() < sizeof t.addr ? name.size() : sizeof t.addr;
+  std::memcpy(t.addr, name.data(), n);
+  t.addr_len = static_cast<std::uint8_t>(n);
+  t.status = 0;
+  t.time = 0;
+}
+
+bool within_timeout(const Upstream& u) {
+  const Msec limit = u.conf->next_upstream_timeout;
+  return limit == 0 ||
+         msec_diff(clock::current_msec(), u.start_msec) < static_cast<MsecDiff>(limit);
+}
+
+// Prepares the request to be sent again (another server); false when the
+// body is no longer all in memory.
+bool rewind_request(Upstream& u) {
+  if (!u.body_replayable) return false;
+  u.head.pos = u.head.start;
+  if (u.body.start != nullptr) u.body.pos = u.body.start;
+  u.pending = nullptr;
+  u.request_sent = false;
+  u.resp = ResponseHead{};
+  u.nfields = 0;
+  u.resp_any = false;
+  u.resp_done = false;
+  u.upstream_eof = false;
+  u.upstream_reusable = true;
+  u.premature = false;
+  if (u.ring[0].start != nullptr) u.ring[0].pos = u.ring[0].last = u.ring[0].start;
+  u.ring_head = u.ring_tail = 0;
+  u.protocol->reinit_request(u);
+  return true;
+}
+
+}  // namespace
+
+void end_attempt(Upstream& u, unsigned state) {
+  EventLoop& loop = *u.r->c->loop;
+  if (u.u != nullptr) {
+    loop.del_timer(*u.u->read);
+    loop.del_timer(*u.u->write);
+  }
+  u.pc.connection = u.u;
+  if (u.pc.free != nullptr) u.pc.free(u.pc, u.pc.data, state);
+  if (u.pc.connection != nullptr) loop.pool().close_connection(*u.pc.connection);
+  u.pc.connection = nullptr;
+  u.u = nullptr;
+}
+
+bool idempotent(const Request& r) {
+  switch (r.line.method) {
+    case Method::kPost:
+    case Method::kPatch:
+      return false;
+    case Method::kOther:
+      return r.line.method_name != "LOCK";
+    default:
+      return true;
+  }
+}
+
+bool hop_by_hop(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"connection",      "keep-alive",        "te",
+                                                "trailer",         "transfer-encoding", "upgrade",
+                                                "proxy-connection"};
+  for (auto n : kNames) {
+    if (iequals(n, name)) return true;
+  }
+  return false;
+}
+
+bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string_view name) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (fields[i].id == HeaderId::kConnection && list_has_token(fields[i].value, name)) return true;
+  }
+  return false;
+}
+
+void log_error(Upstream& u, int level, int err, const char* what) {
+  Request& r = *u.r;
+  Connection& c = *r.c;
+  const auto lvl = static_cast<LogLevel>(level);
+  if (!c.log->enabled(lvl)) return;
+  std::string_view server;
+  if (r.srv != nullptr && !r.srv->server_names.empty()) server = r.srv->server_names[0];
+  bool found = false;
+  char host[256];
+  std::size_t hlen = request_header_value(r, "host", nullptr, found);
+  if (hlen < sizeof host) {
+    request_header_value(r, "host", host, found);
+  } else {
+    hlen = 0;
+  }
+  std::string_view peer = u.pc.name;
+  if (peer.empty() && u.conf->group != nullptr) peer = u.conf->group->name;
+  std::string_view uri;
+  if (u.head.start != nullptr) uri = {u.head.start + u.uri_off, u.uri_len};
+  // nginx puts the errno right after the message, before the context.
+  char errtext[128] = "";
+  if (err != 0) std::snprintf(errtext, sizeof errtext, " (%d: %s)", err, std::strerror(err));
+  c.log->write(lvl, 0,
+               "*%llu %s%s while %s, client: %.*s, server: %.*s, request: \"%.*s\", upstream: "
+               "\"%s://%.*s%.*s\", host: \"%.*s\"",
+               static_cast<unsigned long long>(c.number), what, errtext, action(u.stage),
+               static_cast<int>(c.addr_text.size()), c.addr_text.data(),
+               static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
+               r.line.line.data(), u.conf->https ? "https" : "http", static_cast<int>(peer.size()),
+               peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
+}
+
+int start(Upstream& u) {
+  u.start_msec = clock::current_msec();
+  if (const int rc = client_start(u); rc != 0) return rc;
+  if (u.body_in && (u.conf->request_buffering || u.buffer_body)) {
+    read_body_ahead(u);
+    return 0;
+  }
+  begin_connect(u);
+  return 0;
+}
+
+void begin_connect(Upstream& u) {
+  Request& r = *u.r;
+  if (u.body_in) {
+    u.body_out = true;
+    // Streamed as it arrives: what went out cannot be sent again.
+    if (!u.body_in_done) u.body_replayable = false;
+  }
+  if (const int status = u.protocol->create_request(u); status != 0) {
+    answer(u, status);
+    return;
+  }
+  upstream::Group& group = *u.conf->group;
+  std::string_view key;
+  if (!u.conf->hash_key.empty()) {
+    // The whole key is hashed: a long one is evaluated into a worker
+    // buffer (given back with the request), never cut or dropped.
+    const std::size_t n = u.conf->hash_key.length(r);
+    char* at = u.hash_key;
+    if (n > sizeof u.hash_key) {
+      const std::size_t size = (n + 4095) & ~std::size_t{4095};
+      at = r.hc->worker->buffers().get(size);
+      if (at == nullptr) {
+        answer(u, 500);
+        return;
+      }
+      u.hash_key_mem = at;
+      u.hash_key_mem_size = static_cast<std::uint32_t>(size);
+    }
+    char* end = u.conf->hash_key.write(r, at);
+    key = std::string_view(at, static_cast<std::size_t>(end - at));
+  }
+  u.pr.init(group, *r.c->loop, u.conf->next_upstream_tries, key, r.c->peer_addr);
+  // Cached connections are kept per TLS context (null: plain), so a location
+  // gets back only connections made with its own *_ssl_* settings.
+  u.pr.set_reuse_key(u.conf->tls.get());
+  u.pr.attach(u.pc);
+  u.pc.log = r.c->log;
+  connect(u);
+}
+
+void connect(Upstream& u) {
+  Request& r = *u.r;
+  EventLoop& loop = *r.c->loop;
+  for (;;) {
+    u.try_msec = clock::current_msec();
+    u.stage = Stage::kConnecting;
+    const int rc = event_connect_peer(loop, u.pc);
+    if (rc == kPeerBusy) {
+      u.pc.name.clear();
+      add_try(u);
+      r.upstream_tries[r.nupstream - 1].status = 502;
+      log_error(u, static_cast<int>(LogLevel::kError), 0, "no live upstreams");
+      answer(u, 502);
+      return;
+    }
+    if (rc == kPeerDone && !cached_fits(u, *u.pc.connection)) {
+      // The cache is keyed by the TLS context (set_reuse_key above), so this
+      // is a safety net: a connection of another scheme or context is never
+      // used; a fresh one instead.
+      Connection* other = u.pc.connection;
+      u.pr.retry_fresh(u.pc);
+      u.pc.connection = nullptr;
+      loop.pool().close_connection(*other);
+      continue;
+    }
+    add_try(u);
+    UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
+    if (rc == kPeerError) {
+      t.status = 502;
+      end_attempt(u, kPeerFailed);
+      answer(u, 502);
+      return;
+    }
+    if (rc == kPeerDeclined) {
+      t.status = 502;
+      end_attempt(u, kPeerFailed);
+      if ((u.conf->next_upstream & kNextError) && u.pc.tries > 0 && within_timeout(u)) continue;
+      answer(u, 502);
+      return;
+    }
+    u.u = u.pc.connection;
+    u.u->data = &u;
+    u.u->read->handler = upstream_handler;
+    u.u->write->handler = upstream_handler;
+    u.u->log = r.c->log;
+    if (rc == kPeerAgain) {
+      loop.add_timer(*u.u->write, u.conf->connect_timeout);
+      return;
+    }
+    connected(u);  // kPeerOk, or kPeerDone: a cached connection (its TLS already up)
+    return;
+  }
+}
+
+void next_upstream(Upstream& u, unsigned next, int status) {
+  Request& r = *u.r;
+  if (r.nupstream > 0) {
+    UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
+    if (t.status == 0) t.status = status;
+    t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+  }
+  // A cached keepalive connection the backend closed as we used it: the
+  // request never reached it. Once more, on a fresh connection, when it is
+  // safe to send again (seed of the keepalive rule in issue 9).
+  if (u.pc.cached && !u.resp_any && !u.retried_fresh && next == kNextError && idempotent(r) &&
+      u.body_replayable && rewind_request(u)) {
+    u.retried_fresh = true;
+    u.pr.retry_fresh(u.pc);
+    if (u.u != nullptr) {
+      r.c->loop->pool().close_connection(*u.u);
+      u.u = nullptr;
+      u.pc.connection = nullptr;
+    }
+    if (r.nupstream > 0) --r.nupstream;  // the same server again: one entry
+    connect(u);
+    return;
+  }
+  end_attempt(u, kPeerFailed);
+  const bool allowed =
+      (u.conf->next_upstream & next) != 0 && u.pc.tries > 0 && within_timeout(u) &&
+      (!u.sent_any || idempotent(r) || (u.conf->next_upstream & kNextNonIdempotent));
+  if (allowed && rewind_request(u)) {
+    connect(u);
+    return;
+  }
+  answer(u, status);
+}
+
+bool may_retry(Upstream& u, unsigned next) {
+  return (u.conf->next_upstream & next) != 0 && u.pc.tries > 1 && within_timeout(u) &&
+         u.body_replayable && (idempotent(*u.r) || (u.conf->next_upstream & kNextNonIdempotent));
+}
+
+void retry_after_response(Upstream& u, bool failed) {
+  end_attempt(u, failed ? kPeerFailed : 0);
+  if (!rewind_request(u)) {
+    answer(u, 502);
+    return;
+  }
+  connect(u);
+}
+
+void close_upstream(Upstream& u, bool reusable) {
+  end_attempt(u, reusable ? kPeerKeepalive : 0);
+}
+
+void finish(Upstream& u, bool error) {
+  if (u.stage == Stage::kDone) return;
+  const bool reusable = !error && u.resp_done && u.upstream_reusable && u.request_sent &&
+                        u.resp.keep_alive && !u.upstream_eof &&
+                        (u.u == nullptr || tls_drained(*u.u));
+  u.stage = Stage::kDone;
+  close_upstream(u, reusable);
+  client_finish(u, error);
+}
+
+void release(Request& r) {
+  Upstream* u = r.upstream;
+  if (u == nullptr) return;
+  if (u->u != nullptr) end_attempt(*u, 0);
+  BufferCache& cache = r.hc->worker->buffers();
+  if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);
+  if (u->body.start != nullptr) cache.put(u->body.start, u->body_cap);
+  if (u->hash_key_mem != nullptr) cache.put(u->hash_key_mem, u->hash_key_mem_size);
+  release_ring(*u);
+  char* mem = u->state_mem;
+  const std::size_t size = u->state_size;
+  u->protocol->finalize(*u);  // the protocol's state is destroyed here
+  cache.put(mem, size);
+  r.upstream = nullptr;
+}
+
+void upstream_handler(Event& ev) {
+  Connection& c = *ev.owner<Connection>();
+  Upstream& u = *static_cast<Upstream*>(c.data);
+  Request& r = *u.r;
+  if (r.c->close || c.close) {
+    end_attempt(u, 0);
+    u.stage = Stage::kDone;
+    terminate_request(r, 0);
+    return;
+  }
+  switch (u.stage) {
+    case Stage::kConnecting: {
+      if (ev.timedout) {
+        ev.timedout = 0;
+        log_error(u, static_cast<int>(LogLevel::kError), ETIMEDOUT, "upstream timed out");
+        next_upstream(u, kNextTimeout, 504);
+        return;
+      }
+      if (int err = peer_connect_result(c); err != 0) {
+        log_error(u, static_cast<int>(LogLevel::kError), err, "connect() failed");
+        next_upstream(u, kNextError, 502);
+        return;
+      }
+      if (!ev.write) return;  // the write event says when it is connected
+      r.c->loop->del_timer(*c.write);
+      connected(u);
+      return;
+    }
+    case Stage::kHandshake:  // the TLS layer's handlers run the handshake
+      return;
+    case Stage::kSending:
+    case Stage::kHead:
+      if (ev.timedout) {
+        ev.timedout = 0;
+        log_error(u, static_cast<int>(LogLevel::kError), ETIMEDOUT, "upstream timed out");
+        next_upstream(u, kNextTimeout, 504);
+        return;
+      }
+      if (ev.write) {
+        if (!u.request_sent) send_request(u);
+        return;
+      }
+      read_response_head(u);
+      return;
+    case Stage::kRelay:
+      if (ev.timedout) {
+        ev.timedout = 0;
+        log_error(u, static_cast<int>(LogLevel::kError), ETIMEDOUT, "upstream timed out");
+        finish(u, true);
+        return;
+      }
+      relay(u);
+      return;
+    case Stage::kTunnel:
+      tunnel(u);
+      return;
+    case Stage::kBody:
+    case Stage::kDone:
+      return;
+  }
+}
+
+}  // namespace vigil::http::upstream_core
+
+namespace vigil::http {
+
+unsigned next_upstream_bit(int status) {
+  switch (status) {
+    case 500:
+      return kNextHttp500;
+    case 502:
+      return kNextHttp502;
+    case 503:
+      return kNextHttp503;
+    case 504:
+      return kNextHttp504;
+    case 403:
+      return kNextHttp403;
+    case 404:
+      return kNextHttp404;
+    case 429:
+      return kNextHttp429;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace vigil::http

@@ -1,0 +1,233 @@
+#pragma once
+// The HTTP upstream core (nginx's ngx_http_upstream): what every protocol to
+// a backend shares. One Upstream per request, the base of the protocol's own
+// state (proxy::ProxyState), taken from the worker's buffer cache by the
+// protocol's handler and given back when the request ends (free_request calls
+// upstream_core::release, whatever ended it).
+//
+//   protocol handler -> upstream_core::start
+//     -> [read the body ahead: *_request_buffering] (client_side.cc)
+//     -> create_request -> peer from the balancer / keepalive cache, connect
+//     -> [TLS handshake (upstream_ssl.cc)] -> send the request chain
+//     -> read the response head into buffer 0, process_header per read
+//        -> next upstream / intercept / 101 tunnel
+//     -> input_filter_init; relay the body through a bounded ring of buffers,
+//        input_filter once per read, both directions paced by the slower side
+//     -> give the connection back (keepalive) or close it -> finalize.
+//
+// The core owns connecting, retries (next_upstream with the tries and time
+// limits), timeouts, TLS, $upstream_addr/_status/_response_time, the relay
+// and the error log lines. A protocol (proxy/, later fastcgi/, grpc/) fills
+// an UpstreamProtocol table: it builds the request, frames the request body,
+// parses the response head and decodes the body framing.
+//
+// Memory per request is bounded by configuration: the request head, one
+// client_body_buffer_size buffer, buffer_size for the response head, and
+// buffers_num buffers for the body (one with buffering off). No temporary
+// files: when the buffers are full the upstream is not read.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/chunked.h"
+#include "codec/response_parser.h"
+#include "http/core/request.h"
+#include "http/upstream/upstream_conf.h"
+#include "upstream/upstream.h"
+#include "vigil/event/peer.h"
+
+namespace vigil::http::upstream_core {
+
+enum class Stage : std::uint8_t {
+  kBody,
+  kConnecting,
+  kHandshake,  // TLS to the upstream, under connect_timeout
+  kSending,
+  kHead,
+  kRelay,
+  kTunnel,
+  kDone
+};
+
+inline constexpr std::uint32_t kMaxRing = 64;
+inline constexpr std::uint32_t kMaxResponseFields = 128;
+
+struct Upstream;
+
+// What process_header made of the bytes in the head buffer so far.
+enum class HeadResult : std::uint8_t {
+  kAgain,    // more bytes needed
+  kDone,     // the head is complete: u.resp and u.fields hold it
+  kInvalid,  // malformed (the protocol logged why): next upstream, 502
+};
+
+// The protocol callbacks (nginx's create_request, reinit_request,
+// process_header, input_filter_init, input_filter, finalize_request). The
+// core calls them once per request, per attempt, per read or per buffer,
+// never per byte.
+struct UpstreamProtocol {
+  // The request body is known (read ahead or streamed): build the request
+  // head into u.head (and u.uri_off/uri_len for the log). 0, or the status
+  // the client gets (500 out of memory, 411...).
+  int (*create_request)(Upstream& u);
+  // Another attempt follows: reset what the protocol keeps per attempt.
+  void (*reinit_request)(Upstream& u);
+  // Queues the body buffer u.body (with its framing) at out[k...]; returns
+  // the new k. Called once per body buffer; with an empty buffer and the
+  // body complete, for the end of the body (a last chunk).
+  std::size_t (*body_output)(Upstream& u, Chain* out, std::size_t k);
+  // Parses the response head in [b.pos, b.last), moving b.pos on.
+  HeadResult (*process_header)(Upstream& u, Buf& b);
+  // The response is accepted for the client: how its body ends (u.resp_done,
+  // u.client_chunked...). False: the request ends with an error.
+  bool (*input_filter_init)(Upstream& u);
+  // `n` new body bytes at p (the end of `b`): where the body ends, framing
+  // taken off. False on a malformed body.
+  bool (*input_filter)(Upstream& u, Buf& b, char* p, std::size_t n);
+  // The request ends: give back what the protocol holds (before the state
+  // memory goes back to the cache).
+  void (*finalize)(Upstream& u);
+};
+
+struct Upstream {
+  Request* r = nullptr;
+  const UpstreamConf* conf = nullptr;
+  const UpstreamProtocol* protocol = nullptr;
+  char* state_mem = nullptr;     // the protocol's state in the buffer cache
+  std::uint32_t state_size = 0;  // its size (the cache slot)
+  Stage stage = Stage::kBody;
+  upstream::PeerRequest pr;
+  PeerConnection pc;
+  Connection* u = nullptr;
+  Msec start_msec = 0;  // the first attempt (*_next_upstream_timeout)
+  Msec try_msec = 0;    // the current attempt ($upstream_response_time)
+  bool retried_fresh = false;
+  bool sent_any = false;         // some byte of this request reached a backend (non_idempotent)
+  char hash_key[256];            // the evaluated `hash` key when it fits
+  char* hash_key_mem = nullptr;  // else a worker buffer holding it
+  std::uint32_t hash_key_mem_size = 0;
+
+  // The request head (create_request), built once; head.pos goes back to
+  // head.start for a retry.
+  Buf head;
+  std::uint32_t head_cap = 0;
+  std::uint32_t uri_off = 0;  // the URI inside the head (for log lines)
+  std::uint32_t uri_len = 0;
+
+  // The request body: read from the client, kept in `body` until sent.
+  bool body_out = false;     // a body goes to the backend
+  bool body_in = false;      // the client sends a body
+  bool body_in_done = true;  // all of it has been read from the client
+  bool body_chunked_in = false;
+  std::int64_t body_rest = 0;  // Content-Length bytes still to read from the client
+  ChunkedParser body_chunked;
+  Buf body;
+  std::uint32_t body_cap = 0;
+  bool body_replayable = true;  // `body` holds the body from its first byte
+  bool buffer_body = false;     // the protocol cannot stream this body: read it ahead
+  Chain out[4];
+  Chain* pending = nullptr;  // what is left of the current send
+  bool request_sent = false;
+
+  // The response head (process_header fills it).
+  ResponseHead resp;
+  std::uint32_t nfields = 0;
+  HeaderField fields[kMaxResponseFields];
+  bool resp_any = false;   // a byte of the response arrived
+  bool resp_done = false;  // the whole body arrived
+  bool upstream_eof = false;
+  bool premature = false;  // the backend closed (or failed) before the body's end
+  bool upstream_reusable = true;
+  bool decode_chunked = false;  // the client gets the body without the chunked coding
+  bool client_chunked = false;  // the client gets the body chunked (Transfer-Encoding: chunked)
+  // A body that ends at the backend's close, to an HTTP/1.1 client: each read
+  // becomes a chunk (room for its size line before it and CRLF after it), and
+  // the last chunk follows the close, so the client connection stays open.
+  bool encode_chunked = false;
+  char last_chunk[5] = {'0', '\r', '\n', '\r', '\n'};
+  Buf last_chunk_buf;
+  // proxy_redirect default: a Location starting with redirect_from is sent
+  // with redirect_to instead (the protocol sets them in input_filter_init).
+  std::string_view redirect_from;
+  std::string_view redirect_to;
+
+  // The ring of response buffers: data in [head_i .. tail_i] (cyclic).
+  Buf ring[kMaxRing];
+  std::uint32_t nring = 1;
+  std::uint32_t ring_head = 0;
+  std::uint32_t ring_tail = 0;
+  Chain ring_chain[kMaxRing + 2];  // the head, the ring, the last chunk
+  Chain* client_pending = nullptr;
+
+  // The tunnel after a 101 (client -> backend direction uses `body`).
+  bool upgrade_sent = false;  // the request asks for an Upgrade
+  bool client_eof = false;
+  bool tunnel_up_shut = false;
+  bool tunnel_down_shut = false;
+};
+
+// ---- upstream.cc ----------------------------------------------------------------------
+// Starts the upstream request of `u` (taken from the worker's buffer cache,
+// state_size bytes, u.r/conf/protocol set, r.upstream pointing at it).
+// 0: on its way, else a status for the client.
+int start(Upstream& u);
+// Gives back everything the upstream request holds for `r` (free_request calls it).
+void release(Request& r);
+// The body (if any) read ahead: build the request, choose a server.
+void begin_connect(Upstream& u);
+void connect(Upstream& u);
+// The attempt failed: `next` is the next_upstream condition (kNext*),
+// `status` what the client gets when no other server is tried (502, 504).
+void next_upstream(Upstream& u, unsigned next, int status);
+// A response status in next_upstream may be retried on another server.
+bool may_retry(Upstream& u, unsigned next);
+// Drops the response of this attempt (failed: counts against the server) and
+// tries the next server.
+void retry_after_response(Upstream& u, bool failed);
+// Ends the current attempt for the upstream layer and closes the connection
+// it did not keep.
+void end_attempt(Upstream& u, unsigned state);
+// Ends the upstream request; `error`: the client connection must close.
+void finish(Upstream& u, bool error);
+// Closes (or keeps alive, `reusable`) the upstream connection.
+void close_upstream(Upstream& u, bool reusable);
+// Logs "<what> while <stage action>, client: ..., upstream: ..." as nginx does.
+void log_error(Upstream& u, int level, int err, const char* what);
+
+// ---- upstream_relay.cc ----------------------------------------------------------------
+// Sends the head and body to the backend as far as possible.
+void send_request(Upstream& u);
+// Reads the response head into buffer 0 and hands it to process_header.
+void read_response_head(Upstream& u);
+// Moves the body from the backend to the client through the ring.
+void relay(Upstream& u);
+// Returns every ring buffer to the worker's cache.
+void release_ring(Upstream& u);
+bool idempotent(const Request& r);
+// Hop-by-hop fields (RFC 9110 §7.6.1), never forwarded as they are, in
+// either direction. nginx clears only some of these by default; the RFC says
+// all, and we follow it.
+bool hop_by_hop(std::string_view name);
+// A field that one of the Connection fields among `fields` names (RFC 9110
+// §7.6.1: hop-by-hop too).
+bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string_view name);
+
+// ---- upstream_ssl.cc ------------------------------------------------------------------
+// The connection to the backend is up (fresh or cached): TLS first when the
+// conf asks for it and the connection has none yet, then the request.
+void connected(Upstream& u);
+// A cached keepalive connection fits this location: TLS with the same
+// context for https, plain for http (one group may serve both).
+bool cached_fits(const Upstream& u, const Connection& c);
+// The response is complete: nothing of the backend's is left inside the TLS
+// layer (bytes OpenSSL read that no MSG_PEEK could see).
+bool tls_drained(const Connection& c);
+
+// ---- upstream_tunnel.cc ---------------------------------------------------------------
+void start_tunnel(Upstream& u);
+void tunnel(Upstream& u);
+
+// The upstream event handler (both events of the backend connection).
+void upstream_handler(Event& ev);
+
+}  // namespace vigil::http::upstream_core

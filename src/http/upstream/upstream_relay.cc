@@ -1,0 +1,328 @@
+// The bytes of an upstream request (nginx's ngx_http_upstream_send_request,
+// _process_header and ngx_event_pipe without the temporary files): the
+// request chain the protocol built goes out as the client's body arrives;
+// the response head is read into one buffer and handed to the protocol's
+// process_header; the body goes through a ring of at most buffers_num
+// buffers, each read passed to the protocol's input_filter. When the ring is
+// full the backend is not read; when it is empty the client is not written:
+// each side waits for the other.
+#include <cstring>
+
+#include "http/core/worker.h"
+#include "http/upstream/client_side.h"
+#include "http/upstream/upstream.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::http::upstream_core {
+namespace {
+
+// Bytes moved through one relay pass before the other connections get a turn.
+constexpr std::size_t kRelayBudget = std::size_t{2} << 20;
+
+bool ring_alloc(Upstream& u, std::uint32_t i) {
+  Buf& b = u.ring[i];
+  if (b.start != nullptr) return true;
+  const std::size_t size = i == 0 ? u.conf->buffer_size : u.conf->buffers_size;
+  char* mem = u.r->hc->worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  b.reset(mem, size);
+  return true;
+}
+
+// The head is complete (u.resp, u.fields): what to do with this response.
+void on_head(Upstream& u) {
+  Request& r = *u.r;
+  Buf& b = u.ring[0];
+  if (r.nupstream > 0) {
+    UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
+    t.status = u.resp.status;
+    t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+  }
+  if (u.resp.status == 101) {
+    if (!u.upgrade_sent || !u.resp.has_upgrade) {
+      log_error(u, static_cast<int>(LogLevel::kError), 0,
+                "upstream sent \"101 Switching Protocols\" without an Upgrade asked for");
+      next_upstream(u, kNextInvalidHeader, 502);
+      return;
+    }
+    start_tunnel(u);
+    return;
+  }
+  const unsigned bit = next_upstream_bit(u.resp.status);
+  if (bit != 0 && may_retry(u, bit)) {
+    // 403 and 404 are answers, not failures of the server (nginx).
+    retry_after_response(u, bit != kNextHttp403 && bit != kNextHttp404);
+    return;
+  }
+  if (u.conf->intercept_errors && u.resp.status >= 300 &&
+      r.loc->find_error_page(u.resp.status) != nullptr) {
+    const int status = u.resp.status;
+    close_upstream(u, false);
+    answer_intercepted(u, status);
+    return;
+  }
+
+  if (u.resp.body == BodyKind::kNone ||
+      (u.resp.body == BodyKind::kLength && u.resp.content_length == 0)) {
+    u.resp_done = true;
+  }
+  // How the client gets the body (client framing).
+  const bool chunked_ok = r.line.version >= 1001 && r.loc->chunked_transfer_encoding;
+  if (u.resp.body == BodyKind::kChunked) {
+    if (chunked_ok) {
+      u.client_chunked = true;
+    } else {
+      u.decode_chunked = true;  // an HTTP/1.0 client: the body ends at close
+    }
+  } else if (u.resp.body == BodyKind::kClose && chunked_ok) {
+    u.client_chunked = true;
+    u.encode_chunked = true;
+  }
+  if (!u.protocol->input_filter_init(u) || !build_client_head(u, false)) {
+    finish(u, true);
+    return;
+  }
+  if (u.decode_chunked) r.keepalive = false;
+  u.nring = u.conf->buffering ? u.conf->buffers_num : 1;
+  if (u.nring > kMaxRing) u.nring = kMaxRing;
+  u.stage = Stage::kRelay;
+  // Body bytes that came with the head are accounted for like later ones.
+  if (u.encode_chunked && !frame_first_chunk(b)) {
+    finish(u, true);
+    return;
+  }
+  char* body_start = b.pos;
+  const std::size_t n = static_cast<std::size_t>(b.last - b.pos);
+  if (!u.protocol->input_filter(u, b, body_start, n)) {
+    log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream sent invalid chunked response");
+    finish(u, true);
+    return;
+  }
+  if (!u.request_sent) {
+    // The backend answered before taking the whole request: it will not
+    // read the rest, and the client's unread body ends the connection.
+    u.upstream_reusable = false;
+    if (!u.body_in_done) r.lingering = true;
+    r.keepalive = false;
+  }
+  relay(u);
+}
+
+}  // namespace
+
+void send_request(Upstream& u) {
+  Connection& c = *u.u;
+  EventLoop& loop = *u.r->c->loop;
+  for (;;) {
+    if (u.pending == nullptr) {
+      std::size_t k = 0;
+      if (!u.head.empty()) u.out[k++].buf = &u.head;
+      if (u.body_out) {
+        if (u.body.empty() && !u.body_in_done && k == 0) {
+          const int rc = read_request_body(u);
+          if (rc < 0) return;
+          if (rc == 0) return;  // the client's read event brings us back
+        }
+        k = u.protocol->body_output(u, u.out, k);
+      }
+      if (k == 0) {
+        if (u.body_out && !u.body_in_done) continue;  // read more
+        // All sent: now the response (which may have started already).
+        u.request_sent = true;
+        loop.del_timer(*c.write);
+        if (u.stage == Stage::kSending) {
+          u.stage = Stage::kHead;
+          loop.add_timer(*c.read, u.conf->read_timeout);
+          read_response_head(u);
+        }
+        return;
+      }
+      for (std::size_t i = 0; i < k; ++i) u.out[i].next = i + 1 < k ? &u.out[i + 1] : nullptr;
+      u.pending = &u.out[0];
+    }
+    const off_t before = c.sent;
+    Chain* rest = c.send_chain(c, u.pending, 0);
+    if (c.sent != before) u.sent_any = true;
+    if (rest == kChainError) {
+      log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream closed the connection");
+      u.pending = nullptr;
+      next_upstream(u, kNextError, 502);
+      return;
+    }
+    u.pending = rest;
+    if (rest != nullptr) {
+      if (!c.write->ready) {
+        loop.add_timer(*c.write, u.conf->send_timeout);
+        if (!loop.handle_write_event(*c.write)) next_upstream(u, kNextError, 502);
+        return;
+      }
+      continue;
+    }
+    // This piece went out: an emptied body buffer is refilled from its start.
+    if (!u.body_in_done && u.body.empty() && u.body.start != nullptr) {
+      u.body.pos = u.body.last = u.body.start;
+      u.body_replayable = false;
+    }
+  }
+}
+
+void release_ring(Upstream& u) {
+  BufferCache& cache = u.r->hc->worker->buffers();
+  for (std::uint32_t i = 0; i < kMaxRing; ++i) {
+    Buf& b = u.ring[i];
+    if (b.start == nullptr) continue;
+    cache.put(b.start, static_cast<std::size_t>(b.end - b.start));
+    b = Buf{};
+  }
+}
+
+void read_response_head(Upstream& u) {
+  Connection& c = *u.u;
+  EventLoop& loop = *u.r->c->loop;
+  if (!ring_alloc(u, 0)) {
+    finish(u, true);
+    return;
+  }
+  Buf& b = u.ring[0];
+  for (;;) {
+    if (b.pos < b.last) {
+      switch (u.protocol->process_header(u, b)) {
+        case HeadResult::kAgain:
+          break;
+        case HeadResult::kDone:
+          loop.del_timer(*c.read);
+          on_head(u);
+          return;
+        case HeadResult::kInvalid:
+          next_upstream(u, kNextInvalidHeader, 502);
+          return;
+      }
+    }
+    if (b.last == b.end) {
+      log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream sent too big header");
+      next_upstream(u, kNextInvalidHeader, 502);
+      return;
+    }
+    long n = kIoAgain;
+    if (c.read->ready) n = c.recv(c, b.last, static_cast<std::size_t>(b.end - b.last));
+    if (n == kIoAgain) {
+      if (u.request_sent && !c.read->timer_set) loop.add_timer(*c.read, u.conf->read_timeout);
+      if (!loop.handle_read_event(*c.read)) next_upstream(u, kNextError, 502);
+      return;
+    }
+    if (n == 0) {
+      log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream prematurely closed connection");
+      next_upstream(u, kNextError, 502);
+      return;
+    }
+    if (n < 0) {
+      next_upstream(u, kNextError, 502);
+      return;
+    }
+    b.last += n;
+    u.resp_any = true;
+  }
+}
+
+void relay(Upstream& u) {
+  Request& r = *u.r;
+  Connection& c = *r.c;
+  EventLoop& loop = *c.loop;
+  std::size_t moved = 0;
+  for (;;) {
+    bool progress = false;
+    if (!send_to_client(u, progress, moved)) {
+      finish(u, true);
+      return;
+    }
+    // From the backend, while a buffer has room (filling the ring before the
+    // next write makes that write one large writev).
+    while (!u.resp_done && !u.upstream_eof && u.u != nullptr && u.u->read->ready) {
+      Buf* t = &u.ring[u.ring_tail];
+      // encode_chunked: a read needs room for its chunk's framing and a byte.
+      const std::size_t need = u.encode_chunked ? kChunkRoom + 1 : 1;
+      if (static_cast<std::size_t>(t->end - t->last) < need) {
+        const std::uint32_t next = (u.ring_tail + 1) % u.nring;
+        if (next != u.ring_head && ring_alloc(u, next)) {
+          u.ring_tail = next;
+          t = &u.ring[next];
+          t->pos = t->last = t->start;
+        } else {
+          t = nullptr;
+        }
+      }
+      if (t == nullptr) break;  // the ring is full
+      char* at = t->last;
+      const std::size_t frame = u.encode_chunked ? kChunkLine : 0;
+      const long n =
+          u.u->recv(*u.u, at + frame, static_cast<std::size_t>(t->end - t->last) - need + 1);
+      if (n > 0 && u.encode_chunked) {
+        write_chunk_line(at, static_cast<std::size_t>(n));
+        at[kChunkLine + n] = '\r';
+        at[kChunkLine + n + 1] = '\n';
+        t->last += kChunkRoom + n;
+        moved += static_cast<std::size_t>(n);
+        progress = true;
+      } else if (n > 0) {
+        t->last += n;
+        moved += static_cast<std::size_t>(n);
+        progress = true;
+        if (!u.protocol->input_filter(u, *t, at, static_cast<std::size_t>(n))) {
+          log_error(u, static_cast<int>(LogLevel::kError), 0,
+                    "upstream sent invalid chunked response");
+          finish(u, true);
+          return;
+        }
+      } else if (n == 0 || n == kIoError) {
+        u.upstream_eof = true;
+        progress = true;
+        if (n == 0 && u.resp.body == BodyKind::kClose) {
+          u.resp_done = true;
+          if (u.encode_chunked) {
+            u.last_chunk_buf.reset(u.last_chunk, sizeof u.last_chunk);
+            u.last_chunk_buf.last = u.last_chunk_buf.start + sizeof u.last_chunk;
+          }
+        } else {
+          u.premature = true;
+          log_error(u, static_cast<int>(LogLevel::kError), 0,
+                    "upstream prematurely closed connection");
+        }
+      } else {
+        break;  // kIoAgain
+      }
+    }
+    if (!progress) break;
+    if (moved >= kRelayBudget) {
+      loop.posted_next().post(*c.write);
+      return;
+    }
+  }
+
+  bool all_sent = r.hbuf.empty() && u.last_chunk_buf.empty();
+  for (std::uint32_t i = 0; i < u.nring && all_sent; ++i) all_sent = u.ring[i].empty();
+  if (all_sent && (u.resp_done || u.premature)) {
+    // A body cut short is never presented as complete: the client connection
+    // closes (the length or the chunked coding it was promised tells it).
+    finish(u, u.premature);
+    return;
+  }
+  if (!wait_client(u, all_sent)) {
+    finish(u, true);
+    return;
+  }
+  if (u.u != nullptr && !u.resp_done && !u.upstream_eof) {
+    Buf& t = u.ring[u.ring_tail];
+    const std::size_t need = u.encode_chunked ? kChunkRoom + 1 : 1;
+    const bool room = static_cast<std::size_t>(t.end - t.last) >= need ||
+                      (u.ring_tail + 1) % u.nring != u.ring_head;
+    if (room && !u.u->read->ready) {
+      loop.add_timer(*u.u->read, u.conf->read_timeout);
+    } else {
+      loop.del_timer(*u.u->read);  // paused by the client: not the backend's fault
+    }
+    if (!loop.handle_read_event(*u.u->read)) finish(u, true);
+  }
+}
+
+}  // namespace vigil::http::upstream_core
