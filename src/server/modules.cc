@@ -7,6 +7,9 @@
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
 #include "http/core/protocol.h"
+#include "mail/mail_conf.h"
+#include "mail/protocol.h"
+#include "mail/session.h"
 #include "stream/protocol.h"
 #include "stream/stream_conf.h"
 #include "upstream/upstream.h"
@@ -24,6 +27,7 @@ std::vector<ServerModule> builtin_modules() {
       {"http", &http::http_module(), http::create_listeners, http::init_worker,
        http::exit_worker, http::reopen_logs},
       {"stream", &stream::stream_module(), stream::create_listeners},
+      {"mail", &mail::mail_module(), mail::create_listeners, nullptr, mail::exit_worker},
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
