@@ -41,7 +41,10 @@ Status set_auth(const DirectiveCall& call, unsigned& methods, bool& set, Protoco
     else if (iequals(a, "cram-md5")) bit = kAuthCramMd5;
     else if (iequals(a, "external")) bit = kAuthExternal;
     else if (iequals(a, "apop") && proto == Protocol::kPop3) bit = kAuthApop;
-    else if (iequals(a, "none") && proto == Protocol::kSmtp) bit = kAuthNone;
+    else if (iequals(a, "none") && proto == Protocol::kSmtp) {
+      // nginx's unauthenticated relay (auth_http asked with the envelope) is not here yet.
+      return call.error("\"none\" in \"smtp_auth\" is not supported");
+    }
     if (bit == 0) return call.invalid_value(i);
     methods |= bit;
   }
@@ -145,7 +148,8 @@ Status init_final(const ConfInit& ctx, MailFinalConf& fin) {
       srv->ssl_listen = srv->ssl_listen || l.ssl;
       for (const MailSrvConf* other : fin.servers) {
         for (const ListenArgs& o : other->listens) {
-          if (o.addr_text == l.addr_text) {
+          // Port 0 (the kernel picks one per socket) never collides.
+          if (o.addr_text == l.addr_text && !l.addr_text.ends_with(":0")) {
             return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" + srv->where);
           }
         }
@@ -216,7 +220,17 @@ Module* make_mail_module() {
          srv.msec(&MailSrvConf::auth_http_timeout, 60000));
   m->add("auth_http_header", kAny, Arity::exactly(2), srv.custom(set_header)).multiple = true;
   m->add("auth_http_pass_client_cert", kAny, Arity::on_off(),
-         srv.flag(&MailSrvConf::auth_http_pass_client_cert, false));
+         srv.custom([](const DirectiveCall& call, MailSrvConf& s) {
+           // The certificate headers are not sent yet: "on" must not pass silently.
+           if (iequals(call.arg(0), "off")) {
+             s.auth_http_pass_client_cert = false;
+             return Status::ok();
+           }
+           if (iequals(call.arg(0), "on")) {
+             return call.error("\"auth_http_pass_client_cert on\" is not supported");
+           }
+           return call.invalid_value(0, ", it must be \"on\" or \"off\"");
+         }));
   m->add("mail_limit_conn", kAny, Arity::exactly(1),
          srv.number<unsigned>(&MailSrvConf::limit_conn, 0));
   m->add("starttls", kAny, Arity::exactly(1),

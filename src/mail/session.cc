@@ -32,6 +32,7 @@
 #include "mail/mail_conf.h"
 #include "mail/parse.h"
 #include "upstream/relay.h"
+#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -65,10 +66,6 @@ struct Limits {
 };
 const char kLimitsKey = 0;
 
-struct Counters {
-  std::uint64_t sessions = 0, auth_ok = 0, auth_failed = 0, relayed = 0, limited = 0;
-};
-Counters g_counters;  // per worker process (each worker has its own copy)
 
 struct Session {
   Connection* c = nullptr;
@@ -864,7 +861,7 @@ void auth_done(Session& s) {
   s.auth = nullptr;
   if (!have_status) return auth_fail(s, "auth http server sent no \"Auth-Status\" header", 0);
   if (status != "OK") {
-    ++g_counters.auth_failed;
+    shared_counters()->mail_auth_failed.add();
     ++s.attempts;
     VIGIL_LOG(*c.log, kInfo, 0, "client login failed: \"%s\" while in http auth state, client: %s, login: \"%s\"",
               status.c_str(), s.client_addr.c_str(), s.login.c_str());
@@ -902,7 +899,7 @@ void auth_done(Session& s) {
   if (s.passwd.empty() && s.method != "external" && (s.method == "apop" || s.method == "cram-md5")) {
     return auth_fail(s, "auth http server did not send password", 0);
   }
-  ++g_counters.auth_ok;
+  shared_counters()->mail_auth_ok.add();
   connect_backend(s, server, port);
 }
 
@@ -1184,7 +1181,7 @@ void start_relay(Session& s) {
   Connection& c = *s.c;
   Connection& u = *s.up;
   s.state = State::kRelay;
-  ++g_counters.relayed;
+  shared_counters()->mail_relayed.add();
   c.loop->del_timer(*u.read);
   c.loop->del_timer(*c.read);
   const std::size_t pending_client = static_cast<std::size_t>(s.in.last - s.in.pos);
@@ -1269,11 +1266,6 @@ void ssl_listen_done(Connection& c, TlsHandshake result) {
 
 }  // namespace
 
-MailCounters mail_counters() {
-  return {g_counters.sessions, g_counters.auth_ok, g_counters.auth_failed, g_counters.relayed,
-          g_counters.limited};
-}
-
 void exit_worker(EventLoop& loop) { loop.drop_context<Limits>(&kLimitsKey); }
 
 void init_connection(Connection& c) {
@@ -1295,7 +1287,7 @@ void init_connection(Connection& c) {
   s->proto = conf->protocol;
   s->in.reset(mem, bufsize);
   c.data = s;
-  ++g_counters.sessions;
+  shared_counters()->mail_sessions.add();
   guarded(*s, [&] {
     s->client_addr.assign(c.addr_text);
     if (conf->limit_conn > 0) {
@@ -1304,7 +1296,7 @@ void init_connection(Connection& c) {
       unsigned& n = l->per_addr[s->client_addr];
       if (n >= conf->limit_conn) {
         if (n == 0) l->per_addr.erase(s->client_addr);
-        ++g_counters.limited;
+        shared_counters()->mail_limited.add();
         VIGIL_LOG(*c.log, kError, 0, "limiting connections by mail_limit_conn %u, client: %s",
                   conf->limit_conn, s->client_addr.c_str());
         // The protocol's "try later" before closing.

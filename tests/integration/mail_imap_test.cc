@@ -124,6 +124,12 @@ TEST_F(MailImap, ConfigurationErrors) {
       {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol smtp; starttls maybe; }",
        "invalid value \"maybe\""},
       {"auth_http 127.0.0.1:1; server { protocol pop3; }", "no \"listen\" is defined for server"},
+      {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol smtp; smtp_auth none; }",
+       "\"none\" in \"smtp_auth\" is not supported"},
+      {"auth_http 127.0.0.1:1; auth_http_pass_client_cert on; server { listen 127.0.0.1:1; }",
+       "\"auth_http_pass_client_cert on\" is not supported"},
+      {"auth_http https://127.0.0.1/a; server { listen 127.0.0.1:1; protocol imap; }",
+       "https is not supported in \"auth_http\""},
   };
   for (const Case& k : cases) {
     server_.write_conf(base + k.body + "\n}\n");
