@@ -6,6 +6,7 @@
 #include "event/event_conf.h"
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
+#include "http/core/module.h"
 #include "http/core/protocol.h"
 #include "mail/mail_conf.h"
 #include "mail/protocol.h"
@@ -21,11 +22,17 @@ namespace {
 // One line per module, in load order: core first (the main context), then
 // events (its block is required), then the protocols.
 std::vector<ServerModule> builtin_modules() {
-  return {
+  std::vector<ServerModule> list = {
       {"core", &core_module()},
       {"events", &event_module()},
       {"http", &http::http_module(), http::create_listeners, http::init_worker,
        http::exit_worker, http::reopen_logs},
+  };
+  // The HTTP modules with confs of their own (http/core/modules.cc).
+  for (const http::HttpModule* m : http::http_modules()) {
+    list.push_back({m->conf().name().c_str(), &m->conf()});
+  }
+  list.insert(list.end(), {
       {"stream", &stream::stream_module(), stream::create_listeners},
       {"mail", &mail::mail_module(), mail::create_listeners, nullptr, mail::exit_worker},
       // The per-worker keepalive caches of upstream groups, closed at exit
@@ -33,7 +40,8 @@ std::vector<ServerModule> builtin_modules() {
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
       // The per-worker TLS file buffer (http and stream listeners share it).
       {"tls", nullptr, nullptr, nullptr, tls_exit_loop},
-  };
+  });
+  return list;
 }
 
 std::vector<ServerModule>& registered() {

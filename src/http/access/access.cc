@@ -8,6 +8,8 @@
 //
 // An IPv6 client whose address is IPv4-mapped (::ffff:a.b.c.d, a dual-stack
 // socket) is matched against the IPv4 rules, as nginx does.
+#include "http/core/module.h"
+#include "http/core/phases.h"
 #include "http/access/access.h"
 
 #include <arpa/inet.h>
@@ -36,7 +38,7 @@ bool parse_prefix(std::string_view s, unsigned max, unsigned& bits) {
   return true;
 }
 
-Status set_rule(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_rule(const DirectiveCall& call, AccessConf& conf) {
   AccessRule rule;
   rule.deny = call.name() == "deny";
   std::string error;
@@ -45,7 +47,7 @@ Status set_rule(const DirectiveCall& call, HttpLocConf& loc) {
   if (!warning.empty()) {
     VIGIL_LOG(Log::global(), kWarn, 0, "%s%s", warning.c_str(), call.where().c_str());
   }
-  loc.access_rules.push_back(rule);
+  conf.rules.push_back(rule);
   return Status::ok();
 }
 
@@ -138,8 +140,8 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
 }
 
 int access_phase(Request& r) {
-  const auto& rules = r.loc->access_rules;
-  if (rules.empty() || r.loc->ret != nullptr) return 0;  // return answers first (rewrite phase)
+  const auto& rules = loc_conf<AccessConf>(*r.loc, access_module()).rules;
+  if (rules.empty()) return 0;
   const std::uint8_t* bytes = nullptr;
   const AccessRule::Kind kind = client_of(*r.c, bytes);
   for (const AccessRule& rule : rules) {
@@ -153,10 +155,32 @@ int access_phase(Request& r) {
   return 0;
 }
 
-void add_access_directives(Module& m, ConfSlot<HttpLocConf> loc) {
-  constexpr ConfContextMask kWhere = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
-  m.add("allow", kWhere, Arity::exactly(1), loc.custom(set_rule)).multiple = true;
-  m.add("deny", kWhere, Arity::exactly(1), loc.custom(set_rule)).multiple = true;
+const HttpModule& access_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_access");  // never destroyed: used until exit
+    auto conf = m->add_loc_conf<AccessConf>(
+        {}, [](const ConfInit& ctx, const AccessConf& parent, AccessConf& child) {
+          if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.rules = parent.rules;
+          return Status::ok();
+        });
+    constexpr ConfContextMask kWhere = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+    m->conf().add("allow", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
+    m->conf().add("deny", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
+    return m;
+  }();
+  return *module;
 }
+
+
+namespace {
+
+int access_handler(Request& r) {
+  const int rc = access_phase(r);
+  return rc == 0 ? kPhaseDeclined : rc;
+}
+
+}  // namespace
+
+void add_access_phase(PhaseEngine& engine) { engine.add(HttpPhase::kAccess, access_handler); }
 
 }  // namespace vigil::http

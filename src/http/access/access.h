@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vigil::http {
 
@@ -28,8 +29,21 @@ struct AccessRule {
 bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& error,
                        std::string& warning);
 
+// The module's conf at each level: its rules in order. A level with no
+// allow or deny of its own inherits its parent's whole list (nginx's rule).
+struct AccessConf {
+  std::vector<AccessRule> rules;
+};
+
+class HttpModule;
+const HttpModule& access_module();
+
 // The access phase of r.loc: 0 when the client may go on, else 403 (logged
 // "access forbidden by rule").
 int access_phase(Request& r);
+
+class PhaseEngine;
+// allow/deny's access phase handler.
+void add_access_phase(PhaseEngine& engine);
 
 }  // namespace vigil::http

@@ -4,6 +4,8 @@
 // count is above 0 (the request's release takes it back to 0 and frees it),
 // so there is nothing idle to expire or evict; a full zone refuses the
 // request with limit_conn_status, as nginx.
+#include "http/core/module.h"
+#include "http/core/phases.h"
 #include "http/access/limit_conn.h"
 
 #include <memory>
@@ -56,9 +58,9 @@ void limit_conn_release_all(Request& r) {
 }
 
 bool limit_conn_pass(Request& r) {
-  const HttpLocConf& loc = *r.loc;
+  const LimitConnConf& loc = limit_conn_conf(*r.loc);
   Connection& c = *r.c;
-  for (const LimitConnRef& ref : loc.limit_conn) {
+  for (const LimitConnRef& ref : loc.refs) {
     auto* ctx = static_cast<LimitConnZone*>(ref.zone->data());
     if (ctx == nullptr || !ctx->table.valid()) continue;
     char buf[kMaxLimitKey];
@@ -73,18 +75,18 @@ bool limit_conn_pass(Request& r) {
       ok = limit_conn_acquire(ctx->table, hash, key, ref.number, &node);
       full = !ok && ctx->table.find(hash, key) == nullptr;
     }
-    const char* dry = loc.limit_conn_dry_run ? ", dry run" : "";
+    const char* dry = loc.dry_run ? ", dry run" : "";
     if (!ok) {
       if (full) {
         VIGIL_LOG(*c.log, kAlert, 0, "*%llu could not allocate node in zone \"%s\"",
                   static_cast<unsigned long long>(c.number), ctx->zone->name().c_str());
-      } else if (c.log->enabled(loc.limit_conn_log_level)) {
-        c.log->write(loc.limit_conn_log_level, 0, "*%llu limiting connections%s by zone \"%s\"",
+      } else if (c.log->enabled(loc.log_level)) {
+        c.log->write(loc.log_level, 0, "*%llu limiting connections%s by zone \"%s\"",
                      static_cast<unsigned long long>(c.number), dry, ctx->zone->name().c_str());
       }
-      if (loc.limit_conn_dry_run) continue;
+      if (loc.dry_run) continue;
       limit_conn_release_all(r);
-      finalize_error(r, loc.limit_conn_status);
+      finalize_error(r, loc.status);
       return false;
     }
     r.limit_conn_zone[r.nlimit_conn] = ref.zone;
@@ -96,7 +98,7 @@ bool limit_conn_pass(Request& r) {
 
 namespace {
 
-Status set_limit_conn_zone(const DirectiveCall& call, HttpFinalConf& fin) {
+Status set_limit_conn_zone(const DirectiveCall& call, LimitConnMainConf& main) {
   auto ctx = std::make_shared<LimitConnZone>();
   auto key = VarTemplate::compile(call.arg(0));
   if (!key) return call.error(key.status().message());
@@ -107,45 +109,78 @@ Status set_limit_conn_zone(const DirectiveCall& call, HttpFinalConf& fin) {
   std::uint64_t size = 0;
   if (Status st = parse_zone_arg(call, a.substr(5), name, size); !st) return st;
   return bind_limit_zone(call, "limit_conn_zone", "limit_conn_zone", name, size, &kLimitConnTag,
-                         std::move(ctx), fin.limit_zones);
+                         std::move(ctx), main.zones);
 }
 
 // limit_conn zone number;
-Status set_limit_conn(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_limit_conn(const DirectiveCall& call, LimitConnConf& loc) {
   auto n = parse_number(call.arg(1));
   if (!n || *n <= 0 || *n > 65535) {
     return call.error("invalid number of connections \"" + call.arg(1) + "\"");
   }
   auto z = call.zones().add(call.arg(0), 0, &kLimitConnTag, call.where());
   if (!z) return z.status();
-  for (const LimitConnRef& other : loc.limit_conn) {
+  for (const LimitConnRef& other : loc.refs) {
     if (other.zone == *z) return call.error("\"limit_conn\" directive is duplicate");
   }
-  if (loc.limit_conn.size() >= kMaxLimitConn) {
+  if (loc.refs.size() >= kMaxLimitConn) {
     return call.error("too many \"limit_conn\" directives in one location (at most " +
                       std::to_string(kMaxLimitConn) + ")");
   }
-  loc.limit_conn.push_back({*z, static_cast<std::uint32_t>(*n)});
+  loc.refs.push_back({*z, static_cast<std::uint32_t>(*n)});
   return Status::ok();
 }
 
 }  // namespace
 
-void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin) {
-  constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
-  m.add("limit_conn_zone", kHttpMainConf, Arity::exactly(2), fin.custom(set_limit_conn_zone))
-      .multiple = true;
-  m.add("limit_conn", kAny, Arity::exactly(2), loc.custom(set_limit_conn)).multiple = true;
-  m.add("limit_conn_status", kAny, Arity::exactly(1),
-        loc.number<int>(&HttpLocConf::limit_conn_status, 503, 400, 599));
-  m.add("limit_conn_log_level", kAny, Arity::exactly(1),
-        loc.one_of(&HttpLocConf::limit_conn_log_level, LogLevel::kError,
-                   {{"info", LogLevel::kInfo},
-                    {"notice", LogLevel::kNotice},
-                    {"warn", LogLevel::kWarn},
-                    {"error", LogLevel::kError}}));
-  m.add("limit_conn_dry_run", kAny, Arity::on_off(),
-        loc.flag(&HttpLocConf::limit_conn_dry_run, false));
+const HttpModule& limit_conn_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_limit_conn");  // never destroyed: used until exit
+    Module& c = m->conf();
+    auto main = c.add_conf<LimitConnMainConf>(kHttpMainConf);
+    auto loc = m->add_loc_conf<LimitConnConf>(
+        {}, [](const ConfInit& ctx, const LimitConnConf& parent, LimitConnConf& child) {
+          if (!ctx.is_set("limit_conn")) child.refs = parent.refs;
+          return Status::ok();
+        });
+    constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+    c.add("limit_conn_zone", kHttpMainConf, Arity::exactly(2), main.custom(set_limit_conn_zone))
+        .multiple = true;
+    c.add("limit_conn", kAny, Arity::exactly(2), loc.custom(set_limit_conn)).multiple = true;
+    c.add("limit_conn_status", kAny, Arity::exactly(1),
+          loc.number<int>(&LimitConnConf::status, 503, 400, 599));
+    c.add("limit_conn_log_level", kAny, Arity::exactly(1),
+          loc.one_of(&LimitConnConf::log_level, LogLevel::kError,
+                     {{"info", LogLevel::kInfo},
+                      {"notice", LogLevel::kNotice},
+                      {"warn", LogLevel::kWarn},
+                      {"error", LogLevel::kError}}));
+    c.add("limit_conn_dry_run", kAny, Arity::on_off(), loc.flag(&LimitConnConf::dry_run, false));
+    return m;
+  }();
+  return *module;
+}
+
+const LimitConnConf& limit_conn_conf(const HttpLocConf& loc) {
+  return loc_conf<LimitConnConf>(loc, limit_conn_module());
+}
+
+
+namespace {
+
+// Once per request, as limit_req; the entries are held until the request
+// ends (free_request), a proxied one's while it waits on its upstream too.
+int limit_conn_handler(Request& r) {
+  if (r.limits_stage >= 2) return kPhaseDeclined;
+  r.limits_stage = 2;
+  if (limit_conn_conf(*r.loc).refs.empty() || limit_conn_pass(r)) return kPhaseDeclined;
+  return kPhaseDone;  // answered with limit_conn_status
+}
+
+}  // namespace
+
+void add_limit_conn_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kPreAccess, limit_conn_handler);
 }
 
 }  // namespace vigil::http

@@ -1,5 +1,7 @@
 // limit_req_zone / limit_req (nginx's ngx_http_limit_req_module), see
 // limit_req.h for the arithmetic.
+#include "http/core/module.h"
+#include "http/core/phases.h"
 #include "http/access/limit_req.h"
 
 #include <algorithm>
@@ -98,17 +100,17 @@ void delay_handler(Event& wev) {
   wev.timedout = 0;
   wev.delayed = 0;
   wev.handler = write_handler;
-  run_handler(r);
+  run_phases(r);  // limit_req's step again: it lets the request through now
 }
 
 }  // namespace
 
 bool limit_req_pass(Request& r) {
-  const HttpLocConf& loc = *r.loc;
+  const LimitReqConf& loc = limit_req_conf(*r.loc);
   Connection& c = *r.c;
   const Msec now = clock::current_msec();
   Msec delay = 0;
-  for (const LimitReqRef& ref : loc.limit_req) {
+  for (const LimitReqRef& ref : loc.refs) {
     auto* ctx = static_cast<LimitReqZone*>(ref.zone->data());
     if (ctx == nullptr || !ctx->table.valid()) continue;
     char buf[kMaxLimitKey];
@@ -123,20 +125,20 @@ bool limit_req_pass(Request& r) {
       limit_req_expire(ctx->table, ctx->rate, now, /*force=*/false);
       rc = limit_req_lookup(ctx->table, hash, key, ctx->rate, ref.burst, now, &excess);
     }
-    const char* dry = loc.limit_req_dry_run ? ", dry run" : "";
+    const char* dry = loc.dry_run ? ", dry run" : "";
     if (rc == LimitReqOutcome::kNoMemory) {
       VIGIL_LOG(*c.log, kAlert, 0, "*%llu could not allocate node in zone \"%s\"",
                 static_cast<unsigned long long>(c.number), ctx->zone->name().c_str());
-    } else if (rc == LimitReqOutcome::kBusy && c.log->enabled(loc.limit_req_log_level)) {
-      c.log->write(loc.limit_req_log_level, 0,
+    } else if (rc == LimitReqOutcome::kBusy && c.log->enabled(loc.log_level)) {
+      c.log->write(loc.log_level, 0,
                    "*%llu limiting requests%s, excess: %lld.%03lld by zone \"%s\"",
                    static_cast<unsigned long long>(c.number), dry,
                    static_cast<long long>(excess / 1000), static_cast<long long>(excess % 1000),
                    ctx->zone->name().c_str());
     }
     if (rc != LimitReqOutcome::kOk) {
-      if (loc.limit_req_dry_run) continue;
-      finalize_error(r, loc.limit_req_status);
+      if (loc.dry_run) continue;
+      finalize_error(r, loc.status);
       return false;
     }
     if (static_cast<std::uint64_t>(excess) > ref.delay) {
@@ -144,7 +146,7 @@ bool limit_req_pass(Request& r) {
           static_cast<Msec>((static_cast<std::uint64_t>(excess) - ref.delay) * 1000 / ctx->rate);
       if (d > delay) {
         delay = d;
-        const LogLevel level = lower_level(loc.limit_req_log_level);
+        const LogLevel level = lower_level(loc.log_level);
         if (c.log->enabled(level)) {
           c.log->write(level, 0, "*%llu delaying request%s, excess: %lld.%03lld, by zone \"%s\"",
                        static_cast<unsigned long long>(c.number), dry,
@@ -154,7 +156,7 @@ bool limit_req_pass(Request& r) {
       }
     }
   }
-  if (delay == 0 || loc.limit_req_dry_run) return true;
+  if (delay == 0 || loc.dry_run) return true;
   // Held by a timer on the write event (nginx's ngx_http_limit_req_delay):
   // reading stays blocked, the worker serves others meanwhile.
   Event& wev = *c.write;
@@ -169,7 +171,7 @@ bool limit_req_pass(Request& r) {
 namespace {
 
 // limit_req_zone key zone=name:size rate=Nr/s|Nr/m [sync];
-Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
+Status set_limit_req_zone(const DirectiveCall& call, LimitReqMainConf& main) {
   auto ctx = std::make_shared<LimitReqZone>();
   auto key = VarTemplate::compile(call.arg(0));
   if (!key) return call.error(key.status().message());
@@ -207,11 +209,11 @@ Status set_limit_req_zone(const DirectiveCall& call, HttpFinalConf& fin) {
   }
   if (name.empty()) return call.error("\"limit_req_zone\" must have \"zone\" parameter");
   return bind_limit_zone(call, "limit_req_zone", "limit_req", name, size, &kLimitReqTag,
-                         std::move(ctx), fin.limit_zones);
+                         std::move(ctx), main.zones);
 }
 
 // limit_req zone=name [burst=N] [nodelay | delay=N];
-Status set_limit_req(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_limit_req(const DirectiveCall& call, LimitReqConf& loc) {
   LimitReqRef ref;
   std::string name;
   bool nodelay = false;
@@ -243,10 +245,10 @@ Status set_limit_req(const DirectiveCall& call, HttpLocConf& loc) {
   if (!z) return z.status();
   ref.zone = *z;
   ref.where = call.where();
-  for (const LimitReqRef& other : loc.limit_req) {
+  for (const LimitReqRef& other : loc.refs) {
     if (other.zone == ref.zone) return call.error("\"limit_req\" directive is duplicate");
   }
-  loc.limit_req.push_back(std::move(ref));
+  loc.refs.push_back(std::move(ref));
   return Status::ok();
 }
 
@@ -258,17 +260,50 @@ const std::vector<std::pair<std::string, LogLevel>> kLimitLogLevels = {
 
 }  // namespace
 
-void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin) {
-  constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
-  m.add("limit_req_zone", kHttpMainConf, Arity::between(2, 4), fin.custom(set_limit_req_zone))
-      .multiple = true;
-  m.add("limit_req", kAny, Arity::between(1, 3), loc.custom(set_limit_req)).multiple = true;
-  m.add("limit_req_status", kAny, Arity::exactly(1),
-        loc.number<int>(&HttpLocConf::limit_req_status, 503, 400, 599));
-  m.add("limit_req_log_level", kAny, Arity::exactly(1),
-        loc.one_of(&HttpLocConf::limit_req_log_level, LogLevel::kError, kLimitLogLevels));
-  m.add("limit_req_dry_run", kAny, Arity::on_off(),
-        loc.flag(&HttpLocConf::limit_req_dry_run, false));
+const HttpModule& limit_req_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_limit_req");  // never destroyed: used until exit
+    Module& c = m->conf();
+    auto main = c.add_conf<LimitReqMainConf>(kHttpMainConf);
+    auto loc = m->add_loc_conf<LimitReqConf>(
+        {}, [](const ConfInit& ctx, const LimitReqConf& parent, LimitReqConf& child) {
+          if (!ctx.is_set("limit_req")) child.refs = parent.refs;
+          return Status::ok();
+        });
+    constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+    c.add("limit_req_zone", kHttpMainConf, Arity::between(2, 4), main.custom(set_limit_req_zone))
+        .multiple = true;
+    c.add("limit_req", kAny, Arity::between(1, 3), loc.custom(set_limit_req)).multiple = true;
+    c.add("limit_req_status", kAny, Arity::exactly(1),
+          loc.number<int>(&LimitReqConf::status, 503, 400, 599));
+    c.add("limit_req_log_level", kAny, Arity::exactly(1),
+          loc.one_of(&LimitReqConf::log_level, LogLevel::kError, kLimitLogLevels));
+    c.add("limit_req_dry_run", kAny, Arity::on_off(), loc.flag(&LimitReqConf::dry_run, false));
+    return m;
+  }();
+  return *module;
+}
+
+const LimitReqConf& limit_req_conf(const HttpLocConf& loc) {
+  return loc_conf<LimitReqConf>(loc, limit_req_module());
+}
+
+
+namespace {
+
+// Once per request (nginx's r->main->limit_req_status): after a delay, and
+// after an internal redirect, the request is not counted again.
+int limit_req_handler(Request& r) {
+  if (r.limits_stage >= 1) return kPhaseDeclined;
+  r.limits_stage = 1;
+  if (limit_req_conf(*r.loc).refs.empty() || limit_req_pass(r)) return kPhaseDeclined;
+  return kPhaseSuspended;  // delayed (the timer runs the phases again) or answered
+}
+
+}  // namespace
+
+void add_limit_req_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kPreAccess, limit_req_handler);
 }
 
 }  // namespace vigil::http

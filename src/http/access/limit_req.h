@@ -17,14 +17,49 @@
 // request gets limit_req_status with "could not allocate node in zone".
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/access/limit_zone.h"
 #include "vigil/core/clock.h"
+#include "vigil/core/log.h"
+
+namespace vigil {
+class ShmZone;
+}
 
 namespace vigil::http {
 
 struct Request;
+struct HttpLocConf;
+class HttpModule;
+
+// One "limit_req zone=name [burst=N] [nodelay | delay=N];".
+struct LimitReqRef {
+  ShmZone* zone = nullptr;
+  std::uint64_t burst = 0;  // in 1/1000 requests, as the zone's excess
+  std::uint64_t delay = 0;  // excess served without delay (1/1000 requests)
+  std::string where;
+};
+
+// The module's conf at each level. A level with no limit_req of its own
+// inherits all of its parent's (nginx's rule); the others inherit singly.
+struct LimitReqConf {
+  std::vector<LimitReqRef> refs;
+  int status = 503;
+  LogLevel log_level = LogLevel::kError;
+  bool dry_run = false;
+};
+
+// The http level's: the limit_req_zone contexts (ShmZone::data() points at them).
+struct LimitReqMainConf {
+  std::vector<std::shared_ptr<void>> zones;
+};
+
+const HttpModule& limit_req_module();
+const LimitReqConf& limit_req_conf(const HttpLocConf& loc);
 
 // The new excess after one more request `elapsed` ms after the last one
 // (before the burst check). Negative elapsed (a clock step back) counts as 0,
@@ -43,9 +78,13 @@ LimitReqOutcome limit_req_lookup(LimitTable& t, std::uint64_t hash, std::string_
 // drops the least recently used one whatever its state. Caller holds the lock.
 void limit_req_expire(LimitTable& t, std::uint64_t rate, Msec now, bool force);
 
-// The preaccess step of a request (request.cc): true when the request goes
-// on now; false when it was rejected (answered) or delayed (a timer on the
-// write event continues it with run_handler).
+// The pre-access step of a request: true when the request goes on now;
+// false when it was rejected (answered) or delayed (a timer on the write
+// event continues it with run_phases).
 bool limit_req_pass(Request& r);
+
+class PhaseEngine;
+// limit_req's pre-access phase handler.
+void add_limit_req_phase(PhaseEngine& engine);
 
 }  // namespace vigil::http

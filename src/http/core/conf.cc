@@ -11,6 +11,9 @@
 #include "core/conf/values.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
+#include "http/core/module.h"
+#include "http/core/phases.h"
+#include "http/core/request.h"
 #include "http/core/servers.h"
 #include "upstream/upstream.h"
 #include "vigil/event/listening.h"
@@ -310,15 +313,11 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
-  // As nginx: a level with no limit_req (limit_conn) inherits all of its parent's.
-  if (!ctx.is_set("limit_req")) child.limit_req = parent.limit_req;
-  if (!ctx.is_set("limit_conn")) child.limit_conn = parent.limit_conn;
   if (!ctx.is_set("disable_symlinks")) {
     child.disable_symlinks = parent.disable_symlinks;
     child.disable_symlinks_from = parent.disable_symlinks_from;
   }
   if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
-  if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
   merge_add_headers(ctx, parent, child);
   if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
@@ -343,12 +342,13 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
 // Collects the locations under `scope` into `parent`'s tables, checking that
 // nested ones stay inside their parent (nginx: 'location "/x" is outside
 // location "/y"').
-Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf& parent,
-                         std::vector<HttpLocConf*>& all) {
+Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t module,
+                         HttpLocConf& parent, std::vector<HttpLocConf*>& all) {
   for (const auto& child : scope.children()) {
     if (child->context() != kHttpLocConf) continue;
     auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
     if (loc == nullptr) continue;
+    if (Status s = bind_module_confs(env, *child, *loc); !s) return s;
     if (!parent.name.empty()) {
       if (parent.exact) {
         return Status::error("location \"" + loc->name +
@@ -368,7 +368,7 @@ Status collect_locations(const ConfScope& scope, std::size_t module, HttpLocConf
     }
     list.push_back(loc);
     all.push_back(loc);
-    if (Status s = collect_locations(*child, module, *loc, all); !s) return s;
+    if (Status s = collect_locations(env, *child, module, *loc, all); !s) return s;
   }
   std::stable_sort(
       parent.prefix_locations.begin(), parent.prefix_locations.end(),
@@ -452,7 +452,8 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
       srv->listens.push_back(std::move(l));
     }
     locations.push_back(loc);
-    if (Status s = collect_locations(*child, module, *loc, locations); !s) return s;
+    if (Status s = bind_module_confs(ctx.env(), *child, *loc); !s) return s;
+    if (Status s = collect_locations(ctx.env(), *child, module, *loc, locations); !s) return s;
     servers.push_back(srv);
   }
   // The http level's own loc conf too: an access_log there names a format
@@ -475,6 +476,10 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
+  PhaseEngine& phases = final_conf.servers->phases;
+  register_phase_handlers(phases);
+  phases.build();
+  for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
   // One table per open_file_cache directive that some location uses.
   for (const HttpLocConf* loc : final_conf.servers->locations) {
     const OpenFileCacheConf* fc = loc->open_file_cache.get();
@@ -491,7 +496,7 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
 Status set_stub_status(const DirectiveCall& call, HttpLocConf& loc) {
   // nginx before 1.7.5 took "on"; accept it, as nginx still does.
   if (call.arg_count() == 1 && call.arg(0) != "on") return call.invalid_value(0);
-  loc.handler = LocationHandler::kStubStatus;
+  loc.content = &kStubStatusContent;
   return Status::ok();
 }
 
@@ -564,13 +569,10 @@ Module* make_http_module() {
                      {"exact", IfModifiedSince::kExact},
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
-  add_limit_req_directives(*m, loc, fin);
-  add_limit_conn_directives(*m, loc, fin);
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
   add_try_files_directive(*m, loc);
-  add_access_directives(*m, loc);
   add_return_directive(*m, loc);
   add_header_directives(*m, loc);
   add_hash_size_directives(*m, loc, fin);
@@ -581,13 +583,23 @@ Module* make_http_module() {
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
          loc.custom([](const DirectiveCall&, HttpLocConf& l) {
-           l.handler = LocationHandler::kMetrics;
+           l.content = &kMetricsContent;
            return Status::ok();
          }));
   return m;
 }
 
 }  // namespace
+
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler) {
+  const std::size_t at =
+      call.env().modules != nullptr ? call.env().modules->index_of(http_module()) : 0;
+  ConfScope* owner = call.scope().owner_of(at, kLocSpec);
+  auto* loc = owner != nullptr ? static_cast<HttpLocConf*>(owner->conf(at, kLocSpec)) : nullptr;
+  if (loc == nullptr) return call.error("\"" + call.name() + "\" directive is not allowed here");
+  loc->content = handler;
+  return Status::ok();
+}
 
 const Module& http_module() {
   static const Module* module = make_http_module();  // never destroyed: used until exit

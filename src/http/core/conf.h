@@ -37,6 +37,8 @@ inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
 namespace vigil::http {
 
 class HttpServers;
+class PhaseEngine;
+struct Request;
 struct TryFiles;
 }  // namespace vigil::http
 namespace vigil {
@@ -47,24 +49,18 @@ namespace vigil::http {
 // One "listen" directive.
 using ListenConf = ListenArgs;  // event/listen_conf.h
 
-enum class LocationHandler : std::uint8_t { kStatic, kStubStatus, kMetrics, kProxy };
+// A location's content handler (nginx's clcf->handler): set by the directive
+// that makes the location answer (proxy_pass, stub_status, metrics); a
+// location without one is served by the content phase's handlers (static
+// files). `run` is a phase handler (phases.h).
+struct ContentHandler {
+  const char* name;
+  int (*run)(Request& r);
+  bool any_method;  // takes every method: its 405 names no Allow list
+};
 
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
-
-// One "limit_req zone=name [burst=N] [nodelay | delay=N];" (limit_req.cc).
-struct LimitReqRef {
-  ShmZone* zone = nullptr;
-  std::uint64_t burst = 0;  // in 1/1000 requests, as the zone's excess
-  std::uint64_t delay = 0;  // excess served without delay (1/1000 requests)
-  std::string where;
-};
-
-// One "limit_conn zone number;" (limit_conn.cc).
-struct LimitConnRef {
-  ShmZone* zone = nullptr;
-  std::uint32_t number = 0;
-};
 
 // disable_symlinks off | on | if_not_owner (static_file.cc).
 enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
@@ -135,7 +131,7 @@ struct HttpLocConf {
   std::shared_ptr<const AccessLogConf> access_log;
   int access_log_index = -1;  // into HttpServers::access_logs; -1: off
   std::vector<ErrorPage> error_pages;
-  LocationHandler handler = LocationHandler::kStatic;
+  const ContentHandler* content = nullptr;  // null: the content phase (static files)
   Lingering lingering_close = Lingering::kOn;
   Msec lingering_time = 30000;
   Msec lingering_timeout = 5000;
@@ -147,25 +143,19 @@ struct HttpLocConf {
   std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
   bool server_tokens = true;
 
-  // Request limits (limit_req.cc, limit_conn.cc, limit_rate in response.cc).
-  std::vector<LimitReqRef> limit_req;
-  std::vector<LimitConnRef> limit_conn;
-  int limit_req_status = 503;
-  int limit_conn_status = 503;
-  LogLevel limit_req_log_level = LogLevel::kError;
-  LogLevel limit_conn_log_level = LogLevel::kError;
-  bool limit_req_dry_run = false;
-  bool limit_conn_dry_run = false;
+  // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
   std::size_t limit_rate_after = 0;
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
-  std::vector<AccessRule> access_rules;        // allow/deny in order (access.cc)
   std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
   bool open_file_cache_errors = false;
+
+  // Each HttpModule's conf at this level (module.h: loc_conf), by its index.
+  std::vector<const void*> module_confs;
 
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;
@@ -191,6 +181,7 @@ struct HttpSrvConf {
   std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
+  const PhaseEngine* phases = nullptr;  // the configuration's (HttpServers::phases)
 };
 
 // The last conf spec of the module, kept in the http scope only: its init
@@ -200,25 +191,23 @@ struct HttpSrvConf {
 struct HttpFinalConf {
   std::shared_ptr<HttpServers> servers;
   std::vector<std::shared_ptr<const LogFormat>> log_formats;  // log_format, in order
-  // limit_req_zone / limit_conn_zone contexts (ShmZone::data() points at them).
-  std::vector<std::shared_ptr<void>> limit_zones;
 };
 
 const Module& http_module();
+// For a directive of another module that makes the current location answer
+// (as nginx's modules set clcf->handler): sets the location's (or server
+// level's) content handler.
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler);
 // Where http_module() keeps its upstream groups: upstream::group_set(ctx,
 // http_upstream_specs()) in an init of the http module, or
 // upstream::find_group_set(scope, module, http_upstream_specs()).
 upstream::UpstreamSpecs http_upstream_specs();
 
-// Directives of the request limits, added to the http module (limit_req.cc,
-// limit_conn.cc, limit_rate.cc).
-void add_limit_req_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
-void add_limit_conn_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
+// limit_rate's directives, added to the http module (limit_rate.cc).
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
-void add_access_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
 // add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
 void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);

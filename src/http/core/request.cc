@@ -9,6 +9,7 @@
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
 #include "http/proxy/proxy.h"
+#include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/rewrite/return.h"
 #include "event/tls/tls.h"
@@ -129,7 +130,8 @@ void discard_body_handler(Event& rev) {
     loop.del_timer(rev);
     rev.handler = block_reading;
     if (rc == 1) {
-      run_handler(r);
+      r.body_discarded = true;
+      run_phases(r);  // the step that asked for the discard runs again
     } else {
       finalize_error(r, rc);
     }
@@ -205,35 +207,93 @@ bool keep_uri(Request& r, std::string_view path) {
   return true;
 }
 
-// The preaccess phase: limit_req, then limit_conn (nginx runs them in this
-// order). A delayed request comes back through run_handler.
-bool limits_pass(Request& r) {
-  if (r.limits_stage == 0) {
-    r.limits_stage = 1;
-    if (!r.loc->limit_req.empty() && !limit_req_pass(r)) return false;
+}  // namespace
+
+namespace {
+
+// The request's URI buffer: the URI from its start, arguments (when they
+// are the buffer's) at its end.
+char* uri_buffer(Request& r) {
+  if (r.uri_mem == nullptr) {
+    const std::size_t size = r.hc->srv->large_buffers_size;
+    char* mem = r.hc->worker->buffers().get(size);
+    if (mem == nullptr) return nullptr;
+    r.uri_mem = mem;
+    r.uri_mem_size = static_cast<std::uint32_t>(size);
   }
-  if (r.limits_stage == 1) {
-    r.limits_stage = 2;
-    if (!r.loc->limit_conn.empty() && !limit_conn_pass(r)) return false;
-  }
-  return true;
+  return r.uri_mem;
+}
+
+bool args_in_buffer(const Request& r) {
+  return r.uri_mem != nullptr && r.line.query.data() >= r.uri_mem &&
+         r.line.query.data() < r.uri_mem + r.uri_mem_size;
 }
 
 }  // namespace
 
-int dispatch(Request& r, std::string_view path, std::string_view extension) {
-  if (r.loc->ret != nullptr) return send_return(r, extension);  // the rewrite phase
-  switch (r.loc->handler) {
-    case LocationHandler::kStubStatus:
-      return stub_status_handler(r);
-    case LocationHandler::kMetrics:
-      return metrics_handler(r);
-    case LocationHandler::kProxy:
-      return proxy::start(r);
-    case LocationHandler::kStatic:
-      break;
+bool set_request_uri(Request& r, std::string_view uri) {
+  char* mem = uri_buffer(r);
+  if (mem == nullptr) return false;
+  const std::size_t args = args_in_buffer(r) ? r.line.query.size() : 0;
+  if (uri.size() + args > r.uri_mem_size) return false;
+  std::memcpy(mem, uri.data(), uri.size());
+  r.uri = std::string_view(mem, uri.size());
+  return true;
+}
+
+
+bool set_request_uri_and_args(Request& r, std::string_view target) {
+  const std::size_t q = target.find('?');
+  const std::string_view uri = target.substr(0, q);
+  char* mem = uri_buffer(r);
+  if (mem == nullptr || target.size() > r.uri_mem_size) return false;
+  if (q == std::string_view::npos) {
+    r.line.query = {};
+    r.line.has_query = false;
+  } else {
+    const std::string_view args = target.substr(q + 1);
+    char* at = mem + r.uri_mem_size - args.size();
+    std::memcpy(at, args.data(), args.size());
+    r.line.query = std::string_view(at, args.size());
+    r.line.has_query = true;
   }
-  return static_handler(r, path, extension);
+  std::memcpy(mem, uri.data(), uri.size());
+  r.uri = std::string_view(mem, uri.size());
+  return true;
+}
+
+int discard_request_body(Request& r) {
+  if (r.body_discarded) return kPhaseNext;
+  if (!r.check.chunked && r.check.content_length <= 0) {
+    r.body_discarded = true;
+    return kPhaseNext;
+  }
+  r.body_chunked = r.check.chunked;
+  r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
+  if (!discard_body(r)) return kPhaseSuspended;  // read later, or an error was answered
+  r.body_discarded = true;
+  r.phase = Phase::kWriting;
+  return kPhaseNext;
+}
+
+int find_config_handler(Request& r) {
+  r.loc = &find_location(*r.srv, r.uri);
+  const HttpLocConf& loc = *r.loc;
+  // As nginx's find-config phase: a declared body over client_max_body_size
+  // is refused before any module of the location runs.
+  if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
+      static_cast<std::uint64_t>(r.check.content_length) > loc.client_max_body_size) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu client intended to send too large body: %lld bytes",
+              static_cast<unsigned long long>(r.c->number),
+              static_cast<long long>(r.check.content_length));
+    return 413;
+  }
+  return kPhaseNext;
+}
+
+int location_content_handler(Request& r) {
+  if (r.loc->content == nullptr) return kPhaseDeclined;  // the content phase's handlers
+  return r.loc->content->run(r);
 }
 
 namespace {
@@ -320,71 +380,28 @@ void process_request(Request& r) {
   } else {
     np.path = "*";
   }
-  // A server's return answers before any location is chosen.
-  r.loc = r.srv->loc->ret != nullptr ? r.srv->loc : &find_location(*r.srv, np.path);
-  if (!keep_uri(r, np.path)) {
-    finalize_error(r, 500);
-    return;
-  }
-  // allow/deny, then try_files (which may change r.uri, its arguments and
-  // r.loc); a location's return comes before both (nginx's rewrite phase).
-  int phase_rc = access_phase(r);
-  if (phase_rc == 0 && r.loc->try_files != nullptr) phase_rc = try_files_phase(r);
-  if (phase_rc != 0) {
-    // A body still unread is left to the lingering close.
-    if (r.check.chunked || r.check.content_length > 0) r.lingering = true;
-    finalize_error(r, phase_rc);
-    return;
-  }
-
-  const HttpLocConf& loc = *r.loc;
-  if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
-      static_cast<std::uint64_t>(r.check.content_length) > loc.client_max_body_size) {
-    VIGIL_LOG(*c.log, kError, 0, "*%llu client intended to send too large body: %lld bytes",
-              static_cast<unsigned long long>(c.number),
-              static_cast<long long>(r.check.content_length));
-    finalize_error(r, 413);
-    return;
-  }
   // TRACE would echo the request's fields (cookies, credentials) back to a
   // script that asks for it: refused everywhere, and the connection closed,
-  // as nginx does ("client sent TRACE method"). RFC 9110 leaves TRACE optional.
-  // (A PUT without Content-Length or chunked coding has an empty body,
-  // RFC 9112 §6.3: the proxy forwards it, the static handler answers 405.)
+  // as nginx does when it reads the head ("client sent TRACE method").
+  // RFC 9110 leaves TRACE optional. (A PUT without Content-Length or chunked
+  // coding has an empty body, RFC 9112 §6.3: the proxy forwards it, the
+  // static handler answers 405.)
   if (r.line.method == Method::kTrace) {
     VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent TRACE method",
               static_cast<unsigned long long>(c.number));
     r.check.keep_alive = false;
+    r.loc = &find_location(*r.srv, np.path);  // its 405 says what the location allows
     finalize_error(r, 405);
     return;
   }
-
-  if (loc.ret != nullptr && loc.ret->code == kStatusClose) {
-    terminate_request(r, kStatusClose);  // no need to read a body first
+  r.loc = r.srv->loc;  // until find-config chooses the location
+  if (!keep_uri(r, np.path)) {
+    finalize_error(r, 500);
     return;
   }
-  if (loc.handler == LocationHandler::kProxy && loc.ret == nullptr) {
-    // The proxy reads the body itself, as it streams it to the backend.
-    r.body_chunked = r.check.chunked;
-    r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
-    r.phase = Phase::kWriting;
-    if (int rc = proxy::start(r); rc != 0) finalize_error(r, rc);
-    return;
-  }
-  if (r.check.chunked || r.check.content_length > 0) {
-    r.body_chunked = r.check.chunked;
-    r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
-    if (!discard_body(r)) return;  // run_handler follows once the body is gone
-  }
-  run_handler(r);
-}
-
-void run_handler(Request& r) {
-  // r.uri: the normalised path (kept out of the scratch, which an
-  // asynchronous body or try_files may have used), or try_files' URI.
   r.phase = Phase::kWriting;
-  if (r.loc->ret == nullptr && !limits_pass(r)) return;  // return comes before the limits
-  if (int rc = dispatch(r, r.uri, path_extension(r.uri)); rc != 0) finalize_error(r, rc);
+  r.phase_step = 0;
+  run_phases(r);
 }
 
 void finalize_request(Request& r) {
@@ -453,6 +470,8 @@ void finalize_error(Request& r, int status) {
       (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
+      r.headers_out = HeadersOut{};
+      r.body_offset = 0;
       r.status = page->overwrite != 0 ? page->overwrite : status;
       r.loc = &find_location(*r.srv, page->uri);
       std::string_view uri = page->uri;
@@ -463,6 +482,10 @@ void finalize_error(Request& r, int status) {
       }
       const int rc = r.loc->ret != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
       if (rc == 0) return;
+      if (rc == kPhaseJump) {  // an index file in another location
+        run_phases(r);
+        return;
+      }
       r.status = 0;
     }
   }

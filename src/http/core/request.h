@@ -5,7 +5,7 @@
 //
 //   accept -> init_connection -> wait_request_handler (first byte)
 //     -> process_request_line -> process_request_headers -> process_request
-//     -> [discard the body] -> run_handler (static / stub_status / metrics)
+//     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
 //     -> send_response -> writer (as the socket drains) -> finalize_request
 //     -> keep-alive (wait_request_handler again), lingering close, or close.
 //
@@ -22,6 +22,8 @@
 #include <string_view>
 
 #include "codec/chunked.h"
+#include "http/core/headers_out.h"
+#include "http/core/module.h"
 #include "http/core/conf.h"
 #include "codec/header_check.h"
 #include "codec/parse.h"
@@ -144,8 +146,16 @@ struct Request {
   bool use_sendfile = false;
   off_t header_size = 0;   // bytes of header in the response, for $body_bytes_sent
   off_t sent_start = 0;    // c->sent when the request started
-  int redirects = 0;       // internal redirects (index, error_page)
+  int redirects = 0;       // internal redirects (try_files, error_page)
+  std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
+  bool body_discarded = false;   // the request body was read and thrown away
   bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
+  // Each HttpModule's per-request state (module.h), null until it sets it:
+  // memory the module owns for the request's life (a worker buffer, given
+  // back by the module when the request ends), or a pointer into the request.
+  void* ctx[kMaxHttpModules] = {};
+  HeadersOut headers_out;       // the response head (send_header, filters.h)
+  std::int64_t body_offset = 0;  // the first byte of the representation sent (a 206's)
   char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 
@@ -204,7 +214,22 @@ void finalize_error(Request& r, int status);
 // Closes the connection because of `status` without answering (408, 499...):
 // the access log records it.
 void terminate_request(Request& r, int status);
-void run_handler(Request& r);
+// Reads and throws away the request body (a handler that answers without
+// one calls it first, so the connection can be kept). kPhaseNext: no body
+// is left; kPhaseSuspended: it is being read and run_phases(r) enters the
+// calling step again once it is gone (or the request ended with an error).
+int discard_request_body(Request& r);
+// Sets r.uri to `uri` (which must not lie in the request's URI buffer),
+// keeping the arguments: the URI of an internal redirect. False when it does
+// not fit large_client_header_buffers' size or no buffer could be had.
+bool set_request_uri(Request& r, std::string_view uri);
+// The same for "uri[?args]": the arguments become those after its '?' (none
+// without one, as nginx's internal redirects).
+bool set_request_uri_and_args(Request& r, std::string_view target);
+// The engine's own steps (phases.h): the location for r.uri, and the
+// location's content handler.
+int find_config_handler(Request& r);
+int location_content_handler(Request& r);
 // The read handler while a response is written (nginx's ngx_http_block_reading).
 void block_reading(Event& rev);
 
@@ -218,27 +243,14 @@ inline constexpr int kStatusPlainHttp = 497;  // plain HTTP on a TLS port
 // Statuses after which the connection is closed (nginx's special responses).
 bool status_closes(int status);
 std::string_view reason_phrase(int status);
-// Extra header lines a response needs beyond the common ones.
-struct ResponseHeaders {
-  int status = 200;
-  std::string_view content_type;
-  std::int64_t content_length = -1;
-  std::time_t last_modified = -1;
-  std::string_view etag;
-  bool accept_ranges = false;
-  std::string_view content_range;  // whole field value
-  std::string_view location;       // path, escaped when written
-  std::string_view location_query;
-  bool allow = false;  // "Allow: GET, HEAD" (405)
-  bool location_as_is = false;  // `location` is a whole URL, already escaped (return.cc)
-};
 // Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
 // the request's inline buffer, or a worker buffer kept in r.big_header;
 // nullptr if none could be had.
 char* head_memory(Request& r, std::size_t need);
-// Formats the status line and header fields into r.hbuf (keep-alive decided
+// HTTP/1's head writer, the end of the header filter chain (filters.h):
+// formats the status line and r.headers_out into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.
-bool write_header(Request& r, const ResponseHeaders& h);
+bool write_header(Request& r);
 // Sends r.out (header + body) as the socket drains; finishes the request when done.
 void send_response(Request& r);
 void write_handler(Event& wev);
@@ -248,12 +260,12 @@ std::string_view special_body(int status, bool tokens = true);
 // Prepares and sends the built-in page for `status` (no error_page lookup).
 void send_special(Request& r, int status);
 
-// Runs the handler of r.loc for `path` (normalised). Returns 0 when a
-// response is on its way, else the status to answer.
-int dispatch(Request& r, std::string_view path, std::string_view extension);
 
 // ---- static_file.cc ----------------------------------------------------------------
 int static_handler(Request& r, std::string_view path, std::string_view extension);
+class PhaseEngine;
+// The static module's content phase handler.
+void add_static_phase(PhaseEngine& engine);
 // The media type of `ext` by the location's types, else its default_type.
 std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext);
 // Opens `name` (NUL-terminated) through loc's open_file_cache when it has
@@ -264,7 +276,8 @@ void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFi
 void drop(Request& r, FileRef& ref);
 
 // ---- status.cc ------------------------------------------------------------------
-int stub_status_handler(Request& r);
-int metrics_handler(Request& r);
+// The content handlers of stub_status and metrics.
+extern const ContentHandler kStubStatusContent;
+extern const ContentHandler kMetricsContent;
 
 }  // namespace vigil::http

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "http/core/conf.h"
+#include "http/core/phases.h"
 #include "vigil/core/result.h"
 
 namespace vigil::http {
@@ -54,6 +55,8 @@ class HttpServers {
   // The configuration's main scope (upstream::append_metrics finds the
   // configuration's upstream groups by it).
   const ConfScope* main_scope = nullptr;
+  // Every module's phase handlers, laid out once (phases.h).
+  PhaseEngine phases;
 
   // Groups the servers by address, checks default_server and listen options,
   // and builds the name tables.

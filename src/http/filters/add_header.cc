@@ -16,6 +16,7 @@
 //
 // server_tokens off sends "Server: vigil" and drops the version from the
 // built-in error pages (response.cc, proxy_response.cc read the flag).
+#include "http/core/filters.h"
 #include "http/filters/add_header.h"
 
 #include <cstring>
@@ -82,8 +83,12 @@ void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocCo
   if (!ctx.is_set("add_header")) child.add_headers = parent.add_headers;
 }
 
-std::size_t add_headers_length(const Request& r, int status) {
-  const AddHeaderList* list = r.loc != nullptr ? r.loc->add_headers.get() : nullptr;
+int add_header_filter(Request& r) {
+  r.headers_out.add_headers = r.loc != nullptr ? r.loc->add_headers.get() : nullptr;
+  return 0;
+}
+
+std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status) {
   if (list == nullptr) return 0;
   std::size_t n = 0;
   for (const AddHeader& h : list->headers) {
@@ -92,8 +97,7 @@ std::size_t add_headers_length(const Request& r, int status) {
   return n;
 }
 
-char* write_add_headers(const Request& r, int status, char* p) {
-  const AddHeaderList* list = r.loc != nullptr ? r.loc->add_headers.get() : nullptr;
+char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p) {
   if (list == nullptr) return p;
   for (const AddHeader& h : list->headers) {
     if (!adds_for(h, status)) continue;

@@ -24,9 +24,10 @@ struct AddHeaderList {
 };
 
 // Upper bound of the bytes write_add_headers writes for a response of `status`.
-std::size_t add_headers_length(const Request& r, int status);
-// Writes r.loc's add_header fields for `status` at `p` ("Name: value\r\n"
-// each; a field whose value is empty is left out); returns the new end.
-char* write_add_headers(const Request& r, int status, char* p);
+std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status);
+// Writes the fields of `list` (null: none) that apply to `status` at `p`
+// ("Name: value\r\n" each; a field whose value is empty is left out);
+// returns the new end.
+char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p);
 
 }  // namespace vigil::http

@@ -216,6 +216,19 @@ void log_error(ProxyState& ps, int level, int err, const char* what) {
                peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
 }
 
+namespace {
+
+int proxy_content(Request& r) {
+  // The proxy reads the body itself, as it streams it to the backend.
+  r.body_chunked = r.check.chunked;
+  r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
+  return start(r);
+}
+
+}  // namespace
+
+const ContentHandler kContent{"proxy_pass", proxy_content, true};
+
 int start(Request& r) {
   const ProxyConf& conf = r.loc->proxy;
   if (!conf.enabled || conf.group == nullptr) return 500;

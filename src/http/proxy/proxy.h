@@ -127,7 +127,10 @@ struct ProxyState {
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------
-// The location's handler: starts proxying `r` (0: on its way, else a status).
+// proxy_pass's content handler (phases.h): reads the body itself, as it
+// streams it to the backend.
+extern const ContentHandler kContent;
+// Starts proxying `r` (0: on its way, else a status).
 int start(Request& r);
 // Gives back everything the proxy holds for `r` (free_request calls it).
 void release(Request& r);

@@ -7,6 +7,7 @@
 
 #include "core/conf/values.h"
 #include "http/core/conf.h"
+#include "http/proxy/proxy.h"
 #include "codec/tokens.h"
 
 namespace vigil::http {
@@ -56,7 +57,7 @@ Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
   p.pass = url;
   p.where = call.where();
   p.enabled = true;
-  loc.handler = LocationHandler::kProxy;
+  loc.content = &proxy::kContent;
   return Status::ok();
 }
 

@@ -74,7 +74,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
 
   r.status = ps.resp.status;  // before the lengths: add_header may use $status
   std::size_t need = 256 + ps.resp.reason.size() + replacement.size() +
-                     add_headers_length(r, ps.resp.status);
+                     add_headers_length(r, r.loc->add_headers.get(), ps.resp.status);
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {
     need += ps.fields[i].name.size() + ps.fields[i].value.size() + 4;
   }
@@ -126,7 +126,7 @@ bool build_client_head(ProxyState& ps, bool upgrade) {
     }
     o.put("\r\n");
   }
-  o.p = write_add_headers(r, ps.resp.status, o.p);
+  o.p = write_add_headers(r, r.loc->add_headers.get(), ps.resp.status, o.p);
   if (ps.client_chunked) o.put("Transfer-Encoding: chunked\r\n");
   if (upgrade) {
     o.put("Connection: upgrade\r\n");

@@ -1,9 +1,9 @@
 // `return code [text];`, `return code URL;`, `return URL;` (nginx's
 // ngx_http_rewrite_return and ngx_http_send_response).
 //
-// A server-level `return` answers before a location is chosen; a location's
-// answers before its handler (static files, proxy_pass) and before
-// limit_req/limit_conn, as nginx's rewrite phase comes first. The text and
+// A server-level `return` answers in the server-rewrite phase, before a
+// location is chosen; a location's in the rewrite phase, before the limits,
+// allow/deny, try_files and the content handler (phases.h). The text and
 // URL may hold variables; they are evaluated into a worker buffer (reused
 // once warm), and a literal text is sent straight from the configuration.
 //
@@ -19,8 +19,11 @@
 #include <memory>
 
 #include "http/core/conf.h"
+#include "http/core/filters.h"
+#include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
+#include "codec/uri.h"
 
 namespace vigil::http {
 namespace {
@@ -125,7 +128,7 @@ int send_return(Request& r, std::string_view extension) {
   }
   if (!ret.has_text && ret.code >= 400) return ret.code;
 
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
   // Reached through error_page: the error's status stays (nginx's err_status).
   h.status = r.status != 0 ? r.status : ret.code;
   r.header_only = r.line.method == Method::kHead;
@@ -160,10 +163,41 @@ int send_return(Request& r, std::string_view extension) {
     }
   }
   if (h.status != 204 && h.status != 304) h.content_length = static_cast<std::int64_t>(body.size());
-  if (!write_header(r, h)) return 500;
+  if (const int rc = send_header(r); rc != 0) return rc;
   set_body(r, body);
   send_response(r);
   return 0;
+}
+
+namespace {
+
+// The return of r.loc: 444 closes at once; anything else reads the body
+// first (so the connection can be kept), then answers.
+int run_return(Request& r) {
+  if (r.loc->ret->code == kStatusClose) {
+    terminate_request(r, kStatusClose);  // no need to read a body first
+    return kPhaseDone;
+  }
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
+  return send_return(r, path_extension(r.uri));
+}
+
+int server_return_handler(Request& r) {
+  if (r.srv->loc->ret == nullptr) return kPhaseDeclined;
+  r.loc = r.srv->loc;
+  return run_return(r);
+}
+
+int location_return_handler(Request& r) {
+  if (r.loc->ret == nullptr) return kPhaseDeclined;
+  return run_return(r);
+}
+
+}  // namespace
+
+void add_return_phases(PhaseEngine& engine) {
+  engine.add(HttpPhase::kServerRewrite, server_return_handler);
+  engine.add(HttpPhase::kRewrite, location_return_handler);
 }
 
 }  // namespace vigil::http

@@ -33,4 +33,8 @@ constexpr bool is_redirect(int code) {
 // `extension`: of the request's path, for the Content-Type of a text.
 int send_return(Request& r, std::string_view extension);
 
+class PhaseEngine;
+// The server-rewrite and rewrite phase handlers of `return`.
+void add_return_phases(PhaseEngine& engine);
+
 }  // namespace vigil::http

@@ -19,11 +19,14 @@
 
 #include "core/fault.h"
 #include "codec/http_date.h"
+#include "http/core/filters.h"
+#include "http/core/phases.h"
 #include "http/filters/range.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache.h"
 #include "http/core/request.h"
 #include "codec/tokens.h"
+#include "codec/uri.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 
@@ -90,22 +93,6 @@ std::size_t format_etag(const OpenFileInfo& info, char* out) {
   return static_cast<std::size_t>(p - out);
 }
 
-// An entity-tag list (RFC 9110 §13.1.1/§13.1.2) matched against ours.
-// Weak comparison ignores "W/"; strong comparison never matches a weak tag.
-bool etag_list_matches(std::string_view list, std::string_view etag, bool weak) {
-  if (list == "*") return true;
-  ListReader reader(list);
-  std::string_view tag;
-  while (reader.next(tag)) {
-    if (tag.starts_with("W/")) {
-      if (!weak) continue;
-      tag.remove_prefix(2);
-    }
-    if (tag == etag) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 // Opens `name` (NUL-terminated) for the request: through the location's
@@ -149,100 +136,29 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   const std::time_t mtime = info.mtime;
   const std::int64_t size = info.size;
   const int fd = ref.fd;
-  const std::time_t now = clock::now_sec();
 
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
+  h = HeadersOut{};
   h.content_type = content_type_for(loc, ext);
-  h.last_modified = mtime;
-  h.etag = etag;
-  h.accept_ranges = true;
-  std::int64_t first = 0;
-  std::int64_t length = size;
-
+  h.content_length = size;
   if (r.status != 0) {
     // An error_page: the page, whole, with the error's status.
     h.status = r.status;
-    h.etag = {};
-    h.accept_ranges = false;
-    h.last_modified = -1;
   } else {
+    // The validators and ranges: the not-modified and range filters decide
+    // what is sent (304, 412, 206, 416).
     h.status = 200;
-    // Preconditions in the order of RFC 9110 §13.2.2.
-    if (!r.if_match.empty()) {
-      if (!etag_list_matches(r.if_match, etag, false)) {
-        drop(r, ref);
-        return 412;
-      }
-    } else if (!r.if_unmodified_since.empty()) {
-      auto t = parse_http_date(r.if_unmodified_since, now);
-      if (t && mtime > *t) {
-        drop(r, ref);
-        return 412;
-      }
-    }
-    bool not_modified = false;
-    if (!r.if_none_match.empty()) {
-      not_modified = etag_list_matches(r.if_none_match, etag, true);
-    } else if (!r.if_modified_since.empty() && loc.if_modified_since != IfModifiedSince::kOff) {
-      auto t = parse_http_date(r.if_modified_since, now);
-      if (t) {
-        not_modified = loc.if_modified_since == IfModifiedSince::kExact ? *t == mtime : mtime <= *t;
-      }
-    }
-    if (not_modified) {
-      // 304 (RFC 9110 §15.4.5): the validators, no content.
-      drop(r, ref);
-      h.status = 304;
-      h.content_type = {};
-      h.accept_ranges = false;
-      r.header_only = true;
-      if (!write_header(r, h)) return 500;
-      r.bbuf = Buf{};
-      send_response(r);
-      return 0;
-    }
-
-    if (!r.range.empty() && r.line.method == Method::kGet) {
-      bool use_range = true;
-      if (!r.if_range.empty()) {
-        // If-Range (RFC 9110 §13.1.5): a strong etag or the exact date.
-        if (r.if_range.starts_with("\"") || r.if_range.starts_with("W/")) {
-          use_range = r.if_range == etag;
-        } else {
-          auto t = parse_http_date(r.if_range, now);
-          use_range = t && *t == mtime;
-        }
-      }
-      if (use_range) {
-        ByteRange br = parse_range(r.range, size);
-        if (br.kind == RangeKind::kUnsatisfiable) {
-          drop(r, ref);
-          int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes */%lld",
-                                static_cast<long long>(size));
-          r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
-          return 416;
-        }
-        if (br.kind == RangeKind::kSatisfiable) {
-          first = br.first;
-          length = br.length();
-          int n = std::snprintf(r.content_range, sizeof r.content_range, "bytes %lld-%lld/%lld",
-                                static_cast<long long>(br.first), static_cast<long long>(br.last),
-                                static_cast<long long>(size));
-          r.content_range_len = static_cast<std::uint8_t>(n > 0 ? n : 0);
-          h.status = 206;
-          h.content_range = std::string_view(r.content_range, r.content_range_len);
-          h.accept_ranges = false;  // as nginx: only the whole representation says it
-        }
-      }
-    }
+    h.last_modified = mtime;
+    h.etag = etag;
+    h.accept_ranges = true;
   }
-
-  h.content_length = length;
   r.header_only = r.line.method == Method::kHead;
-  if (!write_header(r, h)) {
+  if (const int rc = send_header(r); rc != 0) {
     drop(r, ref);
-    return 500;
+    return rc;
   }
+  const std::int64_t first = r.body_offset;
+  const std::int64_t length = h.content_length < 0 ? 0 : h.content_length;
   r.bbuf = Buf{};
   if (r.header_only || length == 0) {
     drop(r, ref);
@@ -345,9 +261,8 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       const HttpLocConf& next = find_location(*r.srv, new_uri);
       if (&next != &loc) {
         drop(r, ref);
-        if (++r.redirects > 10) return 500;
-        r.loc = &next;
-        return dispatch(r, new_uri, extension_of(index));
+        if (!set_request_uri(r, new_uri)) return 500;
+        return internal_redirect(r);
       }
       return serve_file(r, ref, info, extension_of(index));
     }
@@ -375,7 +290,8 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     drop(r, ref);
     if (r.status != 0) return 404;  // an error_page naming a directory
     // nginx: 301 to the path with a slash, the query kept.
-    ResponseHeaders h;
+    HeadersOut& h = r.headers_out;
+    h = HeadersOut{};
     h.status = 301;
     std::memcpy(uri2, path.data(), path.size());
     uri2[path.size()] = '/';
@@ -385,7 +301,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     h.content_type = "text/html";
     h.content_length = static_cast<std::int64_t>(body.size());
     r.header_only = r.line.method == Method::kHead;
-    if (!write_header(r, h)) return 500;
+    if (const int rc = send_header(r); rc != 0) return rc;
     r.bbuf = Buf{};
     if (!r.header_only) {
       char* p = const_cast<char*>(body.data());  // static, only read
@@ -402,6 +318,21 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     return 404;
   }
   return serve_file(r, ref, info, extension);
+}
+
+namespace {
+
+// The content phase's handler for a location without one of its own: the
+// body is read and thrown away first, then r.uri is served from the root.
+int static_content_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
+  return static_handler(r, r.uri, path_extension(r.uri));
+}
+
+}  // namespace
+
+void add_static_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kContent, static_content_handler);
 }
 
 }  // namespace vigil::http

@@ -27,8 +27,8 @@
 #include <string>
 
 #include "core/conf/values.h"
-#include "http/access/access.h"
 #include "http/core/conf.h"
+#include "http/core/phases.h"
 #include "http/static/open_file_cache.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
@@ -36,8 +36,6 @@
 
 namespace vigil::http {
 namespace {
-
-constexpr int kMaxRedirects = 10;  // nginx's NGX_HTTP_MAX_URI_CHANGES
 
 Status set_try_files(const DirectiveCall& call, HttpLocConf& loc) {
   auto tf = std::make_shared<TryFiles>();
@@ -88,56 +86,6 @@ bool climbs(std::string_view v) {
   return v.find('\0') != std::string_view::npos;
 }
 
-// The request's URI buffer: the URI from its start, arguments (when they
-// are the buffer's) at its end.
-char* uri_buffer(Request& r) {
-  if (r.uri_mem == nullptr) {
-    const std::size_t size = r.hc->srv->large_buffers_size;
-    char* mem = r.hc->worker->buffers().get(size);
-    if (mem == nullptr) return nullptr;
-    r.uri_mem = mem;
-    r.uri_mem_size = static_cast<std::uint32_t>(size);
-  }
-  return r.uri_mem;
-}
-
-bool args_in_buffer(const Request& r) {
-  return r.uri_mem != nullptr && r.line.query.data() >= r.uri_mem &&
-         r.line.query.data() < r.uri_mem + r.uri_mem_size;
-}
-
-// Sets r.uri to `uri` (not inside the URI buffer), keeping the arguments.
-bool set_uri(Request& r, std::string_view uri) {
-  char* mem = uri_buffer(r);
-  if (mem == nullptr) return false;
-  const std::size_t args = args_in_buffer(r) ? r.line.query.size() : 0;
-  if (uri.size() + args > r.uri_mem_size) return false;
-  std::memcpy(mem, uri.data(), uri.size());
-  r.uri = std::string_view(mem, uri.size());
-  return true;
-}
-
-// Sets r.uri and the arguments from "uri[?args]" (not inside the buffer).
-bool set_uri_and_args(Request& r, std::string_view target) {
-  const std::size_t q = target.find('?');
-  const std::string_view uri = target.substr(0, q);
-  char* mem = uri_buffer(r);
-  if (mem == nullptr || target.size() > r.uri_mem_size) return false;
-  if (q == std::string_view::npos) {
-    r.line.query = {};
-    r.line.has_query = false;
-  } else {
-    const std::string_view args = target.substr(q + 1);
-    char* at = mem + r.uri_mem_size - args.size();
-    std::memcpy(at, args.data(), args.size());
-    r.line.query = std::string_view(at, args.size());
-    r.line.has_query = true;
-  }
-  std::memcpy(mem, uri.data(), uri.size());
-  r.uri = std::string_view(mem, uri.size());
-  return true;
-}
-
 // Whether root + `value` exists as what `f` asks for. `name` holds the root
 // and room after it.
 bool exists(Request& r, const TryFile& f, char* name, std::size_t root_len,
@@ -183,7 +131,7 @@ Tried try_each(Request& r, const TryFiles& tf) {
       continue;
     }
     if (!exists(r, f, name, root.size(), v)) continue;
-    if (!set_uri(r, v)) return Tried::kError;
+    if (!set_request_uri(r, v)) return Tried::kError;
     return Tried::kFound;
   }
   return Tried::kNone;
@@ -195,42 +143,37 @@ void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc) {
   m.add("try_files", kHttpSrvConf | kHttpLocConf, Arity::at_least(2), loc.custom(set_try_files));
 }
 
-int try_files_phase(Request& r) {
-  const auto number = static_cast<unsigned long long>(r.c->number);
-  // A location's return comes first (nginx's rewrite phase).
-  while (r.loc->try_files != nullptr && r.loc->ret == nullptr) {
-    const TryFiles& tf = *r.loc->try_files;
-    const Tried t = try_each(r, tf);
-    if (t == Tried::kFound) return 0;
-    if (t == Tried::kError) return 500;
-    if (tf.code != 0) return tf.code;
+namespace {
 
-    // The internal redirect: evaluated into the scratch, then copied.
-    HttpWorker& w = *r.hc->worker;
-    const std::size_t need = tf.fallback.length(r);
-    if (need > w.scratch_size()) return 500;
-    char* target = w.scratch();
-    const std::string_view v(target,
-                             static_cast<std::size_t>(tf.fallback.write(r, target) - target));
-    const std::string_view uri = v.substr(0, v.find('?'));
-    if (uri.empty() || uri[0] != '/' || climbs(uri)) {
-      VIGIL_LOG(*r.c->log, kError, 0, "*%llu try_files redirect to invalid URI \"%.*s\"", number,
-                static_cast<int>(v.size()), v.data());
-      return 500;
-    }
-    if (++r.redirects > kMaxRedirects) {
-      VIGIL_LOG(*r.c->log, kError, 0,
-                "*%llu rewrite or internal redirection cycle while internally redirecting to "
-                "\"%.*s\"",
-                number, static_cast<int>(uri.size()), uri.data());
-      return 500;
-    }
-    if (!set_uri_and_args(r, v)) return 500;
-    r.uri_redirected = true;
-    r.loc = &find_location(*r.srv, r.uri);
-    if (const int rc = access_phase(r); rc != 0) return rc;  // the new location's allow/deny
+int try_files_handler(Request& r) {
+  if (r.loc->try_files == nullptr) return kPhaseDeclined;
+  const TryFiles& tf = *r.loc->try_files;
+  const Tried t = try_each(r, tf);
+  if (t == Tried::kFound) return kPhaseNext;
+  if (t == Tried::kError) return 500;
+  if (tf.code != 0) return tf.code;
+
+  // The internal redirect: evaluated into the scratch, then copied.
+  HttpWorker& w = *r.hc->worker;
+  const std::size_t need = tf.fallback.length(r);
+  if (need > w.scratch_size()) return 500;
+  char* target = w.scratch();
+  const std::string_view v(target,
+                           static_cast<std::size_t>(tf.fallback.write(r, target) - target));
+  const std::string_view uri = v.substr(0, v.find('?'));
+  if (uri.empty() || uri[0] != '/' || climbs(uri)) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu try_files redirect to invalid URI \"%.*s\"",
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(v.size()), v.data());
+    return 500;
   }
-  return 0;
+  if (!set_request_uri_and_args(r, v)) return 500;
+  return internal_redirect(r);  // the locations are matched again for the new URI
+}
+
+}  // namespace
+
+void add_try_files_phase(PhaseEngine& engine) {
+  engine.add(HttpPhase::kTryFiles, try_files_handler);
 }
 
 }  // namespace vigil::http

@@ -27,6 +27,9 @@ struct TryFiles {
 // leads to. Returns 0 when r.loc's handler is to serve r.uri (changed to the
 // file found, or to the redirect's URI with its arguments), or the status
 // to answer (the "=code", or 500 for a redirect loop or no memory).
-int try_files_phase(Request& r);
+class PhaseEngine;
+// try_files' phase handler: the first file that exists becomes $uri, else
+// "=code" or an internal redirect to the last argument.
+void add_try_files_phase(PhaseEngine& engine);
 
 }  // namespace vigil::http

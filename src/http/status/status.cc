@@ -6,6 +6,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "http/core/filters.h"
+#include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/core/worker.h"
@@ -44,12 +46,12 @@ unsigned long long get(const std::atomic<std::uint64_t>& v) {
 
 // Sends the `size` bytes at r.obuf as a 200 with `type`.
 int send_generated(Request& r, std::size_t size, std::string_view type) {
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
   h.status = 200;
   h.content_type = type;
   h.content_length = static_cast<std::int64_t>(size);
   r.header_only = r.line.method == Method::kHead;
-  if (!write_header(r, h)) return 500;
+  if (const int rc = send_header(r); rc != 0) return rc;
   r.bbuf = Buf{};
   if (!r.header_only) {
     r.bbuf.reset(r.obuf, r.obuf_size);
@@ -82,7 +84,10 @@ void metric(TextBuf& t, const char* name, const char* type, const char* help,
 
 }  // namespace
 
+namespace {
+
 int stub_status_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
   if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
   if (!take_buffer(r, 512)) return 500;
   const SharedCounters& s = *shared_counters();
@@ -97,6 +102,7 @@ int stub_status_handler(Request& r) {
 }
 
 int metrics_handler(Request& r) {
+  if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
   if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
   HttpWorker& w = *r.hc->worker;
   w.publish_stats();  // this worker's figures are fresh; the others publish their own
@@ -147,5 +153,10 @@ int metrics_handler(Request& r) {
   if (root != nullptr) size += upstream::append_metrics(*root, r.obuf + size, r.obuf_size - size);
   return send_generated(r, size, "text/plain; version=0.0.4; charset=utf-8");
 }
+
+}  // namespace
+
+const ContentHandler kStubStatusContent{"stub_status", stub_status_handler, false};
+const ContentHandler kMetricsContent{"metrics", metrics_handler, false};
 
 }  // namespace vigil::http

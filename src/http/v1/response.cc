@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "http/core/filters.h"
 #include "http/filters/add_header.h"
 #include "codec/head_writer.h"
 #include "http/filters/limit_rate.h"
@@ -176,7 +177,8 @@ char* head_memory(Request& r, std::size_t need) {
   return mem;
 }
 
-bool write_header(Request& r, const ResponseHeaders& h) {
+bool write_header(Request& r) {
+  const HeadersOut& h = r.headers_out;
   Connection& c = *r.c;
   const HttpLocConf& loc = *r.loc;
   r.status = h.status;
@@ -190,7 +192,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
 
   std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
-                     add_headers_length(r, h.status);
+                     add_headers_length(r, h.add_headers, h.status);
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
 
@@ -262,7 +264,7 @@ bool write_header(Request& r, const ResponseHeaders& h) {
     o.put("\r\n");
   }
   if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
-  o.p = write_add_headers(r, h.status, o.p);
+  o.p = write_add_headers(r, h.add_headers, h.status, o.p);
   o.put("\r\n");
 
   r.hbuf.last = o.p;
@@ -272,7 +274,8 @@ bool write_header(Request& r, const ResponseHeaders& h) {
 
 void send_special(Request& r, int status) {
   if (r.loc == nullptr) r.loc = r.hc->srv->loc;
-  ResponseHeaders h;
+  HeadersOut& h = r.headers_out;
+  h = HeadersOut{};
   std::string_view body = special_body(status, r.loc->server_tokens);
   // 495-497 go out as 400 with their own page.
   h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;
@@ -284,13 +287,13 @@ void send_special(Request& r, int status) {
   }
   // What the location takes: the static handlers GET and HEAD; a proxied
   // location every method but TRACE, too many to list, so no Allow there.
-  h.allow = status == 405 && r.loc->handler != LocationHandler::kProxy;
+  h.allow = status == 405 && (r.loc->content == nullptr || !r.loc->content->any_method);
   if (status == 416 && r.content_range_len > 0) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }
   release_file(r);
   r.header_only = r.line.method == Method::kHead;
-  if (!write_header(r, h)) {
+  if (send_header(r) != 0) {
     terminate_request(r, 500);
     return;
   }
