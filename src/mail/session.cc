@@ -7,9 +7,11 @@
 //
 // Everything runs on the worker's loop: the client, the auth_http server and
 // the backend are three non-blocking connections of the pool, each with its
-// timer (timeout, auth_http_timeout, proxy_timeout). The session lives in the
-// client connection's arena; its strings are std::string, and an allocation
-// failure inside a handler ends the session (caught at the handler's edge).
+// timer (timeout, auth_http_timeout, proxy_timeout). The session is a heap
+// object (its buffers are in the client connection's arena), deleted once it
+// is finalized and its last handler returns; its strings are std::string, and
+// an allocation failure inside a handler ends the session (caught at the
+// handler's edge, guarded()).
 
 #include "mail/session.h"
 
@@ -78,7 +80,8 @@ struct Session {
   bool quit = false;  // close once `out` is sent
   bool starttls_pending = false;
   bool tls = false;
-  bool done = false;
+  bool done = false;      // finalize() ran: the connections are closed
+  unsigned depth = 0;     // handlers of this session on the stack (guarded)
   bool counted = false;  // in Limits
   bool esmtp = false;
   unsigned errors = 0;
@@ -141,19 +144,26 @@ void finalize(Session& s, const char* why) {
       if (it != l->per_addr.end() && --it->second == 0) l->per_addr.erase(it);
     }
   }
-  s.~Session();
   loop.pool().close_connection(c);
+  // The session itself is deleted when the outermost handler returns (guarded).
 }
 
-// Runs a handler body; an allocation failure ends the session.
+// Runs a handler body of the session: an allocation failure ends the
+// session; the session is deleted once it is finalized and no handler of it
+// is on the stack any more, so code below a finalize() can still test
+// s.done (and must touch nothing else: the connections are closed).
 template <class F>
 void guarded(Session& s, F&& f) {
+  ++s.depth;
   try {
     f();
   } catch (const std::bad_alloc&) {
-    VIGIL_LOG(*s.c->log, kAlert, 0, "out of memory in a mail session");
-    finalize(s, "out of memory");
+    if (!s.done) {
+      VIGIL_LOG(*s.c->log, kAlert, 0, "out of memory in a mail session");
+      finalize(s, "out of memory");
+    }
   }
+  if (--s.depth == 0 && s.done) delete &s;
 }
 
 // ---- output to the client ---------------------------------------------------
@@ -162,6 +172,7 @@ void start_tls(Session& s);
 
 // Sends what `out` holds; true when it is all gone (and the session lives).
 bool flush(Session& s) {
+  if (s.done) return false;
   Connection& c = *s.c;
   while (s.out_sent < s.out.size()) {
     long n = c.send(c, s.out.data() + s.out_sent, s.out.size() - s.out_sent);
@@ -550,7 +561,7 @@ void process_input(Session& s) {
   for (;;) {
     if (s.done) return;
     // Lines already in the buffer first.
-    while (reading_commands(s) && !s.quit && !s.starttls_pending &&
+    while (!s.done && reading_commands(s) && !s.quit && !s.starttls_pending &&
            s.out.size() < kMaxPendingOutput && s.in.pos < s.in.last) {
       long n = find_line(s.in.pos, static_cast<std::size_t>(s.in.last - s.in.pos));
       if (n < 0) {
@@ -568,7 +579,7 @@ void process_input(Session& s) {
       s.in.pos += n;
       handle_line(s, line, len);
     }
-    if (!flush(s)) return;  // waits for the socket, or the session ended / went TLS
+    if (s.done || !flush(s)) return;  // waits for the socket, or the session ended / went TLS
     if (!reading_commands(s)) return;
     if (s.in.pos == s.in.last) s.in.pos = s.in.last = s.in.start;
     if (s.in.last == s.in.end) {
@@ -648,17 +659,15 @@ void client_handler(Event& ev) {
 
 void tls_done(Connection& c, TlsHandshake result) {
   Session& s = *static_cast<Session*>(c.data);
-  if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
-  c.read->handler = client_handler;
-  c.write->handler = client_handler;
-  if (!s.tls) {
+  guarded(s, [&] {
+    if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
+    c.read->handler = client_handler;
+    c.write->handler = client_handler;
     // After STARTTLS: forget everything said in plain text (RFC 3207 §4.2).
     s.tls = true;
     s.in.pos = s.in.last = s.in.start;
-    guarded(s, [&] { process_input(s); });
-    return;
-  }
-  guarded(s, [&] { greet(s); });
+    process_input(s);
+  });
 }
 
 void start_tls(Session& s) {
@@ -1165,16 +1174,18 @@ void relay(Session& s) {
 
 void relay_handler(Event& ev) {
   Session& s = of(ev);
-  if (ev.timedout || s.c->close || ev.owner<Connection>()->close) {
-    bool timedout = ev.timedout;
-    ev.timedout = 0;
-    if (timedout) {
-      VIGIL_LOG(*s.c->log, kInfo, ETIMEDOUT, "upstream timed out while proxying, client: %s",
-                s.client_addr.c_str());
+  guarded(s, [&] {
+    if (ev.timedout || s.c->close || ev.owner<Connection>()->close) {
+      bool timedout = ev.timedout;
+      ev.timedout = 0;
+      if (timedout) {
+        VIGIL_LOG(*s.c->log, kInfo, ETIMEDOUT, "upstream timed out while proxying, client: %s",
+                  s.client_addr.c_str());
+      }
+      return finalize(s, timedout ? "proxy timed out" : "closed by the worker");
     }
-    return finalize(s, timedout ? "proxy timed out" : "closed by the worker");
-  }
-  relay(s);
+    relay(s);
+  });
 }
 
 void start_relay(Session& s) {
@@ -1259,9 +1270,11 @@ void start_session(Session& s) {
 
 void ssl_listen_done(Connection& c, TlsHandshake result) {
   Session& s = *static_cast<Session*>(c.data);
-  if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
-  s.tls = true;
-  guarded(s, [&] { start_session(s); });
+  guarded(s, [&] {
+    if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
+    s.tls = true;
+    start_session(s);
+  });
 }
 
 }  // namespace
@@ -1275,13 +1288,12 @@ void init_connection(Connection& c) {
                               : conf->protocol == Protocol::kSmtp ? conf->smtp_client_buffer
                                                                   : kPop3Buffer;
   char* mem = static_cast<char*>(c.arena->alloc(bufsize, 16));
-  void* place = c.arena->alloc(sizeof(Session), alignof(Session));
-  if (mem == nullptr || place == nullptr) {
+  auto* s = mem != nullptr ? new (std::nothrow) Session() : nullptr;  // allocates nothing else
+  if (s == nullptr) {
     VIGIL_LOG(*c.log, kAlert, 0, "out of memory for a mail session");
     c.loop->pool().close_connection(c);
     return;
   }
-  auto* s = new (place) Session();  // the constructor allocates nothing
   s->c = &c;
   s->conf = conf;
   s->proto = conf->protocol;
