@@ -62,9 +62,14 @@ enum class State : std::uint8_t {
   kRelay,
 };
 
-// Per worker: open sessions per client address (mail_limit_conn).
+struct Session;
+
+// Per worker (the loop's context): open sessions per client address
+// (mail_limit_conn), and the live sessions, which the worker's exit frees
+// (the pool closes the connections at exit without running their handlers).
 struct Limits {
   std::unordered_map<std::string, unsigned> per_addr;
+  Session* live = nullptr;  // intrusive list through Session::prev/next
 };
 const char kLimitsKey = 0;
 
@@ -82,7 +87,10 @@ struct Session {
   bool tls = false;
   bool done = false;      // finalize() ran: the connections are closed
   unsigned depth = 0;     // handlers of this session on the stack (guarded)
-  bool counted = false;  // in Limits
+  bool counted = false;  // in Limits::per_addr
+  Limits* worker = nullptr;  // in Limits::live while set
+  Session* prev = nullptr;
+  Session* next = nullptr;
   bool esmtp = false;
   unsigned errors = 0;
   unsigned attempts = 0;
@@ -163,7 +171,13 @@ void guarded(Session& s, F&& f) {
       finalize(s, "out of memory");
     }
   }
-  if (--s.depth == 0 && s.done) delete &s;
+  if (--s.depth == 0 && s.done) {
+    if (Limits* w = s.worker; w != nullptr) {
+      (s.prev != nullptr ? s.prev->next : w->live) = s.next;
+      if (s.next != nullptr) s.next->prev = s.prev;
+    }
+    delete &s;
+  }
 }
 
 // ---- output to the client ---------------------------------------------------
@@ -1279,7 +1293,19 @@ void ssl_listen_done(Connection& c, TlsHandshake result) {
 
 }  // namespace
 
-void exit_worker(EventLoop& loop) { loop.drop_context<Limits>(&kLimitsKey); }
+void exit_worker(EventLoop& loop) {
+  auto* w = static_cast<Limits*>(loop.context(&kLimitsKey));
+  if (w == nullptr) return;
+  // Sessions still open: their connections are closed by the pool, without
+  // handlers; only the session objects are ours to free.
+  for (Session* s = w->live; s != nullptr;) {
+    Session* next = s->next;
+    delete s;
+    s = next;
+  }
+  w->live = nullptr;
+  loop.drop_context<Limits>(&kLimitsKey);
+}
 
 void init_connection(Connection& c) {
   const auto* port = static_cast<const MailPort*>(c.listening->servers);
@@ -1301,10 +1327,14 @@ void init_connection(Connection& c) {
   c.data = s;
   shared_counters()->mail_sessions.add();
   guarded(*s, [&] {
+    auto* l = c.loop->context_or_make<Limits>(&kLimitsKey);
+    if (l == nullptr) return finalize(*s, "out of memory");
+    s->worker = l;
+    s->next = l->live;
+    if (l->live != nullptr) l->live->prev = s;
+    l->live = s;
     s->client_addr.assign(c.addr_text);
     if (conf->limit_conn > 0) {
-      auto* l = c.loop->context_or_make<Limits>(&kLimitsKey);
-      if (l == nullptr) return finalize(*s, "out of memory");
       unsigned& n = l->per_addr[s->client_addr];
       if (n >= conf->limit_conn) {
         if (n == 0) l->per_addr.erase(s->client_addr);
