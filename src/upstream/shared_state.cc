@@ -12,6 +12,7 @@
 //     without a zone (the implicit zone the issue asks us to choose: one page
 //     per group, no configuration needed, nothing to size).
 #include <new>
+#include <type_traits>
 
 #include "upstream/group.h"
 
@@ -38,6 +39,8 @@ Status place_state(Group& group) {
   }
   group.stats_mem = std::move(stats).value();
   auto* st = static_cast<PeerStats*>(group.stats_mem.addr());
+  // Shared memory is unmapped, never destroyed: the counters must own nothing.
+  static_assert(std::is_trivially_destructible_v<PeerStats>);
   for (std::size_t i = 0; i < n; ++i) group.peers[i].stats = new (&st[i]) PeerStats();
 
   group.local_health = std::make_unique<PeerHealth[]>(n);
@@ -65,6 +68,7 @@ Status place_zone_health(ShmZone& zone, void* old_data, const std::vector<Group*
                            zone.where());
     }
     dir->blocks[dir->count++] = mem;
+    static_assert(std::is_trivially_destructible_v<PeerHealth>);  // freed to the slab pool as is
     auto* h = static_cast<PeerHealth*>(mem);
     for (std::size_t i = 0; i < n; ++i) g->peers[i].health = new (&h[i]) PeerHealth();
   }

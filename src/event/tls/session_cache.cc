@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <type_traits>
 
 #include "core/rbtree.h"
 #include "core/slab.h"
@@ -159,6 +160,8 @@ int new_session_cb(SSL* ssl, SSL_SESSION* sess) {
     ++s.stats.alloc_failed;
     return 0;
   }
+  // Entries go back to the slab pool without a destructor call.
+  static_assert(std::is_trivially_destructible_v<Entry>);
   auto* e = new (mem) Entry();
   e->node.key = hash_id(id, id_len);
   e->id_len = static_cast<std::uint8_t>(id_len);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "http/core/request.h"
 #include "http/core/variables.h"
@@ -52,6 +53,8 @@ Status LimitTable::init_zone(ShmZone& zone) {
   if (pool.data() != nullptr) return Status::ok();  // kept across a reload
   void* mem = pool.calloc(sizeof(LimitShared));
   if (mem == nullptr) return Status::error("zone \"" + zone.name() + "\" is too small");
+  // Shared memory is unmapped or given back to the slab pool, never destroyed.
+  static_assert(std::is_trivially_destructible_v<LimitShared>);
   auto* sh = new (mem) LimitShared();
   sh->tree.init(&sh->sentinel, &RbTree::insert_by<key_less>);
   sh->queue.next = &sh->queue;
@@ -71,6 +74,7 @@ LimitNode* LimitTable::insert(std::uint64_t hash, std::string_view key) {
   if (key.size() > kMaxLimitKey) return nullptr;
   void* mem = pool_->calloc_locked(offsetof(LimitNode, key) + key.size());
   if (mem == nullptr) return nullptr;
+  static_assert(std::is_trivially_destructible_v<LimitNode>);  // freed to the slab pool as is
   auto* n = new (mem) LimitNode();
   n->len = static_cast<std::uint16_t>(key.size());
   std::memcpy(n->key, key.data(), key.size());

@@ -572,8 +572,6 @@ Module* make_http_module() {
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
-  add_try_files_directive(*m, loc);
-  add_return_directive(*m, loc);
   add_header_directives(*m, loc);
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),

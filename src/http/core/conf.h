@@ -139,7 +139,6 @@ struct HttpLocConf {
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
   ProxyConf proxy;
-  std::shared_ptr<const ReturnConf> ret;  // "return" (return.cc); never inherited
   std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
   bool server_tokens = true;
 
@@ -149,7 +148,6 @@ struct HttpLocConf {
   DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
   std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
-  std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
   bool open_file_cache_errors = false;
@@ -207,8 +205,6 @@ upstream::UpstreamSpecs http_upstream_specs();
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
-void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
-void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
 // add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
 void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);

@@ -19,9 +19,11 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
+      &rewrite_module(),
       &limit_req_module(),
       &limit_conn_module(),
       &access_module(),
+      &try_files_module(),
       &empty_gif_module(),
   };
   return kModules;

@@ -480,7 +480,8 @@ void finalize_error(Request& r, int status) {
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      const int rc = r.loc->ret != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
+      const int rc = location_return(*r.loc) != nullptr ? send_return(r, ext)
+                                                        : static_handler(r, uri, ext);
       if (rc == 0) return;
       if (rc == kPhaseJump) {  // an index file in another location
         run_phases(r);

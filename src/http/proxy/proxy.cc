@@ -118,12 +118,22 @@ void begin_connect(ProxyState& ps) {
   upstream::Group& group = *ps.conf->group;
   std::string_view key;
   if (!ps.conf->hash_key.empty()) {
+    // The whole key is hashed: a long one is evaluated into a worker
+    // buffer (given back with the request), never cut or dropped.
     const std::size_t n = ps.conf->hash_key.length(r);
-    if (n <= sizeof ps.hash_key) {
-      char* end = ps.conf->hash_key.write(r, ps.hash_key);
-      ps.hash_key_len = static_cast<std::uint32_t>(end - ps.hash_key);
+    char* at = ps.hash_key;
+    if (n > sizeof ps.hash_key) {
+      const std::size_t size = (n + 4095) & ~std::size_t{4095};
+      at = r.hc->worker->buffers().get(size);
+      if (at == nullptr) {
+        answer(ps, 500);
+        return;
+      }
+      ps.hash_key_mem = at;
+      ps.hash_key_mem_size = static_cast<std::uint32_t>(size);
     }
-    key = std::string_view(ps.hash_key, ps.hash_key_len);
+    char* end = ps.conf->hash_key.write(r, at);
+    key = std::string_view(at, static_cast<std::size_t>(end - at));
   }
   ps.pr.init(group, *r.c->loop, ps.conf->next_upstream_tries, key, r.c->peer_addr);
   // Cached connections are kept per TLS context (null: plain), so a location
@@ -411,6 +421,7 @@ void release(Request& r) {
   BufferCache& cache = r.hc->worker->buffers();
   if (ps->head.start != nullptr) cache.put(ps->head.start, ps->head_cap);
   if (ps->body.start != nullptr) cache.put(ps->body.start, ps->body_cap);
+  if (ps->hash_key_mem != nullptr) cache.put(ps->hash_key_mem, ps->hash_key_mem_size);
   release_ring(*ps);
   ps->~ProxyState();
   cache.put(reinterpret_cast<char*>(ps), sizeof(ProxyState));

@@ -61,8 +61,9 @@ struct ProxyState {
   Msec try_msec = 0;    // the current attempt ($upstream_response_time)
   bool retried_fresh = false;
   bool sent_any = false;  // some byte of this request reached a backend (non_idempotent)
-  char hash_key[256];
-  std::uint32_t hash_key_len = 0;
+  char hash_key[256];              // the evaluated `hash` key when it fits
+  char* hash_key_mem = nullptr;     // else a worker buffer holding it
+  std::uint32_t hash_key_mem_size = 0;
 
   // The request head, built once; head.pos goes back to head.start for a retry.
   Buf head;

@@ -20,6 +20,7 @@
 
 #include "http/core/conf.h"
 #include "http/core/filters.h"
+#include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
@@ -41,7 +42,7 @@ bool is_url(std::string_view s) {
          (s.size() > 8 && s.starts_with("https://")) || s.starts_with("$scheme");
 }
 
-Status set_return(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_return(const DirectiveCall& call, RewriteConf& loc) {
   auto ret = std::make_shared<ReturnConf>();
   ret->where = call.where();
   const std::string& first = call.arg(0);
@@ -115,13 +116,24 @@ void set_body(Request& r, std::string_view body) {
 
 }  // namespace
 
-void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc) {
-  m.add("return", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2), loc.custom(set_return))
-      .multiple = true;
+const HttpModule& rewrite_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_rewrite");  // never destroyed: used until exit
+    auto loc = m->add_loc_conf<RewriteConf>();  // no merge: return is never inherited
+    m->conf()
+        .add("return", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2), loc.custom(set_return))
+        .multiple = true;
+    return m;
+  }();
+  return *module;
+}
+
+const ReturnConf* location_return(const HttpLocConf& loc) {
+  return loc_conf<RewriteConf>(loc, rewrite_module()).ret.get();
 }
 
 int send_return(Request& r, std::string_view extension) {
-  const ReturnConf& ret = *r.loc->ret;
+  const ReturnConf& ret = *location_return(*r.loc);
   if (ret.code == kStatusClose) {
     terminate_request(r, kStatusClose);
     return 0;
@@ -174,7 +186,7 @@ namespace {
 // The return of r.loc: 444 closes at once; anything else reads the body
 // first (so the connection can be kept), then answers.
 int run_return(Request& r) {
-  if (r.loc->ret->code == kStatusClose) {
+  if (location_return(*r.loc)->code == kStatusClose) {
     terminate_request(r, kStatusClose);  // no need to read a body first
     return kPhaseDone;
   }
@@ -183,13 +195,13 @@ int run_return(Request& r) {
 }
 
 int server_return_handler(Request& r) {
-  if (r.srv->loc->ret == nullptr) return kPhaseDeclined;
+  if (location_return(*r.srv->loc) == nullptr) return kPhaseDeclined;
   r.loc = r.srv->loc;
   return run_return(r);
 }
 
 int location_return_handler(Request& r) {
-  if (r.loc->ret == nullptr) return kPhaseDeclined;
+  if (location_return(*r.loc) == nullptr) return kPhaseDeclined;
   return run_return(r);
 }
 

@@ -4,6 +4,7 @@
 // with a fixed status, a text or a redirect, before its static handler or
 // proxy_pass runs.
 
+#include <memory>
 #include <string_view>
 
 #include "http/core/variables.h"
@@ -31,6 +32,18 @@ constexpr bool is_redirect(int code) {
 // connection closed, 444), else the status to answer with the built-in page
 // or error_page (a code of 400 or more without text, or 500 when no memory).
 // `extension`: of the request's path, for the Content-Type of a text.
+// The rewrite module's conf at each level: its `return`, never inherited
+// (a level without one has none, as nginx).
+struct RewriteConf {
+  std::shared_ptr<const ReturnConf> ret;
+};
+
+class HttpModule;
+struct HttpLocConf;
+const HttpModule& rewrite_module();
+// The `return` of a location (or server level), or null.
+const ReturnConf* location_return(const HttpLocConf& loc);
+
 int send_return(Request& r, std::string_view extension);
 
 class PhaseEngine;

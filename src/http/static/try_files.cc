@@ -28,6 +28,7 @@
 
 #include "core/conf/values.h"
 #include "http/core/conf.h"
+#include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/static/open_file_cache.h"
 #include "http/core/request.h"
@@ -37,7 +38,7 @@
 namespace vigil::http {
 namespace {
 
-Status set_try_files(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_try_files(const DirectiveCall& call, TryFilesConf& loc) {
   auto tf = std::make_shared<TryFiles>();
   const std::size_t last = call.arg_count() - 1;
   for (std::size_t i = 0; i < last; ++i) {
@@ -139,15 +140,27 @@ Tried try_each(Request& r, const TryFiles& tf) {
 
 }  // namespace
 
-void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc) {
-  m.add("try_files", kHttpSrvConf | kHttpLocConf, Arity::at_least(2), loc.custom(set_try_files));
+const HttpModule& try_files_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_try_files");  // never destroyed: used until exit
+    auto loc = m->add_loc_conf<TryFilesConf>();    // no merge: never inherited
+    m->conf().add("try_files", kHttpSrvConf | kHttpLocConf, Arity::at_least(2),
+                  loc.custom(set_try_files));
+    return m;
+  }();
+  return *module;
+}
+
+const TryFiles* location_try_files(const HttpLocConf& loc) {
+  return loc_conf<TryFilesConf>(loc, try_files_module()).try_files.get();
 }
 
 namespace {
 
 int try_files_handler(Request& r) {
-  if (r.loc->try_files == nullptr) return kPhaseDeclined;
-  const TryFiles& tf = *r.loc->try_files;
+  const TryFiles* conf = location_try_files(*r.loc);
+  if (conf == nullptr) return kPhaseDeclined;
+  const TryFiles& tf = *conf;
   const Tried t = try_each(r, tf);
   if (t == Tried::kFound) return kPhaseNext;
   if (t == Tried::kError) return 500;

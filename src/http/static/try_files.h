@@ -2,6 +2,7 @@
 // try_files file ... uri | =code (nginx's try files phase of
 // ngx_http_core_module): see try_files.cc.
 
+#include <memory>
 #include <vector>
 
 #include "http/core/variables.h"
@@ -27,6 +28,17 @@ struct TryFiles {
 // leads to. Returns 0 when r.loc's handler is to serve r.uri (changed to the
 // file found, or to the redirect's URI with its arguments), or the status
 // to answer (the "=code", or 500 for a redirect loop or no memory).
+// The module's conf at each level: its try_files, never inherited.
+struct TryFilesConf {
+  std::shared_ptr<const TryFiles> try_files;
+};
+
+class HttpModule;
+struct HttpLocConf;
+const HttpModule& try_files_module();
+// The try_files of a location (or server level), or null.
+const TryFiles* location_try_files(const HttpLocConf& loc);
+
 class PhaseEngine;
 // try_files' phase handler: the first file that exists becomes $uri, else
 // "=code" or an internal redirect to the last argument.

@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <type_traits>
 
 #include "http/access/limit_conn.h"
 #include "http/proxy/proxy.h"
@@ -84,7 +86,14 @@ void start_request(HttpConnection& hc) {
     close_connection(hc);
     return;
   }
-  new (r) Request;
+  // The free list holds constructed Requests: the old one is ended before a
+  // fresh one is made in its place, so a member that owns something would be
+  // freed, not leaked. Request is kept trivially destructible so that this
+  // costs nothing on the hot path (the assertion keeps it so).
+  static_assert(std::is_trivially_destructible_v<Request>,
+                "Request is recycled per request: keep its destructor trivial");
+  std::destroy_at(r);
+  std::construct_at(r);
   r->hc = &hc;
   r->c = &c;
   r->srv = hc.srv;

@@ -32,24 +32,24 @@ TEST_F(ReturnConfTest, Forms) {
       " location /h { }\n"
       "}");
   ASSERT_NE(srv, nullptr);
-  EXPECT_EQ(srv->loc->ret, nullptr);
-  const ReturnConf* a = loc_for(*srv, "/a").ret.get();
+  EXPECT_EQ(location_return(*srv->loc), nullptr);
+  const ReturnConf* a = location_return(loc_for(*srv, "/a"));
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->code, 404);
   EXPECT_FALSE(a->has_text);
-  const ReturnConf* b = loc_for(*srv, "/b").ret.get();
+  const ReturnConf* b = location_return(loc_for(*srv, "/b"));
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->code, 200);
   EXPECT_TRUE(b->has_text);
   EXPECT_FALSE(b->text.is_literal());
-  EXPECT_EQ(loc_for(*srv, "/c").ret->code, 301);
-  EXPECT_EQ(loc_for(*srv, "/c").ret->text.literal_text(), "/x");
-  EXPECT_EQ(loc_for(*srv, "/d").ret->code, 302);  // a bare URL is a 302
-  EXPECT_EQ(loc_for(*srv, "/d").ret->text.source(), "https://$host$request_uri");
-  EXPECT_EQ(loc_for(*srv, "/e").ret->code, 302);
-  EXPECT_EQ(loc_for(*srv, "/f").ret->code, 444);
-  EXPECT_EQ(loc_for(*srv, "/g").ret->text.literal_text(), "first");  // the first one runs
-  EXPECT_EQ(loc_for(*srv, "/h").ret, nullptr);
+  EXPECT_EQ(location_return(loc_for(*srv, "/c"))->code, 301);
+  EXPECT_EQ(location_return(loc_for(*srv, "/c"))->text.literal_text(), "/x");
+  EXPECT_EQ(location_return(loc_for(*srv, "/d"))->code, 302);  // a bare URL is a 302
+  EXPECT_EQ(location_return(loc_for(*srv, "/d"))->text.source(), "https://$host$request_uri");
+  EXPECT_EQ(location_return(loc_for(*srv, "/e"))->code, 302);
+  EXPECT_EQ(location_return(loc_for(*srv, "/f"))->code, 444);
+  EXPECT_EQ(location_return(loc_for(*srv, "/g"))->text.literal_text(), "first");  // the first one runs
+  EXPECT_EQ(location_return(loc_for(*srv, "/h")), nullptr);
 }
 
 TEST_F(ReturnConfTest, ServerLevelIsNotInheritedByLocations) {
@@ -59,12 +59,12 @@ TEST_F(ReturnConfTest, ServerLevelIsNotInheritedByLocations) {
       " location /c { return 410; location /c/d { } }\n"
       "}");
   ASSERT_NE(srv, nullptr);
-  ASSERT_NE(srv->loc->ret, nullptr);
-  EXPECT_EQ(srv->loc->ret->code, 403);
-  EXPECT_EQ(loc_for(*srv, "/a").ret, nullptr);
-  EXPECT_EQ(loc_for(*srv, "/a/b").ret, nullptr);
-  EXPECT_EQ(loc_for(*srv, "/c").ret->code, 410);
-  EXPECT_EQ(loc_for(*srv, "/c/d").ret, nullptr);  // nginx: a nested location has its own
+  ASSERT_NE(location_return(*srv->loc), nullptr);
+  EXPECT_EQ(location_return(*srv->loc)->code, 403);
+  EXPECT_EQ(location_return(loc_for(*srv, "/a")), nullptr);
+  EXPECT_EQ(location_return(loc_for(*srv, "/a/b")), nullptr);
+  EXPECT_EQ(location_return(loc_for(*srv, "/c"))->code, 410);
+  EXPECT_EQ(location_return(loc_for(*srv, "/c/d")), nullptr);  // nginx: a nested location has its own
 }
 
 TEST_F(ReturnConfTest, Errors) {

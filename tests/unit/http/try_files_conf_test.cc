@@ -23,13 +23,13 @@ TEST_F(TryFilesConfTest, FilesDirectoriesAndTheFallback) {
       "  location /b/ { try_files $uri =404; location /b/c/ { } }\n"
       "}\n");
   ASSERT_NE(srv, nullptr);
-  ASSERT_NE(srv->loc->try_files, nullptr);
-  EXPECT_EQ(srv->loc->try_files->files.size(), 1u);
-  EXPECT_EQ(srv->loc->try_files->fallback.source(), "/index.html");
+  ASSERT_NE(location_try_files(*srv->loc), nullptr);
+  EXPECT_EQ(location_try_files(*srv->loc)->files.size(), 1u);
+  EXPECT_EQ(location_try_files(*srv->loc)->fallback.source(), "/index.html");
 
   const HttpLocConf& a = find_location(*srv, "/a/x");
-  ASSERT_NE(a.try_files, nullptr);
-  const TryFiles& tf = *a.try_files;
+  ASSERT_NE(location_try_files(a), nullptr);
+  const TryFiles& tf = *location_try_files(a);
   ASSERT_EQ(tf.files.size(), 3u);
   EXPECT_EQ(tf.files[0].name.source(), "$uri");
   EXPECT_FALSE(tf.files[0].test_dir);
@@ -41,11 +41,11 @@ TEST_F(TryFilesConfTest, FilesDirectoriesAndTheFallback) {
   EXPECT_EQ(tf.code, 0);
 
   const HttpLocConf& b = find_location(*srv, "/b/x");
-  ASSERT_NE(b.try_files, nullptr);
-  EXPECT_EQ(b.try_files->code, 404);
-  EXPECT_TRUE(b.try_files->fallback.empty());
-  EXPECT_EQ(find_location(*srv, "/b/c/x").try_files, nullptr) << "not inherited";
-  EXPECT_EQ(find_location(*srv, "/other").try_files, srv->loc->try_files)
+  ASSERT_NE(location_try_files(b), nullptr);
+  EXPECT_EQ(location_try_files(b)->code, 404);
+  EXPECT_TRUE(location_try_files(b)->fallback.empty());
+  EXPECT_EQ(location_try_files(find_location(*srv, "/b/c/x")), nullptr) << "not inherited";
+  EXPECT_EQ(location_try_files(find_location(*srv, "/other")), location_try_files(*srv->loc))
       << "the server's own, where no location matched";
 }
 
