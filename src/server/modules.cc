@@ -8,6 +8,9 @@
 #include "http/core/conf.h"
 #include "http/core/module.h"
 #include "http/core/protocol.h"
+#include "mail/mail_conf.h"
+#include "mail/protocol.h"
+#include "mail/session.h"
 #include "stream/protocol.h"
 #include "stream/stream_conf.h"
 #include "upstream/upstream.h"
@@ -31,6 +34,7 @@ std::vector<ServerModule> builtin_modules() {
   }
   list.insert(list.end(), {
       {"stream", &stream::stream_module(), stream::create_listeners},
+      {"mail", &mail::mail_module(), mail::create_listeners, nullptr, mail::exit_worker},
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},

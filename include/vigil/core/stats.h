@@ -29,7 +29,16 @@
   TOTAL(open_file_cache_hits, "vigil_http_open_file_cache_hits_total", "counter",           \
         "Static file lookups answered by open_file_cache.")                                 \
   TOTAL(open_file_cache_misses, "vigil_http_open_file_cache_misses_total", "counter",       \
-        "Static file lookups under open_file_cache that opened the file.")
+        "Static file lookups under open_file_cache that opened the file.")                  \
+  TOTAL(mail_sessions, "vigil_mail_sessions_total", "counter", "Mail proxy sessions started.") \
+  TOTAL(mail_auth_ok, "vigil_mail_auth_ok_total", "counter",                                \
+        "Mail logins the auth_http server accepted.")                                       \
+  TOTAL(mail_auth_failed, "vigil_mail_auth_failed_total", "counter",                        \
+        "Mail logins the auth_http server refused.")                                        \
+  TOTAL(mail_relayed, "vigil_mail_relayed_total", "counter",                                \
+        "Mail sessions logged in to their backend and relayed.")                            \
+  TOTAL(mail_limited, "vigil_mail_limited_total", "counter",                                \
+        "Mail connections refused by mail_limit_conn.")
 
 // One worker's figures, shown per worker in /metrics:
 //   LOOP(member, metric, type, help)   counted by its event loop (LoopStats::member)

@@ -1,0 +1,32 @@
+#include "mail/protocol.h"
+
+#include <cstring>
+
+#include "mail/mail_conf.h"
+#include "mail/session.h"
+
+namespace vigil::mail {
+
+Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<Listening>>& out) {
+  const MailFinalConf* fin = mail_final(conf);
+  if (fin == nullptr) return Status::ok();
+  for (MailSrvConf* srv : fin->servers) {
+    for (std::size_t i = 0; i < srv->listens.size(); ++i) {
+      const ListenArgs& l = srv->listens[i];
+      auto ls = std::make_unique<Listening>();
+      std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
+      ls->addrlen = l.addrlen;
+      ls->addr_text = l.addr_text;
+      ls->backlog = l.backlog;
+      ls->reuseport = l.reuseport;
+      ls->deferred_accept = l.deferred;
+      ls->tcp_nodelay = true;  // line-by-line dialogues
+      ls->handler = init_connection;
+      ls->servers = srv->ports[i].get();
+      out.push_back(std::move(ls));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace vigil::mail
