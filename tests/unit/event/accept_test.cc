@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory_resource>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -177,6 +179,23 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
   }
 }
 
+// The heap as a process that has run out of memory sees it: any block over
+// 1 MiB is refused with std::bad_alloc, as operator new refuses it then.
+// (Asking the real heap for an impossible size instead would abort under
+// AddressSanitizer, which reports such a request rather than failing it.)
+class RefusesLargeBlocks final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t n, std::size_t align) override {
+    if (n > (std::size_t{1} << 20)) throw std::bad_alloc();
+    return std::pmr::new_delete_resource()->allocate(n, align);
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t align) override {
+    std::pmr::new_delete_resource()->deallocate(p, n, align);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+};
+
 // A connection whose peer address cannot be copied (its arena's first block
 // cannot be had) is closed at once; the active gauge it was counted in must
 // come back down, or stub_status reports a connection that does not exist.
@@ -184,13 +203,18 @@ TEST_P(AcceptBackends, FailedPeerAddressCopyGivesTheActiveCountBack) {
   EventLoopConfig cfg;
   cfg.use = GetParam();
   cfg.connections = 16;
+  // The connection pool takes the default resource as its arenas' upstream
+  // when it is made.
+  RefusesLargeBlocks heap;
+  std::pmr::memory_resource* const old_default = std::pmr::set_default_resource(&heap);
   auto r = EventLoop::create(cfg, Log::global());
+  std::pmr::set_default_resource(old_default);
   ASSERT_TRUE(r) << r.status().to_string();
   EventLoop& loop = *r.value();
   Listening ls;
   ls.handler = greet_and_close;
-  // An arena block no allocator can give (64 TiB): the copy fails.
-  ls.pool_size = std::size_t{1} << 46;
+  // An arena block that heap cannot give (64 MiB): the copy fails.
+  ls.pool_size = std::size_t{1} << 26;
   ASSERT_TRUE(ls.set_address("127.0.0.1:0"));
   ASSERT_TRUE(ls.open());
   ASSERT_TRUE(loop.add_listening(ls));
