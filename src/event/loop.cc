@@ -21,15 +21,20 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg,
   BackendConfig bcfg;
   bcfg.connections = cfg.connections;
   bcfg.events = cfg.events;
+  bcfg.kqueue_changes = cfg.kqueue_changes;
+  bcfg.kqueue_events = cfg.kqueue_events;
+  bcfg.timer_resolution = cfg.timer_resolution;
   if (Status s = loop->backend_->init(*loop, bcfg); !s) return s;
   loop->caps_ = loop->backend_->capabilities();
 
   if (Status s = loop->pool_.init(*loop, cfg.connections); !s) return s;
 
   // timer_resolution (seed 002, 9.7.2): the alarm's handler only sets a flag;
-  // the wait is interrupted and the backend refreshes the time.
-  if (cfg.timer_resolution > 0 && !clock::start_timer_alarm(cfg.timer_resolution)) {
-    return Status::sys("setitimer()");
+  // the wait is interrupted and the backend refreshes the time. kqueue has a
+  // timer event of its own instead (seed 003, 1).
+  if (cfg.timer_resolution > 0 && !(loop->caps_ & kCapTimer)) {
+    if (!clock::start_timer_alarm(cfg.timer_resolution)) return Status::sys("setitimer()");
+    loop->timer_alarm_ = true;
   }
   return loop;
 }
@@ -44,7 +49,7 @@ void EventLoop::publish(WorkerSlot& slot) {
 }
 
 EventLoop::~EventLoop() {
-  if (cfg_.timer_resolution > 0) clock::stop_timer_alarm();
+  if (timer_alarm_) clock::stop_timer_alarm();
   if (backend_) backend_->done();
 }
 

@@ -39,6 +39,8 @@ struct EventLoopConfig {
   std::string use;                // backend name, "" = best available
   std::size_t connections = 512;  // worker_connections
   std::size_t events = 512;       // epoll_events
+  std::size_t kqueue_changes = 512;
+  std::size_t kqueue_events = 512;
   bool multi_accept = false;
   Msec accept_mutex_delay = 500;
   Msec timer_resolution = 0;  // 0: refresh the time after every wait
@@ -172,6 +174,7 @@ class EventLoop {
   Log* log_ = nullptr;
   std::unique_ptr<Backend> backend_;
   unsigned caps_ = 0;
+  bool timer_alarm_ = false;  // timer_resolution's SIGALRM is ours to stop
   ConnectionPool pool_;
   TimerTree timers_;
   PostedQueue posted_accept_;
