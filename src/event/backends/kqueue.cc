@@ -1,6 +1,9 @@
 #include "event/backends/kqueue.h"
 
 #include <fcntl.h>
+#if VIGIL_KQUEUE_EMULATED
+#include <poll.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +72,18 @@ bool set_nonblock_cloexec(int fd) {
   if (fl == -1 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1) return false;
   return ::fcntl(fd, F_SETFD, FD_CLOEXEC) != -1;
 }
+
+#if VIGIL_KQUEUE_EMULATED
+// Whether the peer's FIN has arrived (Linux's POLLRDHUP).
+bool peer_closed(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  int n;
+  do {
+    n = ::poll(&p, 1, 0);
+  } while (n == -1 && errno == EINTR);
+  return n == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+}
+#endif
 
 template <class T>
 std::unique_ptr<T[]> make_array(int n) {
@@ -436,14 +451,18 @@ Status KqueueBackend::process_events(Msec timer, unsigned flags) {
 
     if (kev.flags & EV_EOF) {
       // The peer closed its side; fflags holds the socket's error, if any
-      // (nginx's kq_errno). libkqueue also sets EV_EOF for a stream socket
-      // with nothing to read, so there only a report with bytes behind it,
-      // or an error, counts as the FIN.
-      if (!emulated() || kev.filter == EVFILT_WRITE || kev.data > 0 || kev.fflags != 0) {
-        ev.pending_eof = 1;
-      }
+      // (nginx's kq_errno).
+      if (!emulated() || kev.filter == EVFILT_WRITE || kev.fflags != 0) ev.pending_eof = 1;
       if (kev.fflags != 0) ev.kq_errno = static_cast<int>(kev.fflags);
     }
+#if VIGIL_KQUEUE_EMULATED
+    // libkqueue asks epoll for EPOLLRDHUP only while the read filter is the
+    // descriptor's one registration, so a FIN that came with the data is not
+    // reported, and a short read would wait for an edge that never comes; and
+    // it sets EV_EOF whenever a stream socket has 0 bytes to read. The socket
+    // itself is asked instead (one poll() per read report, emulation only).
+    if (kev.filter == EVFILT_READ && !ev.accept && peer_closed(c->fd)) ev.pending_eof = 1;
+#endif
     deliver(*loop_, ev, flags);
   }
   return Status::ok();

@@ -19,8 +19,9 @@
 // VIGIL_KQUEUE_EMULATED (set by CMake when built against libkqueue, the
 // user-space kqueue on epoll): closing a descriptor does not remove its
 // registrations there, so every delete is submitted at once, before the
-// close; EV_EOF is also set by libkqueue whenever a stream socket has 0
-// bytes to read, which is not a FIN, so it is not taken as pending_eof then.
+// close; and its EV_EOF is unreliable both ways (missing for a FIN that came
+// with data while both filters are registered, set for any stream socket
+// with 0 bytes to read), so pending_eof comes from poll(POLLRDHUP) there.
 
 #include <sys/types.h>
 // sys/types.h first: BSD's sys/event.h uses its types without including it.

@@ -123,6 +123,10 @@ TEST_F(Kqueue, APendingChangeIsTakenBack) {
 // A registration the kernel refuses comes back as an EV_ERROR entry of the
 // wait; the connection's handler runs with the error.
 TEST_F(Kqueue, ARefusedRegistrationReachesTheHandlerAsAnError) {
+#if VIGIL_KQUEUE_EMULATED
+  GTEST_SKIP() << "libkqueue accepts EV_ADD for a closed descriptor (a kernel kqueue answers "
+                  "EBADF): this needs a BSD or macOS run";
+#endif
   create(16);
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
