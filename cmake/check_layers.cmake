@@ -1,6 +1,8 @@
 # Fails when a source includes a header of a layer above its own.
 #   cmake -DROOT=<source dir> [-DSTAMP=<file to touch on success>] -P check_layers.cmake
-# The layers, lowest first: core, event, upstream, {http, stream}, server, app.
+# The layers, lowest first: core, {event, codec}, upstream, {http, stream}, server, app.
+# codec is the pure HTTP/1 codec room (parsers, chunked, header writer): it
+# stands on core alone, so stream, a mail proxy and the upstream core can use it.
 # A file under src/<layer>/ may include "<lower or same layer>/..." internal
 # headers and "vigil/<core|event>/..." public ones; a public header under
 # include/vigil/<layer>/ may include only public headers of its own or a lower
@@ -8,12 +10,13 @@
 cmake_minimum_required(VERSION 3.25)
 set(_allowed_core     core)
 set(_allowed_event    core event)
+set(_allowed_codec    core codec)
 set(_allowed_upstream core event upstream)
-set(_allowed_http     core event upstream http)
-set(_allowed_stream   core event upstream stream)
-set(_allowed_server   core event upstream http stream server)
-set(_allowed_app      core event upstream http stream server app)
-set(_layers core event upstream http stream server app)
+set(_allowed_http     core event codec upstream http)
+set(_allowed_stream   core event codec upstream stream)
+set(_allowed_server   core event codec upstream http stream server)
+set(_allowed_app      core event codec upstream http stream server app)
+set(_layers core event codec upstream http stream server app)
 
 set(_errors "")
 foreach(_layer ${_layers})

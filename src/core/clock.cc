@@ -2,7 +2,8 @@
 //
 // Every thread keeps its own cache, so several loops may run in one process
 // without locks. The cache is only ever written by the thread that owns it
-// (signal handlers never touch it: the SIGALRM handler only raises a flag), so
+// (signal handlers never touch it; timer_resolution's tick is each loop's own
+// timerfd, read on the loop's thread), so
 // unlike nginx we need no ring of slots: the strings are rewritten in place and,
 // since every format has a fixed length, a string_view taken earlier keeps
 // pointing at a valid string of the right shape.
@@ -46,10 +47,6 @@ struct CachedTime {
 
 thread_local CachedTime t_cache;
 
-// Written only by the SIGALRM handler (set) and timer_alarm_fired (clear).
-volatile std::sig_atomic_t g_alarm_fired = 0;
-bool g_alarm_installed = false;
-struct sigaction g_old_alarm_action;
 
 // Broken-down civil time, without the C library (which would take its tz lock).
 struct Civil {
@@ -244,10 +241,6 @@ inline CachedTime& cache() {
   return t;
 }
 
-void on_alarm(int) {
-  g_alarm_fired = 1;
-}
-
 }  // namespace
 
 Msec current_msec() {
@@ -285,62 +278,5 @@ std::size_t format_imf_fixdate(std::time_t sec, char* out) {
   return write_imf_fixdate(civil_from_seconds(sec), out);
 }
 
-bool start_timer_alarm(Msec ms) {
-  if (ms == 0) {
-    errno = EINVAL;
-    return false;
-  }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = on_alarm;
-  // No SA_RESTART: the point of the alarm is to interrupt a long wait
-  // (epoll_wait returns EINTR) so that the loop refreshes the time.
-  sa.sa_flags = 0;
-  if (sigemptyset(&sa.sa_mask) != 0) return false;
-
-  struct sigaction old;
-  if (sigaction(SIGALRM, &sa, &old) != 0) return false;
-  if (!g_alarm_installed) {
-    g_old_alarm_action = old;
-    g_alarm_installed = true;
-  }
-
-  itimerval itv{};
-  itv.it_interval.tv_sec = static_cast<time_t>(ms / 1000);
-  itv.it_interval.tv_usec = static_cast<suseconds_t>(ms % 1000 * 1000);
-  itv.it_value = itv.it_interval;
-  if (setitimer(ITIMER_REAL, &itv, nullptr) != 0) {
-    const int err = errno;
-    stop_timer_alarm();
-    errno = err;
-    return false;
-  }
-  return true;
-}
-
-void stop_timer_alarm() {
-  itimerval off{};
-  // Cannot fail with valid arguments; nothing useful to do if it did.
-  (void)setitimer(ITIMER_REAL, &off, nullptr);
-  if (!g_alarm_installed) return;
-  // Ignoring the signal first discards a SIGALRM already pending, which would
-  // otherwise hit the restored (often default: terminate) disposition.
-  struct sigaction ign;
-  std::memset(&ign, 0, sizeof(ign));
-  ign.sa_handler = SIG_IGN;
-  (void)sigemptyset(&ign.sa_mask);
-  (void)sigaction(SIGALRM, &ign, nullptr);
-  (void)sigaction(SIGALRM, &g_old_alarm_action, nullptr);
-  g_alarm_installed = false;
-  g_alarm_fired = 0;
-}
-
-bool timer_alarm_fired() {
-  if (g_alarm_fired == 0) return false;
-  // A tick arriving between the read and the clear is merged into this one,
-  // which is harmless: the caller refreshes the time right away.
-  g_alarm_fired = 0;
-  return true;
-}
 
 }  // namespace vigil::clock

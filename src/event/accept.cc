@@ -131,6 +131,9 @@ std::size_t accept_connections(Event& ev) {
     }
     counters->handled.add();
     counters->active.add();
+    // From here the connection is an accepted one: close_connection takes
+    // it out of the active count on every path, the failures below included.
+    c->listening = ls;
     // The first block of the connection's arena is what an idle connection
     // costs: the protocol says how much it needs (nginx's pool_size).
     c->arena->reset(ls->pool_size);
@@ -144,7 +147,6 @@ std::size_t accept_connections(Event& ev) {
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);  // "" when out of memory
     loop.backend().init_io(*c);
-    c->listening = ls;
     c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
     c->local_addrlen = ls->addrlen;
 

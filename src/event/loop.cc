@@ -1,6 +1,11 @@
 // One worker's event loop: seed 001, 算法 1 (ngx_process_events_and_timers).
 #include "vigil/event/loop.h"
 
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 
@@ -29,14 +34,63 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg,
 
   if (Status s = loop->pool_.init(*loop, cfg.connections); !s) return s;
 
-  // timer_resolution (seed 002, 9.7.2): the alarm's handler only sets a flag;
-  // the wait is interrupted and the backend refreshes the time. kqueue has a
-  // timer event of its own instead (seed 003, 1).
+  // timer_resolution (seed 002, 9.7.2): the wait is unbounded and the time
+  // is refreshed by this loop's own tick, which also ends the wait. kqueue
+  // ticks by itself with an EVFILT_TIMER (seed 003, 1; kCapTimer).
   if (cfg.timer_resolution > 0 && !(loop->caps_ & kCapTimer)) {
-    if (!clock::start_timer_alarm(cfg.timer_resolution)) return Status::sys("setitimer()");
-    loop->timer_alarm_ = true;
+    if (Status s = loop->start_tick(cfg.timer_resolution); !s) return s;
   }
   return loop;
+}
+
+Status EventLoop::start_tick(Msec resolution) {
+  const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (fd == -1) return Status::sys("timerfd_create()");
+  itimerspec its{};
+  its.it_interval.tv_sec = static_cast<time_t>(resolution / 1000);
+  its.it_interval.tv_nsec = static_cast<long>(resolution % 1000) * 1000000L;
+  its.it_value = its.it_interval;
+  if (::timerfd_settime(fd, 0, &its, nullptr) == -1) {
+    const int err = errno;
+    (void)::close(fd);
+    return Status::sys("timerfd_settime()", err);
+  }
+  tick_conn_.fd = fd;
+  tick_conn_.read = &tick_rev_;
+  tick_conn_.write = &tick_wev_;
+  tick_conn_.loop = this;
+  tick_conn_.log = log_;
+  tick_rev_.data = &tick_conn_;
+  tick_rev_.log = log_;
+  tick_rev_.handler = on_tick;
+  tick_wev_.data = &tick_conn_;
+  tick_wev_.write = 1;
+  tick_wev_.log = log_;
+  // Level-triggered where the backend has no edge mode: the handler reads
+  // the expirations, so the next report is the next tick.
+  if (Status s = backend_->add(tick_rev_, (caps_ & kCapClear) ? kEvClear : kEvLevel); !s) {
+    (void)::close(fd);
+    tick_conn_.fd = -1;
+    return s;
+  }
+  return Status::ok();
+}
+
+void EventLoop::stop_tick() {
+  if (tick_conn_.fd == -1) return;
+  if (tick_rev_.active) (void)backend_->del(tick_rev_, 0);
+  if (::close(tick_conn_.fd) == -1) VIGIL_LOG(*log_, kAlert, errno, "close() timerfd failed");
+  tick_conn_.fd = -1;
+}
+
+void EventLoop::on_tick(Event& rev) {
+  Connection& c = *rev.owner<Connection>();
+  std::uint64_t expirations = 0;
+  // EAGAIN: nothing more to read (a report already consumed); any other
+  // failure leaves the tick armed, and the time is refreshed all the same.
+  (void)!::read(c.fd, &expirations, sizeof expirations);
+  clock::time_update();
+  rev.ready = 0;
 }
 
 void EventLoop::publish(WorkerSlot& slot) {
@@ -49,8 +103,10 @@ void EventLoop::publish(WorkerSlot& slot) {
 }
 
 EventLoop::~EventLoop() {
-  if (timer_alarm_) clock::stop_timer_alarm();
-  if (backend_) backend_->done();
+  if (backend_) {
+    stop_tick();
+    backend_->done();
+  }
 }
 
 Status EventLoop::handle_read_event(Event& rev, unsigned flags) {

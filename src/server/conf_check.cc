@@ -14,8 +14,8 @@
 #include "core/conf/loader.h"
 #include "core/core_module.h"
 #include "event/event_conf.h"
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 

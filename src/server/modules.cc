@@ -5,8 +5,9 @@
 #include "core/core_module.h"
 #include "event/event_conf.h"
 #include "event/tls/tls.h"
-#include "http/conf.h"
-#include "http/protocol.h"
+#include "http/core/conf.h"
+#include "http/core/module.h"
+#include "http/core/protocol.h"
 #include "stream/protocol.h"
 #include "stream/stream_conf.h"
 #include "upstream/upstream.h"
@@ -18,18 +19,25 @@ namespace {
 // One line per module, in load order: core first (the main context), then
 // events (its block is required), then the protocols.
 std::vector<ServerModule> builtin_modules() {
-  return {
+  std::vector<ServerModule> list = {
       {"core", &core_module()},
       {"events", &event_module()},
       {"http", &http::http_module(), http::create_listeners, http::init_worker,
        http::exit_worker, http::reopen_logs},
+  };
+  // The HTTP modules with confs of their own (http/core/modules.cc).
+  for (const http::HttpModule* m : http::http_modules()) {
+    list.push_back({m->conf().name().c_str(), &m->conf()});
+  }
+  list.insert(list.end(), {
       {"stream", &stream::stream_module(), stream::create_listeners},
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
       // The per-worker TLS file buffer (http and stream listeners share it).
       {"tls", nullptr, nullptr, nullptr, tls_exit_loop},
-  };
+  });
+  return list;
 }
 
 std::vector<ServerModule>& registered() {

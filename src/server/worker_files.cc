@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/core_module.h"
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
 #include "server/cycle.h"
 #include "vigil/core/log.h"
 

@@ -28,6 +28,7 @@ expect_rejected(core_up src/core/a.cc "#include \"http/conf.h\"" "src/core/a.cc:
 expect_rejected(event_up src/event/b.h "#include \"server/modules.h\"" "layer server is not below event")
 expect_rejected(sideways src/stream/c.cc "#include \"http/request.h\"" "layer http is not below stream")
 expect_rejected(upstream_up src/upstream/d.cc "#include \"stream/proxy.h\"" "layer stream is not below upstream")
+expect_rejected(codec_up src/codec/g.cc "#include \"vigil/event/loop.h\"" "layer event is not below codec")
 expect_rejected(public_internal include/vigil/event/e.h "#include \"core/shm.h\"" "public headers include only vigil/")
 expect_rejected(public_up include/vigil/core/f.h "#include \"vigil/event/loop.h\"" "layer event is not below core")
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "http/access.h"
+#include "http/access/access.h"
 
 using vigil::fuzz::check;
 

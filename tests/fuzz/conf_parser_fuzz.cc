@@ -19,7 +19,7 @@
 #include "core/core_module.h"
 #include "event/event_conf.h"
 #include "fuzz_check.h"
-#include "http/servers.h"
+#include "http/core/servers.h"
 #include "server/modules.h"
 #include "upstream/group.h"
 

@@ -19,12 +19,12 @@
 #include <string_view>
 #include <vector>
 
-#include "http/chunked.h"
-#include "http/header_check.h"
-#include "http/http_date.h"
-#include "http/parse.h"
-#include "http/range.h"
-#include "http/uri.h"
+#include "codec/chunked.h"
+#include "codec/header_check.h"
+#include "codec/http_date.h"
+#include "codec/parse.h"
+#include "http/filters/range.h"
+#include "codec/uri.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "http/chunked.h"
-#include "http/response_parser.h"
+#include "codec/chunked.h"
+#include "codec/response_parser.h"
 
 namespace {
 

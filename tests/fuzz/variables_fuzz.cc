@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "http/request.h"
-#include "http/variables.h"
+#include "http/core/request.h"
+#include "http/core/variables.h"
 
 namespace {
 

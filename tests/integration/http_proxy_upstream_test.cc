@@ -11,6 +11,7 @@
 
 #include "integration/http_harness.h"
 #include "integration/proxy_backend.h"
+#include "upstream/group.h"
 
 namespace vigil::test {
 namespace {
@@ -182,6 +183,34 @@ TEST_F(ProxyUpstream, HashKeepsAKeyOnOneServer) {
   for (int n : {a.requests(), b.requests(), c.requests()}) {
     EXPECT_GT(n, 2 * 20);
     EXPECT_LT(n, 2 * 80);
+  }
+}
+
+// A key longer than the proxy's inline room (256 bytes) is hashed whole:
+// it once became the empty key, sending every such request to one server.
+TEST_F(ProxyUpstream, HashOfALongKeyIsTheWholeKeys) {
+  Backend a, b;
+  ASSERT_TRUE(start("upstream h { hash $http_x_key; server " + a.address() + "; server " +
+                        b.address() + "; }",
+                    "location / { proxy_pass http://h; }"))
+      << server_.output();
+  // Two 300-byte keys that crc32 sends to different servers (equal weights:
+  // crc32(key) % 2 is the server), the first server for the first key.
+  const std::string base(296, 'k');
+  std::string keys[2];
+  for (int i = 0; keys[0].empty() || keys[1].empty(); ++i) {
+    const std::string key = base + std::to_string(1000 + i);
+    std::string& slot = keys[upstream::crc32(key) % 2];
+    if (slot.empty()) slot = key;
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const int before[2] = {a.requests(), b.requests()};
+      ASSERT_EQ(test::get(port_, simple_get("/", "localhost", "X-Key: " + keys[k] + "\r\n")).status,
+                200);
+      EXPECT_EQ(a.requests() - before[0], k == 0 ? 1 : 0) << "key " << k;
+      EXPECT_EQ(b.requests() - before[1], k == 1 ? 1 : 0) << "key " << k;
+    }
   }
 }
 

@@ -33,7 +33,7 @@ std::string_view common_log_time();  // "21/Nov/2026:19:03:32 +0000"            
 std::string_view iso8601();        // "2026-11-21T19:03:32+00:00"             (local time, offset)
 
 // Reads the clocks and refreshes the cache. Called by the backend after each
-// wait (flag kUpdateTime) or when timer_alarm_fired() is set.
+// wait (flag kUpdateTime), or with timer_resolution by the loop's tick.
 void time_update();
 
 // For tests: set the cache from a fixed wall time (seconds + ms) and monotonic
@@ -42,12 +42,6 @@ void time_update_fixed(std::time_t sec, unsigned msec, Msec mono_msec, int gmtof
 
 // Formats `sec` as an IMF-fixdate (the HTTP date) into `out` (at least 30 bytes); returns its length.
 std::size_t format_imf_fixdate(std::time_t sec, char* out);
-
-// timer_resolution (seed 002, 9.7.2): SIGALRM every `ms`; the handler only sets
-// a flag, and the next process_events refreshes the time when it is set.
-bool start_timer_alarm(Msec ms);  // false (errno set) when setitimer/sigaction failed
-void stop_timer_alarm();
-bool timer_alarm_fired();         // reads and clears the flag
 
 }  // namespace clock
 }  // namespace vigil

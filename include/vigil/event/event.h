@@ -99,7 +99,7 @@ inline constexpr unsigned kCapClear = 1u << 1;   // edge-triggered (epoll ET, io
 inline constexpr unsigned kCapEpoll = 1u << 3;   // EPOLLRDHUP / pending_eof available
 inline constexpr unsigned kCapExclusive = 1u << 5;  // EPOLLEXCLUSIVE on listening sockets
 // The backend refreshes the time every timer_resolution by itself (kqueue's
-// EVFILT_TIMER, nginx's NGX_USE_TIMER_EVENT): the loop sets no SIGALRM.
+// EVFILT_TIMER, nginx's NGX_USE_TIMER_EVENT): the loop arms no timerfd tick.
 inline constexpr unsigned kCapTimer = 1u << 6;
 
 // ---- flags for add/del ------------------------------------------------------

@@ -174,7 +174,6 @@ class EventLoop {
   Log* log_ = nullptr;
   std::unique_ptr<Backend> backend_;
   unsigned caps_ = 0;
-  bool timer_alarm_ = false;  // timer_resolution's SIGALRM is ours to stop
   ConnectionPool pool_;
   TimerTree timers_;
   PostedQueue posted_accept_;
@@ -188,12 +187,23 @@ class EventLoop {
   bool stopping_ = false;
   LoopStats stats_;
   Event notify_event_;
+  // timer_resolution's tick: a timerfd of this loop's own, watched like a
+  // connection (a pseudo-connection outside the pool); its read handler
+  // refreshes the cached time. Per loop, so loops in one process keep
+  // their own clocks and one loop's end stops nobody else's.
+  Connection tick_conn_;
+  Event tick_rev_;
+  Event tick_wev_;
   void* data_ = nullptr;
   struct ContextSlot {
     const void* key = nullptr;
     void* value = nullptr;
   };
   ContextSlot contexts_[kMaxContexts];
+
+  Status start_tick(Msec resolution);
+  void stop_tick();
+  static void on_tick(Event& rev);
 };
 
 // The read handler of listening connections (seed 001, 4.1 ngx_event_accept).

@@ -32,6 +32,8 @@ inline constexpr ConfContextMask kAnyConf = ~0u;
 // current directory: the path is then printed exactly as written).
 std::string join_conf_path(std::string_view prefix, std::string_view path);
 
+class ModuleRegistry;  // core/conf/module.h
+
 // What handlers and init functions may need to know about the load.
 struct ConfEnv {
   std::string prefix;       // -p, "" for the current directory
@@ -46,6 +48,9 @@ struct ConfEnv {
   // Warnings of the load (owned by the Configuration): printed at -t and at
   // start, they do not fail it. Never null during a load.
   std::vector<std::string>* warnings = nullptr;
+  // The modules of the load: an init may look up another module's index
+  // (modules->index_of) to read that module's confs in a scope.
+  const ModuleRegistry* modules = nullptr;
 
   // Relative paths in directives (pid, error_log) are relative to the prefix;
   // include patterns are relative to the configuration's directory, as in nginx.

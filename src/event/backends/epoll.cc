@@ -176,7 +176,7 @@ Status EpollBackend::process_events(Msec timer, unsigned flags) {
 
   // The time is refreshed even when the wait failed or was interrupted: the
   // caller computes timers from it (seed 001, ngx_epoll_process_events).
-  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+  if (flags & kProcUpdateTime) clock::time_update();
 
   if (err != 0) {
     if (err == EINTR) return Status::ok();

@@ -392,7 +392,7 @@ Status KqueueBackend::process_events(Msec timer, unsigned flags) {
   // through the event list, which it did not fill.
   nchanges_ = 0;
 
-  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+  if (flags & kProcUpdateTime) clock::time_update();
 
   if (err != 0) {
     if (err == EINTR) return Status::ok();

@@ -12,7 +12,7 @@
 // - udata carries the connection's address and generation (dispatch.h's
 //   tag), so a report for a closed or reused slot is dropped.
 // - EVFILT_TIMER ticks every timer_resolution ms (NGX_USE_TIMER_EVENT), so
-//   no SIGALRM is needed; EVFILT_USER wakes the wait for notify(); a pipe
+//   the loop needs no timerfd tick; EVFILT_USER wakes the wait for notify(); a pipe
 //   serves signal handlers, which must not call kevent() (libkqueue takes
 //   locks there) and where EVFILT_USER is missing it serves notify() too.
 //

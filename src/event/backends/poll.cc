@@ -46,7 +46,7 @@ Status PollBackend::process_events(Msec timer, unsigned flags) {
   const int n = ::poll(table_.pollfds(), table_.size(), timeout);
   const int err = n == -1 ? errno : 0;
 
-  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+  if (flags & kProcUpdateTime) clock::time_update();
 
   if (err != 0) {
     if (err == EINTR) return Status::ok();

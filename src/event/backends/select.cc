@@ -106,7 +106,7 @@ Status SelectBackend::process_events(Msec timer, unsigned flags) {
   const int n = ::select(max_fd_ + 1, &work_read_, &work_write_, nullptr, tp);
   const int err = n == -1 ? errno : 0;
 
-  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+  if (flags & kProcUpdateTime) clock::time_update();
 
   LoopStats& stats = loop_->stats();
   if (err != 0) {

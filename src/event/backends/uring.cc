@@ -465,7 +465,7 @@ Status UringBackend::process_events(Msec timer, unsigned flags) {
   }
   const int err = rc < 0 ? -rc : 0;
 
-  if ((flags & kProcUpdateTime) || clock::timer_alarm_fired()) clock::time_update();
+  if (flags & kProcUpdateTime) clock::time_update();
 
   if (err == EINTR) return Status::ok();
   // ETIME: the wait timed out; EBUSY/EAGAIN: completions overflowed and must

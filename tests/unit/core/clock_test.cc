@@ -195,42 +195,5 @@ TEST(Clock, EveryThreadHasItsOwnInitialisedCache) {
   EXPECT_EQ(clock::current_msec(), 42u);
 }
 
-TEST(Clock, TimerAlarmSetsTheFlag) {
-  (void)clock::timer_alarm_fired();  // start clean
-  ASSERT_TRUE(clock::start_timer_alarm(10));
-  bool fired = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (clock::timer_alarm_fired()) {
-      fired = true;
-      break;
-    }
-    // Interrupted by SIGALRM (no SA_RESTART) or done: either way, check again.
-    timespec ts{0, 1000000};
-    nanosleep(&ts, nullptr);
-  }
-  EXPECT_TRUE(fired);
-
-  clock::stop_timer_alarm();
-  timespec ts{0, 50000000};
-  nanosleep(&ts, nullptr);
-  EXPECT_FALSE(clock::timer_alarm_fired());
-}
-
-TEST(Clock, TimerAlarmFlagIsReadAndCleared) {
-  // A long interval, so the only SIGALRM is the one raised here.
-  ASSERT_TRUE(clock::start_timer_alarm(60000));
-  (void)clock::timer_alarm_fired();
-  ASSERT_EQ(raise(SIGALRM), 0);  // delivered before raise() returns
-  EXPECT_TRUE(clock::timer_alarm_fired());
-  EXPECT_FALSE(clock::timer_alarm_fired());
-  clock::stop_timer_alarm();
-}
-
-TEST(Clock, TimerAlarmRejectsZero) {
-  EXPECT_FALSE(clock::start_timer_alarm(0));
-  EXPECT_EQ(errno, EINVAL);
-}
-
 }  // namespace
 }  // namespace vigil

@@ -177,6 +177,39 @@ TEST_P(AcceptBackends, MultiAcceptTakesTheWholeQueueInOneEvent) {
   }
 }
 
+// A connection whose peer address cannot be copied (its arena's first block
+// cannot be had) is closed at once; the active gauge it was counted in must
+// come back down, or stub_status reports a connection that does not exist.
+TEST_P(AcceptBackends, FailedPeerAddressCopyGivesTheActiveCountBack) {
+  EventLoopConfig cfg;
+  cfg.use = GetParam();
+  cfg.connections = 16;
+  auto r = EventLoop::create(cfg, Log::global());
+  ASSERT_TRUE(r) << r.status().to_string();
+  EventLoop& loop = *r.value();
+  Listening ls;
+  ls.handler = greet_and_close;
+  // An arena block no allocator can give (64 TiB): the copy fails.
+  ls.pool_size = std::size_t{1} << 46;
+  ASSERT_TRUE(ls.set_address("127.0.0.1:0"));
+  ASSERT_TRUE(ls.open());
+  ASSERT_TRUE(loop.add_listening(ls));
+  SharedCounters* counters = shared_counters();
+  const std::uint64_t handled0 = counters->handled.get();
+  const std::uint64_t active0 = counters->active.get();
+  g_accepted = 0;
+  const int fd = test::connect_loopback(ls.port());
+  ASSERT_GE(fd, 0);
+  test::run_until([&] { loop.process_events_and_timers(); },
+                  [&] { return counters->handled.get() == handled0 + 1; });
+  EXPECT_EQ(counters->handled.get(), handled0 + 1);
+  EXPECT_EQ(g_accepted, 0) << "the handler never sees the connection";
+  EXPECT_EQ(test::read_n(fd, 1), "") << "the client sees the close";
+  EXPECT_EQ(counters->active.get(), active0);
+  ::close(fd);
+  ls.close();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AcceptBackends, ::testing::ValuesIn(test::backend_params()),
                          test::backend_param_name);
 

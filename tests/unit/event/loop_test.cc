@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -146,8 +148,8 @@ TEST_P(LoopOrder, PostedNextForcesAZeroWait) {
 }
 
 // timer_resolution (seed 002, 9.7.2): the wait is unbounded and the cached
-// time moves only when SIGALRM fired, yet timers still expire on schedule.
-TEST_P(LoopOrder, TimerResolutionRefreshesTimeFromTheAlarm) {
+// time moves only on the loop's tick, yet timers still expire on schedule.
+TEST_P(LoopOrder, TimerResolutionRefreshesTimeFromTheTick) {
   EventLoopConfig cfg;
   cfg.use = GetParam();
   cfg.connections = 8;
@@ -166,10 +168,79 @@ TEST_P(LoopOrder, TimerResolutionRefreshesTimeFromTheAlarm) {
                               [&] { return !order.empty(); }, 3000));
   EXPECT_EQ(order, std::vector<std::string>{"timer"});
   EXPECT_GE(msec_diff(clock::current_msec(), start), 100);
-  // Every pass was ended by the alarm: about 100 ms / 20 ms of them, not a spin.
+  // Every pass was ended by the tick: about 100 ms / 20 ms of them, not a spin.
   EXPECT_LE(passes, 50);
   EXPECT_GE(passes, 2);
   g_order = nullptr;
+}
+
+void count_fire(Event& ev) { ++*static_cast<int*>(ev.data); }
+
+// Two loops with timer_resolution in one process, each on its own thread:
+// each loop's tick keeps its own thread's clock moving, and the end of one
+// loop leaves the other's tick alone (a process-wide SIGALRM once did not:
+// the first loop's destructor stopped the alarm, and the second waited
+// forever on a clock that no longer moved).
+TEST_P(LoopOrder, TwoLoopsWithTimerResolutionKeepTheirOwnClocks) {
+  const std::string use = GetParam();
+  std::atomic<bool> first_done{false};
+  std::atomic<bool> give_up{false};
+  std::atomic<bool> second_done{false};
+  std::atomic<EventLoop*> second_loop{nullptr};
+  int second_fired = 0;
+  MsecDiff second_elapsed = 0;
+
+  auto make = [&use] {
+    EventLoopConfig cfg;
+    cfg.use = use;
+    cfg.connections = 8;
+    cfg.timer_resolution = 10;
+    return EventLoop::create(cfg, Log::global());
+  };
+  std::thread second([&] {
+    auto r = make();
+    if (!r) {
+      second_done = true;
+      return;
+    }
+    EventLoop& loop = *r.value();
+    second_loop = &loop;
+    while (!first_done) std::this_thread::yield();
+    Event t;
+    t.handler = count_fire;
+    t.data = &second_fired;
+    const Msec start = clock::current_msec();
+    loop.add_timer(t, 100);
+    while (second_fired == 0 && !give_up) loop.process_events_and_timers();
+    second_elapsed = msec_diff(clock::current_msec(), start);
+    if (t.timer_set) loop.del_timer(t);
+    second_done = true;
+  });
+  std::thread first([&] {
+    auto r = make();
+    if (r) {
+      EventLoop& loop = *r.value();
+      int fired = 0;
+      Event t;
+      t.handler = count_fire;
+      t.data = &fired;
+      loop.add_timer(t, 30);
+      while (fired == 0) loop.process_events_and_timers();
+    }
+    first_done = true;  // its loop is destroyed by now
+  });
+  first.join();
+  if (!test::wait_for([&] { return second_done.load(); }, 3000)) {
+    give_up = true;
+    // Wake the stuck wait so the thread can report.
+    while (!second_done) {
+      if (EventLoop* l = second_loop.load()) (void)l->backend().notify();
+      std::this_thread::yield();
+    }
+  }
+  second.join();
+  EXPECT_EQ(second_fired, 1) << "the second loop's timer never fired: its clock stopped";
+  EXPECT_GE(second_elapsed, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LoopOrder, ::testing::ValuesIn(test::backend_params()),

@@ -6,9 +6,10 @@
 
 #include <string>
 
-#include "http/access.h"
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/access/access.h"
+#include "http/core/conf.h"
+#include "http/core/module.h"
+#include "http/core/servers.h"
 #include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {
@@ -89,6 +90,11 @@ TEST(AccessRuleParse, RefusesWhatIsNoAddress) {
 
 using AccessConfTest = testing::HttpConfTest;
 
+// allow/deny are the access module's own conf (module.h).
+const std::vector<AccessRule>& rules_of(const HttpLocConf& loc) {
+  return loc_conf<AccessConf>(loc, access_module()).rules;
+}
+
 TEST_F(AccessConfTest, InOrderAndInheritedOnlyByLevelsWithoutRules) {
   const HttpSrvConf* srv = server(
       "allow 10.0.0.0/8;\n"
@@ -99,20 +105,20 @@ TEST_F(AccessConfTest, InOrderAndInheritedOnlyByLevelsWithoutRules) {
       "}\n"
       "server { listen 127.0.0.1:2; }\n");
   ASSERT_NE(srv, nullptr);
-  const auto& rules = srv->loc->access_rules;
+  const auto& rules = rules_of(*srv->loc);
   ASSERT_EQ(rules.size(), 3u);
   EXPECT_TRUE(rules[0].deny);
   EXPECT_EQ(hex(rules[0].mask, 4), "ffff0000");
   EXPECT_FALSE(rules[1].deny);
   EXPECT_TRUE(rules[2].deny);
   EXPECT_EQ(rules[2].kind, AccessRule::Kind::kAll);
-  EXPECT_EQ(find_location(*srv, "/a/x").access_rules.size(), 3u) << "inherited whole";
-  const auto& b = find_location(*srv, "/b/x").access_rules;
+  EXPECT_EQ(rules_of(find_location(*srv, "/a/x")).size(), 3u) << "inherited whole";
+  const auto& b = rules_of(find_location(*srv, "/b/x"));
   ASSERT_EQ(b.size(), 1u) << "its own replace the parent's";
   EXPECT_FALSE(b[0].deny);
   const HttpServers* all = http_servers(*conf_);
   ASSERT_EQ(all->servers.size(), 2u);
-  ASSERT_EQ(all->servers[1]->loc->access_rules.size(), 1u) << "the http level's";
+  ASSERT_EQ(rules_of(*all->servers[1]->loc).size(), 1u) << "the http level's";
 }
 
 TEST_F(AccessConfTest, ErrorsNameTheFileAndLine) {

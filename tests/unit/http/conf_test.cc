@@ -4,10 +4,11 @@
 
 #include <string>
 
-#include "http/access_log.h"
-#include "http/conf.h"
-#include "http/servers.h"
-#include "http/types.h"
+#include "http/log/access_log.h"
+#include "http/core/conf.h"
+#include "http/core/request.h"
+#include "http/core/servers.h"
+#include "http/core/types.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 
@@ -219,9 +220,9 @@ TEST_F(HttpConf, ErrorPagesAndHandlers) {
   // A level that sets error_page replaces the inherited list, as in nginx.
   EXPECT_EQ(find_location(srv, "/e/").find_error_page(404), nullptr);
   EXPECT_NE(find_location(srv, "/e/").find_error_page(403), nullptr);
-  EXPECT_EQ(find_location(srv, "/s").handler, LocationHandler::kStubStatus);
-  EXPECT_EQ(find_location(srv, "/m").handler, LocationHandler::kMetrics);
-  EXPECT_EQ(srv.loc->handler, LocationHandler::kStatic);
+  EXPECT_EQ(find_location(srv, "/s").content, &kStubStatusContent);
+  EXPECT_EQ(find_location(srv, "/m").content, &kMetricsContent);
+  EXPECT_EQ(srv.loc->content, nullptr);  // the content phase: static files
 }
 
 TEST_F(HttpConf, EmbeddedConfigurationServesHtmlWithItsMimeTypes) {
@@ -242,8 +243,8 @@ TEST_F(HttpConf, EmbeddedConfigurationServesHtmlWithItsMimeTypes) {
   EXPECT_EQ(srv.loc->root_path, "html");
   ASSERT_NE(srv.loc->types, nullptr);
   EXPECT_EQ(srv.loc->types->find("css"), "text/css");
-  EXPECT_EQ(find_location(srv, "/status").handler, LocationHandler::kStubStatus);
-  EXPECT_EQ(find_location(srv, "/metrics").handler, LocationHandler::kMetrics);
+  EXPECT_EQ(find_location(srv, "/status").content, &kStubStatusContent);
+  EXPECT_EQ(find_location(srv, "/metrics").content, &kMetricsContent);
   // A real file wins over the compiled-in copy.
   write("conf/mime.types", "types { x/y css; }\n");
   auto r2 = Configuration::load(o);

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "http/servers.h"
+#include "http/core/servers.h"
 #include "unit/core/conf/conf_test_util.h"
 
 namespace vigil::testing {

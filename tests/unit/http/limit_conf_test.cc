@@ -5,8 +5,10 @@
 #include <string>
 
 #include "core/shm_zone.h"
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/access/limit_conn.h"
+#include "http/access/limit_req.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 
@@ -19,14 +21,14 @@ TEST_F(LimitConf, DefaultsAreNginxs) {
   const HttpSrvConf* srv = server("server { listen 127.0.0.1:1; }");
   ASSERT_NE(srv, nullptr);
   const HttpLocConf& loc = *srv->loc;
-  EXPECT_TRUE(loc.limit_req.empty());
-  EXPECT_TRUE(loc.limit_conn.empty());
-  EXPECT_EQ(loc.limit_req_status, 503);
-  EXPECT_EQ(loc.limit_conn_status, 503);
-  EXPECT_EQ(loc.limit_req_log_level, LogLevel::kError);
-  EXPECT_EQ(loc.limit_conn_log_level, LogLevel::kError);
-  EXPECT_FALSE(loc.limit_req_dry_run);
-  EXPECT_FALSE(loc.limit_conn_dry_run);
+  EXPECT_TRUE(limit_req_conf(loc).refs.empty());
+  EXPECT_TRUE(limit_conn_conf(loc).refs.empty());
+  EXPECT_EQ(limit_req_conf(loc).status, 503);
+  EXPECT_EQ(limit_conn_conf(loc).status, 503);
+  EXPECT_EQ(limit_req_conf(loc).log_level, LogLevel::kError);
+  EXPECT_EQ(limit_conn_conf(loc).log_level, LogLevel::kError);
+  EXPECT_FALSE(limit_req_conf(loc).dry_run);
+  EXPECT_FALSE(limit_conn_conf(loc).dry_run);
   EXPECT_EQ(loc.limit_rate, 0u);
   EXPECT_EQ(loc.limit_rate_after, 0u);
   EXPECT_EQ(loc.disable_symlinks, DisableSymlinks::kOff);
@@ -46,36 +48,36 @@ TEST_F(LimitConf, ValuesAndInheritance) {
       "}\n");
   ASSERT_NE(srv, nullptr);
   const HttpLocConf& top = *srv->loc;
-  ASSERT_EQ(top.limit_req.size(), 1u);
-  EXPECT_EQ(top.limit_req[0].zone->name(), "one");
-  EXPECT_EQ(top.limit_req[0].burst, 4000u);
-  EXPECT_EQ(top.limit_req[0].delay, 0u);
-  ASSERT_EQ(top.limit_conn.size(), 1u);
-  EXPECT_EQ(top.limit_conn[0].number, 3u);
+  ASSERT_EQ(limit_req_conf(top).refs.size(), 1u);
+  EXPECT_EQ(limit_req_conf(top).refs[0].zone->name(), "one");
+  EXPECT_EQ(limit_req_conf(top).refs[0].burst, 4000u);
+  EXPECT_EQ(limit_req_conf(top).refs[0].delay, 0u);
+  ASSERT_EQ(limit_conn_conf(top).refs.size(), 1u);
+  EXPECT_EQ(limit_conn_conf(top).refs[0].number, 3u);
   EXPECT_EQ(top.limit_rate, 65536u);
   EXPECT_EQ(top.limit_rate_after, 1048576u);
-  EXPECT_EQ(top.limit_req_status, 429);
+  EXPECT_EQ(limit_req_conf(top).status, 429);
   ASSERT_EQ(top.prefix_locations.size(), 2u);
   const HttpLocConf* a =
       top.prefix_locations[0]->name == "/a" ? top.prefix_locations[0] : top.prefix_locations[1];
   const HttpLocConf* b =
       a == top.prefix_locations[0] ? top.prefix_locations[1] : top.prefix_locations[0];
   // /a sets nothing: everything inherited.
-  ASSERT_EQ(a->limit_req.size(), 1u);
-  EXPECT_EQ(a->limit_req[0].zone->name(), "one");
-  EXPECT_EQ(a->limit_conn.size(), 1u);
-  EXPECT_EQ(a->limit_req_status, 429);
+  ASSERT_EQ(limit_req_conf(*a).refs.size(), 1u);
+  EXPECT_EQ(limit_req_conf(*a).refs[0].zone->name(), "one");
+  EXPECT_EQ(limit_conn_conf(*a).refs.size(), 1u);
+  EXPECT_EQ(limit_req_conf(*a).status, 429);
   EXPECT_EQ(a->limit_rate, 65536u);
   // /b has its own limit_req list (replacing the inherited one).
-  ASSERT_EQ(b->limit_req.size(), 2u);
-  EXPECT_EQ(b->limit_req[0].zone->name(), "two");
-  EXPECT_EQ(b->limit_req[0].burst, 2000u);
-  EXPECT_EQ(b->limit_req[0].delay, UINT64_MAX);  // nodelay
-  EXPECT_EQ(b->limit_req[1].delay, 1000u);
+  ASSERT_EQ(limit_req_conf(*b).refs.size(), 2u);
+  EXPECT_EQ(limit_req_conf(*b).refs[0].zone->name(), "two");
+  EXPECT_EQ(limit_req_conf(*b).refs[0].burst, 2000u);
+  EXPECT_EQ(limit_req_conf(*b).refs[0].delay, UINT64_MAX);  // nodelay
+  EXPECT_EQ(limit_req_conf(*b).refs[1].delay, 1000u);
   EXPECT_EQ(b->disable_symlinks, DisableSymlinks::kOn);
   EXPECT_EQ(b->disable_symlinks_from, "$document_root");
-  EXPECT_EQ(b->limit_conn_log_level, LogLevel::kInfo);
-  EXPECT_EQ(b->limit_conn.size(), 1u);
+  EXPECT_EQ(limit_conn_conf(*b).log_level, LogLevel::kInfo);
+  EXPECT_EQ(limit_conn_conf(*b).refs.size(), 1u);
   // The zones are registered with their sizes.
   EXPECT_EQ(conf_->zones().find("one")->size(), 1u << 20);
   EXPECT_EQ(conf_->zones().find("two")->size(), 65536u);

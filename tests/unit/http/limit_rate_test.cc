@@ -1,5 +1,5 @@
 // The arithmetic of limit_rate / limit_rate_after (limit_rate.cc).
-#include "http/limit_rate.h"
+#include "http/filters/limit_rate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,15 +1,15 @@
 // The leaky bucket of limit_req (limit_req.cc), the shared table of the limit
 // zones (limit_zone.cc: key collisions, LRU, expiry, eviction when the slab
 // is full) and limit_conn's counting, on a real mapped zone.
-#include "http/limit_req.h"
+#include "http/access/limit_req.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/shm_zone.h"
-#include "http/limit_conn.h"
-#include "http/limit_zone.h"
+#include "http/access/limit_conn.h"
+#include "http/access/limit_zone.h"
 
 namespace vigil::http {
 namespace {

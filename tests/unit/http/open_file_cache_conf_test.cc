@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "http/conf.h"
-#include "http/servers.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 

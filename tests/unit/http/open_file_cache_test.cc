@@ -4,7 +4,7 @@
 // checked again (same inode: kept, size updated; renamed over or deleted:
 // replaced), errors are kept only when asked, min_uses, disable_symlinks
 // rules, and a descriptor a response holds outlives its entry.
-#include "http/open_file_cache.h"
+#include "http/static/open_file_cache.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

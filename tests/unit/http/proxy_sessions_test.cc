@@ -3,7 +3,7 @@
 // request, and every reference given back (the asan preset checks the
 // counts through leaks and use-after-free).
 
-#include "http/proxy_sessions.h"
+#include "http/proxy/proxy_sessions.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Tests for src/http/range.cc: one byte range against a file size, 416, and
 // the values we ignore.
 
-#include "http/range.h"
+#include "http/filters/range.h"
 
 #include <gtest/gtest.h>
 

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "http/add_header.h"
-#include "http/conf.h"
-#include "http/return.h"
-#include "http/servers.h"
+#include "http/filters/add_header.h"
+#include "http/core/conf.h"
+#include "http/rewrite/return.h"
+#include "http/core/servers.h"
 #include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "http/conf.h"
-#include "http/servers.h"
-#include "http/try_files.h"
+#include "http/core/conf.h"
+#include "http/core/servers.h"
+#include "http/static/try_files.h"
 #include "unit/http/http_conf_fixture.h"
 
 namespace vigil::http {

@@ -1,7 +1,7 @@
 // Compiled strings with variables: syntax errors, every variable's value,
 // escaping, and the "combined" format through a template being byte-identical
 // to the fixed access log writer.
-#include "http/variables.h"
+#include "http/core/variables.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "http/access_log.h"
-#include "http/request.h"
+#include "http/log/access_log.h"
+#include "http/core/request.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/log.h"
 

@@ -9,7 +9,7 @@
 
 #include "core/core_module.h"
 #include "event/event_conf.h"
-#include "http/conf.h"
+#include "http/core/conf.h"
 #include "stream/stream_conf.h"
 
 namespace vigil {

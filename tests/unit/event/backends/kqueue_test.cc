@@ -144,7 +144,7 @@ TEST_F(Kqueue, ARefusedRegistrationReachesTheHandlerAsAnError) {
   loop_->pool().free(*c);
 }
 
-// EVFILT_TIMER (seed 003, 1): with timer_resolution the loop sets no SIGALRM,
+// EVFILT_TIMER (seed 003, 1): with timer_resolution the loop arms no timerfd,
 // and an unbounded wait still ends every period with the time refreshed.
 TEST_F(Kqueue, TimerResolutionIsAKqueueTimer) {
   create(16, 20);

@@ -141,6 +141,41 @@ TEST_F(TlsIo, CloseNotifyAndABareCloseReadAsEof) {
   EXPECT_EQ(pair_->c.error, 0u);
 }
 
+// An error some other code left in this thread's OpenSSL queue (an embedder's
+// failed call it never cleared) must not make a clean close look failed:
+// SSL_get_error() reads the queue before the connection's state.
+TEST_F(TlsIo, AStaleErrorInTheQueueDoesNotTurnACleanCloseIntoAnError) {
+  client_write("last");
+  ASSERT_EQ(SSL_shutdown(client_), 0);  // close_notify sent
+  ERR_raise(ERR_LIB_USER, ERR_R_INTERNAL_ERROR);  // stale, from elsewhere
+  ASSERT_NE(ERR_peek_error(), 0u);
+  char buf[64];
+  EXPECT_EQ(tls_recv(pair_->c, buf, sizeof buf), 4);  // the data, then close_notify
+  EXPECT_EQ(pair_->rev.eof, 1u);
+  EXPECT_EQ(pair_->c.error, 0u);
+  EXPECT_EQ(tls_recv(pair_->c, buf, sizeof buf), 0);
+  ERR_clear_error();
+}
+
+TEST_F(TlsIo, AStaleErrorInTheQueueDoesNotTurnABareCloseIntoAnError) {
+  ::shutdown(client_fd_, SHUT_WR);
+  ERR_raise(ERR_LIB_USER, ERR_R_INTERNAL_ERROR);
+  char buf[64];
+  EXPECT_EQ(tls_recv(pair_->c, buf, sizeof buf), 0);
+  EXPECT_EQ(pair_->rev.eof, 1u);
+  EXPECT_EQ(pair_->c.error, 0u);
+  ERR_clear_error();
+}
+
+TEST_F(TlsIo, AStaleErrorInTheQueueDoesNotFailAWrite) {
+  ERR_raise(ERR_LIB_USER, ERR_R_INTERNAL_ERROR);
+  // A write that succeeds never asks SSL_get_error; one the socket refuses
+  // (a closed peer) must be reported as the socket's error, not the stale one.
+  EXPECT_EQ(tls_send(pair_->c, "abc", 3), 3);
+  EXPECT_EQ(pair_->c.error, 0u);
+  ERR_clear_error();
+}
+
 TEST_F(TlsIo, PeerCloseWithoutNotifyIsEof) {
   ::shutdown(client_fd_, SHUT_WR);
   char buf[64];

@@ -1,0 +1,186 @@
+// allow / deny (nginx's ngx_http_access_module), in http, server and
+// location, in order: the first rule that matches the client decides; a
+// level with no rule of its own inherits its parent's list whole (as nginx).
+// A denied request is answered 403 and logged "access forbidden by rule" at
+// "error". Checked for every handler of the location (static files, proxy,
+// stub_status, metrics), before try_files, and again in a location that a
+// try_files redirect leads to.
+//
+// An IPv6 client whose address is IPv4-mapped (::ffff:a.b.c.d, a dual-stack
+// socket) is matched against the IPv4 rules, as nginx does.
+#include "http/core/module.h"
+#include "http/core/phases.h"
+#include "http/access/access.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "http/core/conf.h"
+#include "http/core/request.h"
+#include "vigil/core/log.h"
+
+namespace vigil::http {
+namespace {
+
+// "/N" with 0 <= N <= max, decimal digits only.
+bool parse_prefix(std::string_view s, unsigned max, unsigned& bits) {
+  if (s.empty() || s.size() > 3) return false;
+  unsigned v = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + static_cast<unsigned>(ch - '0');
+  }
+  if (v > max) return false;
+  bits = v;
+  return true;
+}
+
+Status set_rule(const DirectiveCall& call, AccessConf& conf) {
+  AccessRule rule;
+  rule.deny = call.name() == "deny";
+  std::string error;
+  std::string warning;
+  if (!parse_access_rule(call.arg(0), rule, error, warning)) return call.error(error);
+  if (!warning.empty()) {
+    VIGIL_LOG(Log::global(), kWarn, 0, "%s%s", warning.c_str(), call.where().c_str());
+  }
+  conf.rules.push_back(rule);
+  return Status::ok();
+}
+
+// The client as a rule kind and address bytes (kAll: a family no rule but
+// "all" matches).
+AccessRule::Kind client_of(const Connection& c, const std::uint8_t*& bytes) {
+  const ::sockaddr* sa = c.peer_addr;
+  if (sa == nullptr) return AccessRule::Kind::kAll;
+  switch (sa->sa_family) {
+    case AF_INET:
+      bytes = reinterpret_cast<const std::uint8_t*>(
+          &reinterpret_cast<const ::sockaddr_in*>(sa)->sin_addr);
+      return AccessRule::Kind::kInet;
+    case AF_INET6: {
+      const auto* a = &reinterpret_cast<const ::sockaddr_in6*>(sa)->sin6_addr;
+      bytes = reinterpret_cast<const std::uint8_t*>(a);
+      if (IN6_IS_ADDR_V4MAPPED(a)) {
+        bytes += 12;
+        return AccessRule::Kind::kInet;
+      }
+      return AccessRule::Kind::kInet6;
+    }
+    case AF_UNIX:
+      return AccessRule::Kind::kUnix;
+    default:
+      return AccessRule::Kind::kAll;
+  }
+}
+
+bool matches(const AccessRule& rule, AccessRule::Kind kind, const std::uint8_t* bytes) {
+  if (rule.kind == AccessRule::Kind::kAll) return true;
+  if (rule.kind != kind) return false;
+  if (kind == AccessRule::Kind::kUnix) return true;
+  const std::size_t n = kind == AccessRule::Kind::kInet ? 4 : 16;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((bytes[i] & rule.mask[i]) != rule.addr[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& error,
+                       std::string& warning) {
+  const bool deny = rule.deny;
+  rule = AccessRule{};
+  rule.deny = deny;
+  warning.clear();
+  if (text == "all") return true;
+  if (text == "unix:") {
+    rule.kind = AccessRule::Kind::kUnix;
+    return true;
+  }
+  const std::size_t slash = text.find('/');
+  const std::string_view host = text.substr(0, slash);
+  char buf[64];
+  if (host.empty() || host.size() >= sizeof buf || host.find('\0') != std::string_view::npos) {
+    error = "invalid parameter \"" + std::string(text) + "\"";
+    return false;
+  }
+  std::memcpy(buf, host.data(), host.size());
+  buf[host.size()] = '\0';
+  unsigned max = 0;
+  if (::inet_pton(AF_INET, buf, rule.addr) == 1) {
+    rule.kind = AccessRule::Kind::kInet;
+    max = 32;
+  } else if (::inet_pton(AF_INET6, buf, rule.addr) == 1) {
+    rule.kind = AccessRule::Kind::kInet6;
+    max = 128;
+  } else {
+    error = "invalid parameter \"" + std::string(text) + "\"";
+    return false;
+  }
+  unsigned bits = max;
+  if (slash != std::string_view::npos && !parse_prefix(text.substr(slash + 1), max, bits)) {
+    rule = AccessRule{};
+    rule.deny = deny;
+    error = "invalid parameter \"" + std::string(text) + "\"";
+    return false;
+  }
+  bool low_bits = false;
+  for (unsigned i = 0; i < max / 8; ++i) {
+    const unsigned left = bits > i * 8 ? bits - i * 8 : 0;
+    rule.mask[i] = left >= 8 ? 0xff : static_cast<std::uint8_t>(0xff00u >> left);
+    if ((rule.addr[i] & ~rule.mask[i]) != 0) low_bits = true;
+    rule.addr[i] &= rule.mask[i];
+  }
+  if (low_bits) warning = "low address bits of " + std::string(text) + " are meaningless";
+  return true;
+}
+
+int access_phase(Request& r) {
+  const auto& rules = loc_conf<AccessConf>(*r.loc, access_module()).rules;
+  if (rules.empty()) return 0;
+  const std::uint8_t* bytes = nullptr;
+  const AccessRule::Kind kind = client_of(*r.c, bytes);
+  for (const AccessRule& rule : rules) {
+    if (!matches(rule, kind, bytes)) continue;
+    if (!rule.deny) return 0;
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu access forbidden by rule, client: %.*s",
+              static_cast<unsigned long long>(r.c->number),
+              static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
+    return 403;
+  }
+  return 0;
+}
+
+const HttpModule& access_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_access");  // never destroyed: used until exit
+    auto conf = m->add_loc_conf<AccessConf>(
+        {}, [](const ConfInit& ctx, const AccessConf& parent, AccessConf& child) {
+          if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.rules = parent.rules;
+          return Status::ok();
+        });
+    constexpr ConfContextMask kWhere = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+    m->conf().add("allow", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
+    m->conf().add("deny", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
+    return m;
+  }();
+  return *module;
+}
+
+
+namespace {
+
+int access_handler(Request& r) {
+  const int rc = access_phase(r);
+  return rc == 0 ? kPhaseDeclined : rc;
+}
+
+}  // namespace
+
+void add_access_phase(PhaseEngine& engine) { engine.add(HttpPhase::kAccess, access_handler); }
+
+}  // namespace vigil::http

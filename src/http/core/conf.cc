@@ -1,0 +1,620 @@
+// The http module's directives (nginx's ngx_http_core_module, plus the few
+// other modules a static server needs: index, log, stub_status, and our
+// "metrics"). Defaults are nginx's unless a comment says otherwise.
+#include "http/core/conf.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/conf/values.h"
+#include "event/listen_conf.h"
+#include "event/tls/context.h"
+#include "http/core/module.h"
+#include "http/core/phases.h"
+#include "http/core/request.h"
+#include "http/core/servers.h"
+#include "upstream/upstream.h"
+#include "vigil/event/listening.h"
+
+namespace vigil::http {
+namespace {
+
+constexpr ConfContextMask kHttpAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+constexpr int kSrvSpec = 0;
+constexpr int kLocSpec = 1;
+upstream::UpstreamSpecs g_upstream_specs;
+int g_final_spec = -1;
+
+// ---- listen -----------------------------------------------------------------
+
+Status set_listen(const DirectiveCall& call, HttpSrvConf& srv) {
+  ListenConf l;
+  if (Status st = parse_listen(call, l, /*allow_default_server=*/true); !st) return st;
+  srv.listens.push_back(std::move(l));
+  return Status::ok();
+}
+
+Status set_server_name(const DirectiveCall& call, HttpSrvConf& srv) {
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    std::string name = call.arg(i);
+    if (!name.empty() && name[0] == '~') {
+      return call.error("regular expressions in \"server_name\" are not supported");
+    }
+    if (name.find('*') != std::string::npos && !(name.starts_with("*.") && name.size() > 2) &&
+        !(name.ends_with(".*") && name.size() > 2)) {
+      return call.error("invalid server name or wildcard \"" + name + "\"");
+    }
+    for (char& ch : name) {
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    }
+    srv.server_names.push_back(std::move(name));
+  }
+  return Status::ok();
+}
+
+Status set_large_buffers(const DirectiveCall& call, HttpSrvConf& srv) {
+  auto n = parse_number(call.arg(0));
+  if (!n || *n < 1 || *n > static_cast<std::int64_t>(kMaxLargeBuffers)) {
+    return call.invalid_value(0, ", it must be between 1 and " + std::to_string(kMaxLargeBuffers));
+  }
+  auto size = parse_size(call.arg(1));
+  // A large buffer must hold a whole request line or field line; below 1k
+  // ordinary requests would be refused.
+  if (!size || *size < 1024 || *size > (1u << 20)) {
+    return call.invalid_value(1, ", it must be between 1k and 1m");
+  }
+  srv.large_buffers_num = static_cast<std::uint32_t>(*n);
+  srv.large_buffers_size = static_cast<std::size_t>(*size);
+  return Status::ok();
+}
+
+// ---- location ---------------------------------------------------------------
+
+Status check_location(const DirectiveCall& call) {
+  if (call.arg_count() == 2) {
+    const std::string& mod = call.arg(0);
+    if (mod == "~" || mod == "~*") {
+      return call.error("regular expression locations are not supported");
+    }
+    if (mod != "=" && mod != "^~") return call.error("invalid location modifier \"" + mod + "\"");
+    if (call.arg(1).empty() || call.arg(1)[0] != '/') {
+      return call.error("location \"" + call.arg(1) + "\" must start with \"/\"");
+    }
+    return Status::ok();
+  }
+  const std::string& name = call.arg(0);
+  if (name.starts_with("@")) return call.error("named locations are not supported");
+  if (name.starts_with("~")) return call.error("regular expression locations are not supported");
+  if (name.starts_with("=")) {
+    if (name.size() < 2 || name[1] != '/') return call.error("invalid location \"" + name + "\"");
+    return Status::ok();
+  }
+  if (name.starts_with("^~")) {
+    if (name.size() < 3 || name[2] != '/') return call.error("invalid location \"" + name + "\"");
+    return Status::ok();
+  }
+  if (name.empty() || name[0] != '/') {
+    return call.error("location \"" + name + "\" must start with \"/\"");
+  }
+  return Status::ok();
+}
+
+// Fills name/exact from the block's arguments ("= /x", "=/x", "^~ /x", "/x").
+void name_location(const ConfScope& scope, HttpLocConf& loc) {
+  const auto& args = scope.args();
+  loc.where = scope.where();
+  if (args.size() == 2) {
+    loc.exact = args[0] == "=";
+    loc.noregex = args[0] == "^~";
+    loc.name = args[1];
+  } else if (args[0].starts_with("=")) {
+    loc.exact = true;
+    loc.name = args[0].substr(1);
+  } else if (args[0].starts_with("^~")) {
+    loc.noregex = true;
+    loc.name = args[0].substr(2);
+  } else {
+    loc.name = args[0];
+  }
+}
+
+// ---- loc directives with arguments of their own -------------------------------
+
+Status set_index(const DirectiveCall& call, HttpLocConf& loc) {
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    const std::string& name = call.arg(i);
+    if (name.empty()) return call.error("index \"\" in \"index\" directive is invalid");
+    if (name.find('/') != std::string::npos) {
+      // nginx allows "/index.html" (an absolute fallback); we keep index files
+      // inside the directory asked for.
+      return call.error("index \"" + name + "\" must be a file name without \"/\"");
+    }
+    loc.index.push_back(name);
+  }
+  return Status::ok();
+}
+
+Status set_keepalive_timeout(const DirectiveCall& call, HttpLocConf& loc) {
+  auto t = parse_msec(call.arg(0));
+  if (!t) return call.invalid_value(0);
+  loc.keepalive_timeout = *t;
+  if (call.arg_count() == 2) {
+    auto h = parse_sec(call.arg(1));
+    if (!h) return call.invalid_value(1);
+    loc.keepalive_header = static_cast<Msec>(*h) * 1000;
+  }
+  return Status::ok();
+}
+
+// "types { text/html html htm; ... }": a block of free-form lines.
+class TypesSink : public StatementSink {
+ public:
+  explicit TypesSink(TypesMap& map) : map_(map) {}
+  Status on_statement(ConfParser& parser, const ConfStatement& st) override {
+    if (st.end != ConfTerminator::kSemicolon) {
+      return Status::error("unexpected \"{\"" + parser.origin().where(st.words[0].line));
+    }
+    if (st.words.size() == 1 && st.words[0].text == "include") {
+      return Status::error("invalid number of arguments in \"include\" directive" +
+                           parser.origin().where(st.words[0].line));
+    }
+    if (st.words.size() < 2) {
+      return Status::error("invalid number of arguments in \"types\" block" +
+                           parser.origin().where(st.words[0].line));
+    }
+    for (std::size_t i = 1; i < st.words.size(); ++i) {
+      map_.add(st.words[i].text, st.words[0].text);
+    }
+    return Status::ok();
+  }
+
+ private:
+  TypesMap& map_;
+};
+
+Status set_types(const DirectiveCall& call, HttpLocConf& loc) {
+  auto map = std::make_shared<TypesMap>();
+  TypesSink sink(*map);
+  if (Status s = call.parse_block(sink); !s) return s;
+  map->finish();
+  loc.types = std::move(map);
+  return Status::ok();
+}
+
+Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
+  auto log = std::make_shared<AccessLogConf>();
+  if (call.arg(0) == "off") {
+    if (call.arg_count() != 1) return call.error("invalid parameter \"" + call.arg(1) + "\"");
+    log->off = true;
+    loc.access_log = std::move(log);
+    return Status::ok();
+  }
+  log->path = call.env().prefixed(call.arg(0));
+  log->where = call.where();
+  for (std::size_t i = 1; i < call.arg_count(); ++i) {
+    const std::string& a = call.arg(i);
+    if (i == 1 && a.find('=') == std::string::npos) {
+      log->format_name = a;
+      continue;
+    }
+    if (a.starts_with("buffer=")) {
+      auto v = parse_size(std::string_view(a).substr(7));
+      if (!v || *v > (64u << 20)) return call.error("invalid buffer size \"" + a.substr(7) + "\"");
+      log->buffer = static_cast<std::size_t>(*v);
+    } else if (a.starts_with("flush=")) {
+      auto v = parse_msec(std::string_view(a).substr(6));
+      if (!v || *v == 0) return call.error("invalid flush time \"" + a.substr(6) + "\"");
+      log->flush = *v;
+    } else {
+      return call.error("invalid parameter \"" + a + "\"");
+    }
+  }
+  loc.access_log = std::move(log);
+  return Status::ok();
+}
+
+// log_format name [escape=default|json|none] string ...;
+Status set_log_format(const DirectiveCall& call, HttpFinalConf& fin) {
+  auto f = std::make_shared<LogFormat>();
+  f->name = call.arg(0);
+  if (f->name == "combined") return call.error("duplicate log_format name \"combined\"");
+  for (const auto& other : fin.log_formats) {
+    if (other->name == f->name) return call.error("duplicate log_format name \"" + f->name + "\"");
+  }
+  std::size_t i = 1;
+  if (call.arg(i).starts_with("escape=")) {
+    std::string_view e = std::string_view(call.arg(i)).substr(7);
+    if (e == "default") {
+      f->escape = VarEscape::kDefault;
+    } else if (e == "json") {
+      f->escape = VarEscape::kJson;
+    } else if (e == "none") {
+      f->escape = VarEscape::kNone;
+    } else {
+      return call.error("unknown log format escaping \"" + std::string(e) + "\"");
+    }
+    ++i;
+    if (i >= call.arg_count())
+      return call.error("invalid number of arguments in \"log_format\" directive");
+  }
+  std::string text;
+  for (; i < call.arg_count(); ++i) text += call.arg(i);
+  auto t = VarTemplate::compile(text);
+  if (!t) return call.error(t.status().message());
+  f->format = std::move(t.value());
+  fin.log_formats.push_back(std::move(f));
+  return Status::ok();
+}
+
+// error_page code ... [=[response]] uri
+Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
+  if (call.arg_count() < 2)
+    return call.error("invalid number of arguments in \"error_page\" directive");
+  const std::string& uri = call.arg(call.arg_count() - 1);
+  if (uri.empty() || uri[0] != '/') {
+    return call.error("error_page \"" + uri + "\" must be a path starting with \"/\"");
+  }
+  int overwrite = 0;
+  std::size_t codes_end = call.arg_count() - 1;
+  const std::string& before = call.arg(codes_end - 1);
+  if (!before.empty() && before[0] == '=') {
+    if (before.size() > 1) {
+      auto v = parse_number(std::string_view(before).substr(1));
+      if (!v || *v < 200 || *v > 599) return call.invalid_value(codes_end - 1);
+      overwrite = static_cast<int>(*v);
+    }
+    --codes_end;
+  }
+  if (codes_end == 0) return call.error("invalid number of arguments in \"error_page\" directive");
+  for (std::size_t i = 0; i < codes_end; ++i) {
+    auto v = parse_number(call.arg(i));
+    if (!v || *v < 300 || *v > 599) {
+      return call.error("value \"" + call.arg(i) + "\" must be between 300 and 599");
+    }
+    loc.error_pages.push_back({static_cast<int>(*v), overwrite, uri});
+  }
+  return Status::ok();
+}
+
+Status set_output_buffers(const DirectiveCall& call, HttpLocConf& loc) {
+  auto n = parse_number(call.arg(0));
+  auto size = parse_size(call.arg(1));
+  if (!n || *n < 1) return call.invalid_value(0);
+  if (!size || *size < 4096 || *size > (16u << 20)) return call.invalid_value(1);
+  loc.output_buffer = static_cast<std::size_t>(*size);  // one buffer is enough: we refill it
+  return Status::ok();
+}
+
+// ---- init and merge -------------------------------------------------------------
+
+Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
+  if (Status st = init_proxy(ctx, loc.proxy); !st) return st;
+  if (!ctx.is_set("index")) loc.index = {"index.html"};
+  if (!ctx.is_set("access_log")) {
+    auto log = std::make_shared<AccessLogConf>();
+    log->path = ctx.env().prefixed("logs/access.log");
+    loc.access_log = std::move(log);
+  }
+  loc.root_path = ctx.env().prefixed(loc.root);
+  return Status::ok();
+}
+
+Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child) {
+  if (ctx.scope().context() == kHttpLocConf) name_location(ctx.scope(), child);
+  if (!ctx.is_set("index")) child.index = parent.index;
+  if (!ctx.is_set("types")) child.types = parent.types;
+  if (!ctx.is_set("access_log")) child.access_log = parent.access_log;
+  // nginx inherits error_page only when the level sets none.
+  if (!ctx.is_set("error_page")) child.error_pages = parent.error_pages;
+  if (!ctx.is_set("keepalive_timeout")) {
+    child.keepalive_timeout = parent.keepalive_timeout;
+    child.keepalive_header = parent.keepalive_header;
+  }
+  if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
+  if (!ctx.is_set("disable_symlinks")) {
+    child.disable_symlinks = parent.disable_symlinks;
+    child.disable_symlinks_from = parent.disable_symlinks_from;
+  }
+  if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
+  merge_add_headers(ctx, parent, child);
+  if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
+  child.root_path = ctx.env().prefixed(child.root);
+  return Status::ok();
+}
+
+Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& child) {
+  child.where = ctx.scope().where();
+  merge_tls_server_conf(ctx, parent.ssl, child.ssl);
+  if (!ctx.is_set("large_client_header_buffers")) {
+    child.large_buffers_num = parent.large_buffers_num;
+    child.large_buffers_size = parent.large_buffers_size;
+  }
+  if (child.large_buffers_size < child.client_header_buffer_size) {
+    // nginx needs the large buffers to be at least as large: a line that
+    // overflowed the first buffer must fit in one of them.
+    child.large_buffers_size = child.client_header_buffer_size;
+  }
+  return Status::ok();
+}
+
+// Collects the locations under `scope` into `parent`'s tables, checking that
+// nested ones stay inside their parent (nginx: 'location "/x" is outside
+// location "/y"').
+Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t module,
+                         HttpLocConf& parent, std::vector<HttpLocConf*>& all) {
+  for (const auto& child : scope.children()) {
+    if (child->context() != kHttpLocConf) continue;
+    auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
+    if (loc == nullptr) continue;
+    if (Status s = bind_module_confs(env, *child, *loc); !s) return s;
+    if (!parent.name.empty()) {
+      if (parent.exact) {
+        return Status::error("location \"" + loc->name +
+                             "\" cannot be inside the exact location \"" + parent.name + "\"" +
+                             loc->where);
+      }
+      if (!std::string_view(loc->name).starts_with(parent.name)) {
+        return Status::error("location \"" + loc->name + "\" is outside location \"" + parent.name +
+                             "\"" + loc->where);
+      }
+    }
+    auto& list = loc->exact ? parent.exact_locations : parent.prefix_locations;
+    for (const HttpLocConf* other : list) {
+      if (other->name == loc->name) {
+        return Status::error("duplicate location \"" + loc->name + "\"" + loc->where);
+      }
+    }
+    list.push_back(loc);
+    all.push_back(loc);
+    if (Status s = collect_locations(env, *child, module, *loc, all); !s) return s;
+  }
+  std::stable_sort(
+      parent.prefix_locations.begin(), parent.prefix_locations.end(),
+      [](const HttpLocConf* a, const HttpLocConf* b) { return a->name.size() > b->name.size(); });
+  return Status::ok();
+}
+
+// Every server reachable on a "listen ... ssl" address gets its TLS context
+// now, at load time: -t and a reload report an unreadable certificate or a
+// key that does not match, and the running workers are not touched.
+Status build_tls_contexts(HttpServers& servers) {
+  for (const auto& addr : servers.addresses) {
+    if (!addr->listen.ssl) continue;
+    for (HttpSrvConf* srv : addr->servers) {
+      if (srv->tls) continue;
+      if (srv->ssl.where.empty()) srv->ssl.where = srv->where;
+      // ALPN: HTTP/1.x only for now; h2 would be offered first here.
+      auto ctx = TlsContext::server(srv->ssl, {"http/1.1", "http/1.0"});
+      if (!ctx) return ctx.status();
+      srv->tls = std::move(ctx.value());
+    }
+  }
+  return Status::ok();
+}
+
+// proxy_pass names an upstream block or an address (an implicit group).
+Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& locations) {
+  upstream::GroupSet* set = nullptr;
+  for (HttpLocConf* loc : locations) {
+    ProxyConf& p = loc->proxy;
+    if (!p.enabled || p.group != nullptr) continue;
+    if (set == nullptr) set = &upstream::group_set(ctx, g_upstream_specs);
+    auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
+    if (!g) return g.status();
+    p.group = g.value();
+    if (p.https) {
+      // The TLS context now, at load time: -t and a reload check the
+      // trusted CAs and the client certificate (nginx's ngx_http_proxy_set_ssl).
+      if (p.ssl.where.empty()) p.ssl.where = p.where;
+      auto tls = TlsContext::client(p.ssl);
+      if (!tls) return tls.status();
+      p.tls = std::move(tls.value());
+      if (!p.ssl.name.empty()) {
+        auto t = VarTemplate::compile(p.ssl.name);
+        if (!t) return Status::error(t.status().message() + p.ssl.where);
+        p.ssl_name = std::move(t.value());
+      }
+    }
+    if (!p.group->hash_key.empty()) {
+      auto t = VarTemplate::compile(p.group->hash_key);
+      if (!t) return Status::error(t.status().message() + p.group->where);
+      p.hash_key = std::move(t.value());
+    }
+  }
+  return Status::ok();
+}
+
+// Runs once the whole http block is merged (see HttpFinalConf).
+Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
+  const std::size_t module = ctx.module();
+  std::vector<HttpSrvConf*> servers;
+  std::vector<HttpLocConf*> locations;
+  for (const auto& child : ctx.scope().children()) {
+    if (child->context() != kHttpSrvConf) continue;
+    auto* srv = static_cast<HttpSrvConf*>(child->conf(module, kSrvSpec));
+    auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
+    if (srv == nullptr || loc == nullptr)
+      return Status::error("internal error: server without confs");
+    srv->loc = loc;
+    if (srv->where.empty()) srv->where = child->where();
+    if (srv->listens.empty()) {
+      // nginx: "listen *:80 | *:8000" — 80 only when it may bind it.
+      ListenConf l;
+      Listening probe;
+      l.text = ::geteuid() == 0 ? "*:80" : "*:8000";
+      (void)probe.set_address(l.text);
+      l.addr = probe.addr;
+      l.addrlen = probe.addrlen;
+      l.addr_text = probe.addr_text;
+      l.where = child->where();
+      srv->listens.push_back(std::move(l));
+    }
+    locations.push_back(loc);
+    if (Status s = bind_module_confs(ctx.env(), *child, *loc); !s) return s;
+    if (Status s = collect_locations(ctx.env(), *child, module, *loc, locations); !s) return s;
+    servers.push_back(srv);
+  }
+  // The http level's own loc conf too: an access_log there names a format
+  // even when no server inherits it (nginx checks it as it parses).
+  std::vector<HttpLocConf*> with_main = locations;
+  if (auto* main_loc = static_cast<HttpLocConf*>(ctx.scope().conf(module, kLocSpec))) {
+    with_main.push_back(main_loc);
+  }
+  for (HttpLocConf* loc : with_main) {
+    const AccessLogConf* log = loc->access_log.get();
+    if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
+    for (const auto& f : final_conf.log_formats) {
+      if (f->name == log->format_name) log->format = f;
+    }
+    if (!log->format) {
+      return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
+    }
+  }
+  if (Status st = resolve_proxies(ctx, locations); !st) return st;
+  auto built = HttpServers::build(std::move(servers), std::move(locations));
+  if (!built) return built.status();
+  final_conf.servers = std::move(built.value());
+  PhaseEngine& phases = final_conf.servers->phases;
+  register_phase_handlers(phases);
+  phases.build();
+  for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
+  // One table per open_file_cache directive that some location uses.
+  for (const HttpLocConf* loc : final_conf.servers->locations) {
+    const OpenFileCacheConf* fc = loc->open_file_cache.get();
+    if (fc == nullptr || fc->index != -1) continue;
+    fc->index = static_cast<int>(final_conf.servers->file_caches.size());
+    final_conf.servers->file_caches.push_back(fc);
+  }
+  const ConfScope* root = &ctx.scope();
+  while (root->parent() != nullptr) root = root->parent();
+  final_conf.servers->main_scope = root;
+  return build_tls_contexts(*final_conf.servers);
+}
+
+Status set_stub_status(const DirectiveCall& call, HttpLocConf& loc) {
+  // nginx before 1.7.5 took "on"; accept it, as nginx still does.
+  if (call.arg_count() == 1 && call.arg(0) != "on") return call.invalid_value(0);
+  loc.content = &kStubStatusContent;
+  return Status::ok();
+}
+
+Module* make_http_module() {
+  auto* m = new Module("http");
+  // Spec order matters: HttpFinalConf comes last so its init sees every
+  // server and location merged.
+  auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
+  auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
+  // `upstream { }` blocks (the upstream layer's one parser): their GroupSet is
+  // finished before HttpFinalConf's init, which can then resolve proxy_pass.
+  g_upstream_specs =
+      upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
+  auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
+  g_final_spec = fin.index();
+  m->add("log_format", kHttpMainConf, Arity::at_least(2), fin.custom(set_log_format)).multiple =
+      true;
+
+  m->add_block("http", kMainConf, Arity::none(), kHttpMainConf);
+  m->add_block("server", kHttpMainConf, Arity::none(), kHttpSrvConf).multiple = true;
+  m->add_block("location", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2), kHttpLocConf,
+               DirectiveBody::handler(check_location))
+      .multiple = true;
+
+  // server
+  m->add("listen", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_listen)).multiple = true;
+  m->add("server_name", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_server_name)).multiple =
+      true;
+  m->add("client_header_timeout", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         srv.msec(&HttpSrvConf::client_header_timeout, 60000));
+  m->add("client_header_buffer_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         srv.size(&HttpSrvConf::client_header_buffer_size, 1024, 128));
+  m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
+         srv.custom(set_large_buffers));
+  add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
+                            tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
+
+  // location (and inherited from server and http)
+  m->add("root", kHttpAny, Arity::exactly(1), loc.string(&HttpLocConf::root, "html", false));
+  m->add("index", kHttpAny, Arity::one_or_more(), loc.custom(set_index)).multiple = true;
+  m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));
+  m->add("tcp_nopush", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::tcp_nopush, false));
+  m->add("tcp_nodelay", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::tcp_nodelay, true));
+  m->add("chunked_transfer_encoding", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::chunked_transfer_encoding, true));
+  m->add("keepalive_timeout", kHttpAny, Arity::between(1, 2), loc.custom(set_keepalive_timeout));
+  m->add("keepalive_requests", kHttpAny, Arity::exactly(1),
+         loc.number<std::uint64_t>(&HttpLocConf::keepalive_requests, 1000));
+  m->add("client_max_body_size", kHttpAny, Arity::exactly(1),
+         loc.size(&HttpLocConf::client_max_body_size, std::size_t{1} << 20));
+  m->add("client_body_timeout", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::client_body_timeout, 60000));
+  m->add("send_timeout", kHttpAny, Arity::exactly(1), loc.msec(&HttpLocConf::send_timeout, 60000));
+  m->add_block("types", kHttpAny, Arity::none(), 0, loc.custom(set_types));
+  m->add("default_type", kHttpAny, Arity::exactly(1),
+         loc.string(&HttpLocConf::default_type, "text/plain"));
+  m->add("access_log", kHttpAny, Arity::between(1, 4), loc.custom(set_access_log));
+  m->add("error_page", kHttpAny, Arity::at_least(2), loc.custom(set_error_page)).multiple = true;
+  m->add("lingering_close", kHttpAny, Arity::exactly(1),
+         loc.one_of(
+             &HttpLocConf::lingering_close, Lingering::kOn,
+             {{"off", Lingering::kOff}, {"on", Lingering::kOn}, {"always", Lingering::kAlways}}));
+  m->add("lingering_time", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::lingering_time, 30000));
+  m->add("lingering_timeout", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::lingering_timeout, 5000));
+  m->add("if_modified_since", kHttpAny, Arity::exactly(1),
+         loc.one_of(&HttpLocConf::if_modified_since, IfModifiedSince::kExact,
+                    {{"off", IfModifiedSince::kOff},
+                     {"exact", IfModifiedSince::kExact},
+                     {"before", IfModifiedSince::kBefore}}));
+  m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
+  add_limit_rate_directives(*m, loc);
+  add_disable_symlinks_directive(*m, loc);
+  add_open_file_cache_directives(*m, loc);
+  add_try_files_directive(*m, loc);
+  add_return_directive(*m, loc);
+  add_header_directives(*m, loc);
+  add_hash_size_directives(*m, loc, fin);
+  m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
+         loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
+  add_proxy_directives(*m, loc);
+  m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
+         loc.custom(set_stub_status));
+  m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
+         loc.custom([](const DirectiveCall&, HttpLocConf& l) {
+           l.content = &kMetricsContent;
+           return Status::ok();
+         }));
+  return m;
+}
+
+}  // namespace
+
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler) {
+  const std::size_t at =
+      call.env().modules != nullptr ? call.env().modules->index_of(http_module()) : 0;
+  ConfScope* owner = call.scope().owner_of(at, kLocSpec);
+  auto* loc = owner != nullptr ? static_cast<HttpLocConf*>(owner->conf(at, kLocSpec)) : nullptr;
+  if (loc == nullptr) return call.error("\"" + call.name() + "\" directive is not allowed here");
+  loc->content = handler;
+  return Status::ok();
+}
+
+const Module& http_module() {
+  static const Module* module = make_http_module();  // never destroyed: used until exit
+  return *module;
+}
+
+upstream::UpstreamSpecs http_upstream_specs() {
+  (void)http_module();
+  return g_upstream_specs;
+}
+
+const HttpServers* http_servers(const Configuration& conf) {
+  const Module& m = http_module();  // sets g_final_spec
+  const auto* f = conf.find<HttpFinalConf>(m, g_final_spec);
+  return f != nullptr ? f->servers.get() : nullptr;
+}
+
+}  // namespace vigil::http

@@ -1,0 +1,223 @@
+#pragma once
+// The http { server { location { } } } configuration (nginx's
+// ngx_http_core_module main/srv/loc confs): what each level keeps, with
+// nginx's defaults. After a successful load every loc conf has its final,
+// merged values; HttpServers (servers.h), built once the whole http block is
+// merged, is the read-only view the workers use.
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/conf/loader.h"
+#include "core/conf/module.h"
+#include "event/listen_conf.h"
+#include "event/tls/tls_conf.h"
+#include "http/access/access.h"
+#include "http/proxy/proxy_conf.h"
+#include "http/core/types.h"
+#include "http/core/variables.h"
+#include "upstream/upstream.h"
+#include "vigil/core/clock.h"
+#include "vigil/core/log.h"
+
+namespace vigil {
+class ShmZone;
+// The http block's contexts (core knows only the main context).
+inline constexpr ConfContextMask kHttpMainConf = 1u << 2;
+inline constexpr ConfContextMask kHttpSrvConf = 1u << 3;
+inline constexpr ConfContextMask kHttpLocConf = 1u << 4;
+inline constexpr ConfContextMask kHttpUpsConf = 1u << 5;
+}  // namespace vigil
+
+namespace vigil::http {
+
+class HttpServers;
+class PhaseEngine;
+struct Request;
+struct TryFiles;
+}  // namespace vigil::http
+namespace vigil {
+class TlsContext;
+}  // namespace vigil
+namespace vigil::http {
+
+// One "listen" directive.
+using ListenConf = ListenArgs;  // event/listen_conf.h
+
+// A location's content handler (nginx's clcf->handler): set by the directive
+// that makes the location answer (proxy_pass, stub_status, metrics); a
+// location without one is served by the content phase's handlers (static
+// files). `run` is a phase handler (phases.h).
+struct ContentHandler {
+  const char* name;
+  int (*run)(Request& r);
+  bool any_method;  // takes every method: its 405 names no Allow list
+};
+
+// lingering_close off | on | always
+enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
+
+// disable_symlinks off | on | if_not_owner (static_file.cc).
+enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
+
+// open_file_cache max=N [inactive=time] (open_file_cache.cc): one per
+// directive; locations that inherit it share it, and each worker builds its
+// own table for it (`index` into HttpServers::file_caches).
+struct OpenFileCacheConf {
+  std::uint32_t max = 0;
+  Msec inactive = 60000;
+  mutable int index = -1;  // set once the http block is finished
+};
+
+// if_modified_since off | exact | before
+enum class IfModifiedSince : std::uint8_t { kOff, kExact, kBefore };
+
+// log_format name [escape=default|json|none] string ...;
+struct LogFormat {
+  std::string name;
+  VarEscape escape = VarEscape::kDefault;
+  VarTemplate format;
+};
+
+struct AccessLogConf {
+  bool off = false;
+  // The format's name; "combined" is written by the fixed fast writer
+  // (access_log.cc), others through `format`, resolved when the http block
+  // is finished (so, unlike nginx, a log_format may follow its access_log).
+  std::string format_name = "combined";
+  mutable std::shared_ptr<const LogFormat> format;
+  std::string where;  // " in F:L" of the access_log directive
+  std::string path;            // resolved against the prefix
+  std::size_t buffer = 65536;  // bytes gathered before a write(2)
+  Msec flush = 1000;           // longest a line waits in the buffer
+};
+
+struct ReturnConf;     // return.h
+struct AddHeaderList;  // add_header.h
+
+struct ErrorPage {
+  int status = 0;
+  int overwrite = 0;  // "=code": answer with this status instead; 0 keeps the original
+  std::string uri;
+};
+
+struct HttpLocConf {
+  // The location itself (empty name for the server level).
+  std::string name;
+  bool exact = false;    // "location = /x"
+  bool noregex = false;  // "location ^~ /x" (same as a plain prefix: we have no regex)
+  std::string where;
+
+  std::string root = "html";  // relative to the prefix; resolved in `root_path`
+  std::string root_path;
+  std::vector<std::string> index;  // default {"index.html"}
+  bool sendfile = false;
+  bool tcp_nopush = false;
+  bool tcp_nodelay = true;
+  bool chunked_transfer_encoding = true;  // a body of unknown length to HTTP/1.1: chunked
+  Msec keepalive_timeout = 75000;
+  Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
+  std::uint64_t keepalive_requests = 1000;
+  std::size_t client_max_body_size = 1024 * 1024;  // 0: no limit
+  Msec client_body_timeout = 60000;
+  Msec send_timeout = 60000;
+  std::shared_ptr<const TypesMap> types;  // null: the built-in map
+  std::string default_type = "text/plain";
+  std::shared_ptr<const AccessLogConf> access_log;
+  int access_log_index = -1;  // into HttpServers::access_logs; -1: off
+  std::vector<ErrorPage> error_pages;
+  const ContentHandler* content = nullptr;  // null: the content phase (static files)
+  Lingering lingering_close = Lingering::kOn;
+  Msec lingering_time = 30000;
+  Msec lingering_timeout = 5000;
+  IfModifiedSince if_modified_since = IfModifiedSince::kExact;
+  std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
+  std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
+  ProxyConf proxy;
+  std::shared_ptr<const ReturnConf> ret;  // "return" (return.cc); never inherited
+  std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
+  bool server_tokens = true;
+
+  // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
+  std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
+  std::size_t limit_rate_after = 0;
+  DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
+  std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
+  std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
+  std::shared_ptr<const TryFiles> try_files;  // try_files.h; null: none (never inherited)
+  std::uint32_t open_file_cache_valid = 60;  // seconds
+  std::uint32_t open_file_cache_min_uses = 1;
+  bool open_file_cache_errors = false;
+
+  // Each HttpModule's conf at this level (module.h: loc_conf), by its index.
+  std::vector<const void*> module_confs;
+
+  // Nested locations, filled when the http block is finished.
+  std::vector<HttpLocConf*> exact_locations;
+  std::vector<HttpLocConf*> prefix_locations;  // longest name first
+
+  const ErrorPage* find_error_page(int status) const {
+    for (const auto& p : error_pages) {
+      if (p.status == status) return &p;
+    }
+    return nullptr;
+  }
+};
+
+struct HttpSrvConf {
+  std::vector<ListenConf> listens;
+  std::vector<std::string> server_names;  // lower case
+  Msec client_header_timeout = 60000;
+  std::size_t client_header_buffer_size = 1024;
+  std::uint32_t large_buffers_num = 4;
+  std::size_t large_buffers_size = 8192;
+  std::string where;
+  TlsServerConf ssl;                // ssl_* directives
+  std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
+
+  HttpLocConf* loc = nullptr;  // the server-level loc conf
+  const PhaseEngine* phases = nullptr;  // the configuration's (HttpServers::phases)
+};
+
+// The last conf spec of the module, kept in the http scope only: its init
+// runs after the main, srv and loc confs of the whole block are merged (the
+// loader finishes specs in order), which is where nginx's
+// ngx_http_optimize_servers would run. It owns the built server tables.
+struct HttpFinalConf {
+  std::shared_ptr<HttpServers> servers;
+  std::vector<std::shared_ptr<const LogFormat>> log_formats;  // log_format, in order
+};
+
+const Module& http_module();
+// For a directive of another module that makes the current location answer
+// (as nginx's modules set clcf->handler): sets the location's (or server
+// level's) content handler.
+Status set_location_content(const DirectiveCall& call, const ContentHandler* handler);
+// Where http_module() keeps its upstream groups: upstream::group_set(ctx,
+// http_upstream_specs()) in an init of the http module, or
+// upstream::find_group_set(scope, module, http_upstream_specs()).
+upstream::UpstreamSpecs http_upstream_specs();
+
+// limit_rate's directives, added to the http module (limit_rate.cc).
+void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
+void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void add_try_files_directive(Module& m, ConfSlot<HttpLocConf> loc);
+void add_return_directive(Module& m, ConfSlot<HttpLocConf> loc);
+// add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
+void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
+void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);
+void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
+
+// The built tables of a loaded configuration, or null when it has no http block.
+const HttpServers* http_servers(const Configuration& conf);
+
+// Largest number of large_client_header_buffers a request may use.
+inline constexpr std::uint32_t kMaxLargeBuffers = 64;
+
+}  // namespace vigil::http

@@ -1,0 +1,495 @@
+// A request once its head is read (nginx's ngx_http_process_request,
+// ngx_http_discard_request_body, ngx_http_finalize_request): choose the
+// server and location, throw away any body, run the location's handler,
+// and end the request.
+#include <cerrno>
+#include <cstring>
+
+#include "http/access/access.h"
+#include "http/access/limit_conn.h"
+#include "http/access/limit_req.h"
+#include "http/proxy/proxy.h"
+#include "http/core/phases.h"
+#include "http/core/request.h"
+#include "http/rewrite/return.h"
+#include "event/tls/tls.h"
+#include "codec/tokens.h"
+#include "http/static/try_files.h"
+#include "codec/uri.h"
+#include "http/core/worker.h"
+#include "vigil/core/counters.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+
+namespace vigil::http {
+
+// The read side while the response is written: an edge-triggered backend
+// keeps quiet on its own; a level-triggered one would wake us for every
+// pipelined byte, so the read event is taken out (nginx's ngx_http_block_reading).
+void block_reading(Event& rev) {
+  Connection& c = *rev.owner<Connection>();
+  EventLoop& loop = *c.loop;
+  if (c.close) {  // told to close (shutdown timeout): the response is abandoned
+    auto& hc = *static_cast<HttpConnection*>(c.data);
+    if (hc.request != nullptr) {
+      terminate_request(*hc.request, 0);
+    } else {
+      close_connection(hc);
+    }
+    return;
+  }
+  if (!(loop.capabilities() & kCapClear) && rev.active) {
+    if (!loop.backend().del(rev, 0)) {
+      auto& hc = *static_cast<HttpConnection*>(c.data);
+      if (hc.request != nullptr) terminate_request(*hc.request, 0);
+    }
+  }
+}
+
+namespace {
+
+// Consumes body bytes from hc.buffer. Returns 1 when the body is over, 0 when
+// more is needed, or an HTTP status (400, 413) for a bad body.
+int discard_from_buffer(Request& r) {
+  Buf& b = r.hc->buffer;
+  if (!r.body_chunked) {
+    const std::int64_t have = b.last - b.pos;
+    const std::int64_t take = have < r.body_rest ? have : r.body_rest;
+    b.pos += take;
+    r.body_rest -= take;
+    return r.body_rest == 0 ? 1 : 0;
+  }
+  for (;;) {
+    std::size_t used = 0;
+    std::string_view data;
+    ChunkStatus st = r.chunked.parse(
+        std::string_view(b.pos, static_cast<std::size_t>(b.last - b.pos)), used, data);
+    b.pos += used;
+    switch (st) {
+      case ChunkStatus::kData:
+        continue;
+      case ChunkStatus::kAgain:
+        return 0;
+      case ChunkStatus::kDone:
+        return 1;
+      case ChunkStatus::kTooLarge:
+        VIGIL_LOG(*r.c->log, kError, 0, "*%llu client intended to send too large chunked body",
+                  static_cast<unsigned long long>(r.c->number));
+        return 413;
+      case ChunkStatus::kBadRequest:
+        VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent invalid chunked body: %s",
+                  static_cast<unsigned long long>(r.c->number), r.chunked.error());
+        return 400;
+    }
+  }
+}
+
+// The body arrives after the head: read it into a fresh buffer (the head's
+// buffers are still pointed into) that is reused from its start whenever it
+// is all consumed. Bytes past the body are the next request and stay there.
+void discard_body_handler(Event& rev) {
+  Connection& c = *rev.owner<Connection>();
+  auto& hc = *static_cast<HttpConnection*>(c.data);
+  Request& r = *hc.request;
+  EventLoop& loop = *c.loop;
+  if (c.close) {
+    terminate_request(r, 0);
+    return;
+  }
+  if (rev.timedout) {
+    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
+              static_cast<unsigned long long>(c.number));
+    c.timedout = 1;
+    terminate_request(r, 408);
+    return;
+  }
+  for (;;) {
+    Buf& b = hc.buffer;
+    if (b.pos == b.last) b.pos = b.last = b.start;
+    long n = kIoAgain;
+    if (rev.ready) n = c.recv(c, b.last, static_cast<std::size_t>(b.end - b.last));
+    if (n == kIoAgain) {
+      if (!loop.handle_read_event(rev)) {
+        terminate_request(r, 500);
+        return;
+      }
+      loop.add_timer(rev, r.loc->client_body_timeout);
+      return;
+    }
+    if (n <= 0) {
+      if (n == 0) {
+        VIGIL_LOG(*c.log, kInfo, 0, "*%llu client prematurely closed connection",
+                  static_cast<unsigned long long>(c.number));
+      }
+      terminate_request(r, 400);
+      return;
+    }
+    b.last += n;
+    const int rc = discard_from_buffer(r);
+    if (rc == 0) continue;
+    loop.del_timer(rev);
+    rev.handler = block_reading;
+    if (rc == 1) {
+      r.body_discarded = true;
+      run_phases(r);  // the step that asked for the discard runs again
+    } else {
+      finalize_error(r, rc);
+    }
+    return;
+  }
+}
+
+// Starts throwing the body away; true when it is already gone (all of it
+// was in the buffer), false when the read handler finishes it later.
+// Errors are answered here, which also returns false.
+bool discard_body(Request& r) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  r.phase = Phase::kBody;
+  if (r.body_chunked) {
+    ChunkedLimits limits;
+    if (r.loc->client_max_body_size > 0) limits.max_body = r.loc->client_max_body_size;
+    r.chunked = ChunkedParser(limits);
+  }
+  int rc = discard_from_buffer(r);
+  if (rc == 1) return true;
+  if (rc != 0) {
+    finalize_error(r, rc);
+    return false;
+  }
+
+  // "Expect: 100-continue" (RFC 9110 §10.1.1): the client waits for a word
+  // before sending the body we must read to keep the connection.
+  if (r.check.expect_continue && !r.continue_sent) {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    r.continue_sent = true;
+    long n = c.send(c, kContinue, sizeof kContinue - 1);
+    if (n != static_cast<long>(sizeof kContinue - 1)) {
+      terminate_request(r, 0);
+      return false;
+    }
+  }
+
+  // Move to a fresh buffer for the body (see discard_body_handler).
+  Buf& old = hc.buffer;
+  const std::size_t size = hc.srv->client_header_buffer_size;
+  char* mem = hc.worker->buffers().get(size);
+  if (mem == nullptr) {
+    terminate_request(r, 500);
+    return false;
+  }
+  r.retired[r.nretired] = old.start;
+  r.retired_size[r.nretired] = static_cast<std::uint32_t>(old.end - old.start);
+  ++r.nretired;
+  hc.buffer.reset(mem, size);
+  hc.large = false;
+
+  c.read->handler = discard_body_handler;
+  discard_body_handler(*c.read);
+  return false;
+}
+
+// Keeps the normalised path as $uri: a view of the raw path when they are
+// the same (the common case), else a copy (the scratch is reused).
+bool keep_uri(Request& r, std::string_view path) {
+  if (path == r.line.path) {
+    r.uri = r.line.path;
+    return true;
+  }
+  const std::size_t size = r.hc->srv->large_buffers_size;
+  if (path.size() > size) return false;
+  char* mem = r.hc->worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  std::memcpy(mem, path.data(), path.size());
+  r.uri_mem = mem;
+  r.uri_mem_size = static_cast<std::uint32_t>(size);
+  r.uri = std::string_view(mem, path.size());
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// The request's URI buffer: the URI from its start, arguments (when they
+// are the buffer's) at its end.
+char* uri_buffer(Request& r) {
+  if (r.uri_mem == nullptr) {
+    const std::size_t size = r.hc->srv->large_buffers_size;
+    char* mem = r.hc->worker->buffers().get(size);
+    if (mem == nullptr) return nullptr;
+    r.uri_mem = mem;
+    r.uri_mem_size = static_cast<std::uint32_t>(size);
+  }
+  return r.uri_mem;
+}
+
+bool args_in_buffer(const Request& r) {
+  return r.uri_mem != nullptr && r.line.query.data() >= r.uri_mem &&
+         r.line.query.data() < r.uri_mem + r.uri_mem_size;
+}
+
+}  // namespace
+
+bool set_request_uri(Request& r, std::string_view uri) {
+  char* mem = uri_buffer(r);
+  if (mem == nullptr) return false;
+  const std::size_t args = args_in_buffer(r) ? r.line.query.size() : 0;
+  if (uri.size() + args > r.uri_mem_size) return false;
+  std::memcpy(mem, uri.data(), uri.size());
+  r.uri = std::string_view(mem, uri.size());
+  return true;
+}
+
+
+bool set_request_uri_and_args(Request& r, std::string_view target) {
+  const std::size_t q = target.find('?');
+  const std::string_view uri = target.substr(0, q);
+  char* mem = uri_buffer(r);
+  if (mem == nullptr || target.size() > r.uri_mem_size) return false;
+  if (q == std::string_view::npos) {
+    r.line.query = {};
+    r.line.has_query = false;
+  } else {
+    const std::string_view args = target.substr(q + 1);
+    char* at = mem + r.uri_mem_size - args.size();
+    std::memcpy(at, args.data(), args.size());
+    r.line.query = std::string_view(at, args.size());
+    r.line.has_query = true;
+  }
+  std::memcpy(mem, uri.data(), uri.size());
+  r.uri = std::string_view(mem, uri.size());
+  return true;
+}
+
+int discard_request_body(Request& r) {
+  if (r.body_discarded) return kPhaseNext;
+  if (!r.check.chunked && r.check.content_length <= 0) {
+    r.body_discarded = true;
+    return kPhaseNext;
+  }
+  r.body_chunked = r.check.chunked;
+  r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
+  if (!discard_body(r)) return kPhaseSuspended;  // read later, or an error was answered
+  r.body_discarded = true;
+  r.phase = Phase::kWriting;
+  return kPhaseNext;
+}
+
+int find_config_handler(Request& r) {
+  r.loc = &find_location(*r.srv, r.uri);
+  const HttpLocConf& loc = *r.loc;
+  // As nginx's find-config phase: a declared body over client_max_body_size
+  // is refused before any module of the location runs.
+  if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
+      static_cast<std::uint64_t>(r.check.content_length) > loc.client_max_body_size) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu client intended to send too large body: %lld bytes",
+              static_cast<unsigned long long>(r.c->number),
+              static_cast<long long>(r.check.content_length));
+    return 413;
+  }
+  return kPhaseNext;
+}
+
+int location_content_handler(Request& r) {
+  if (r.loc->content == nullptr) return kPhaseDeclined;  // the content phase's handlers
+  return r.loc->content->run(r);
+}
+
+namespace {
+
+// A request over TLS whose Host chooses another server block than the one
+// SNI chose, when either of the two checks client certificates: the
+// certificate was checked (or not) by the SNI server's rules, so the other
+// server must not serve it (nginx's 421, RFC 9110 §15.5.20). nginx looks at
+// the Host server's ssl_verify_client only; the SNI server's counts too here,
+// since its verification is the one that ran.
+bool misdirected(const HttpConnection& hc, const Request& r) {
+  if (r.check.host.empty() || r.srv == hc.srv || hc.srv == nullptr) return false;
+  const std::string_view sni = tls_server_name(*r.c);
+  if (sni.empty()) return false;
+  if (r.check.host.size() == sni.size() && iequals(r.check.host, sni)) return false;
+  return hc.srv->ssl.verify != TlsVerify::kOff || r.srv->ssl.verify != TlsVerify::kOff;
+}
+
+}  // namespace
+
+void process_request(Request& r) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  EventLoop& loop = *c.loop;
+
+  SharedCounters* counters = shared_counters();
+  counters->reading.add(-1);
+  counters->writing.add();
+  r.stat_reading = false;
+  r.stat_writing = true;
+  loop.del_timer(*c.read);
+  c.read->handler = block_reading;
+  c.write->handler = write_handler;
+
+  r.check = r.checker->finish();
+  if (!r.check.ok()) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid header: %s",
+              static_cast<unsigned long long>(c.number), r.check.error);
+    finalize_error(r, r.check.status);
+    return;
+  }
+  r.srv = &hc.addr->find_server(r.check.host);
+
+  // nginx's internal 497/496/495, answered as 400 with their own pages.
+  if (hc.plain_http) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent plain HTTP request to HTTPS port",
+              static_cast<unsigned long long>(c.number));
+    finalize_error(r, kStatusPlainHttp);
+    return;
+  }
+  if (c.ssl != nullptr && misdirected(hc, r)) {
+    VIGIL_LOG(*c.log, kInfo, 0,
+              "*%llu client attempted to request the server name different from the one that "
+              "was negotiated",
+              static_cast<unsigned long long>(c.number));
+    finalize_error(r, 421);
+    return;
+  }
+  if (c.ssl != nullptr) {
+    if (const int st = tls_client_verify_status(c); st != 0) {
+      finalize_error(r, st);
+      return;
+    }
+  }
+
+  // An unknown method is not implemented here (RFC 9110 §9.1); CONNECT and
+  // "OPTIONS *" name no file and are answered by the method check below.
+  if (r.line.method == Method::kOther) {
+    finalize_error(r, 501);
+    return;
+  }
+
+  HttpWorker& w = *hc.worker;
+  NormalizedPath np;
+  if (r.line.form == TargetForm::kOrigin || r.line.form == TargetForm::kAbsolute) {
+    np = normalize_path(r.line.path, w.scratch(), w.scratch_size());
+    if (!np.ok()) {
+      VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid path: %s",
+                static_cast<unsigned long long>(c.number), np.error);
+      r.loc = r.srv->loc;
+      finalize_error(r, np.status);
+      return;
+    }
+  } else {
+    np.path = "*";
+  }
+  // TRACE would echo the request's fields (cookies, credentials) back to a
+  // script that asks for it: refused everywhere, and the connection closed,
+  // as nginx does when it reads the head ("client sent TRACE method").
+  // RFC 9110 leaves TRACE optional. (A PUT without Content-Length or chunked
+  // coding has an empty body, RFC 9112 §6.3: the proxy forwards it, the
+  // static handler answers 405.)
+  if (r.line.method == Method::kTrace) {
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent TRACE method",
+              static_cast<unsigned long long>(c.number));
+    r.check.keep_alive = false;
+    r.loc = &find_location(*r.srv, np.path);  // its 405 says what the location allows
+    finalize_error(r, 405);
+    return;
+  }
+  r.loc = r.srv->loc;  // until find-config chooses the location
+  if (!keep_uri(r, np.path)) {
+    finalize_error(r, 500);
+    return;
+  }
+  r.phase = Phase::kWriting;
+  r.phase_step = 0;
+  run_phases(r);
+}
+
+void finalize_request(Request& r) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  if (r.phase == Phase::kDone) return;
+  r.phase = Phase::kDone;
+
+  const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
+  AccessLog* log = hc.worker->access_log(loc.access_log_index);
+  if (log != nullptr && loc.access_log->format) {
+    const LogFormat& f = *loc.access_log->format;
+    const std::size_t need = f.format.length(r, f.escape, true) + 1;
+    char* line = log->begin(need, c.loop->log());
+    char* end = f.format.write(r, line, f.escape, true);
+    *end++ = '\n';
+    if (log->end(end, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+  } else if (log != nullptr) {
+    AccessLogLine line;
+    line.remote_addr = c.addr_text;
+    line.request = r.line.line;
+    line.status = r.status;
+    line.body_bytes = static_cast<std::int64_t>(c.sent - r.sent_start - r.header_size);
+    line.referer = r.referer;
+    line.user_agent = r.user_agent;
+    if (log->write(line, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+  }
+
+  const bool keepalive = r.keepalive && !c.error && !c.timedout && !c.close;
+  const bool lingering = r.lingering;
+  release_request(r);
+
+  if (c.error || c.timedout) {
+    close_connection(hc);
+    return;
+  }
+  if (keepalive) {
+    set_keepalive(hc, loc);
+    return;
+  }
+  const Buf& b = hc.buffer;
+  const bool unread = (b.start != nullptr && b.pos < b.last) || c.read->ready;
+  if (loc.lingering_close == Lingering::kAlways ||
+      (loc.lingering_close == Lingering::kOn && (lingering || unread))) {
+    set_lingering_close(hc, loc);
+    return;
+  }
+  close_connection(hc);
+}
+
+void terminate_request(Request& r, int status) {
+  if (status != 0 && (r.status == 0 || r.c->sent == r.sent_start)) r.status = status;
+  r.c->error = 1;
+  finalize_request(r);
+}
+
+void finalize_error(Request& r, int status) {
+  if (r.phase == Phase::kDone) return;
+  if (r.hbuf.start != nullptr) {
+    // A header is already on its way: nothing else can be said.
+    terminate_request(r, status);
+    return;
+  }
+  r.phase = Phase::kWriting;
+  if (r.loc != nullptr && r.redirects < 10 && !status_closes(status) &&
+      (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
+    if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
+      ++r.redirects;
+      r.headers_out = HeadersOut{};
+      r.body_offset = 0;
+      r.status = page->overwrite != 0 ? page->overwrite : status;
+      r.loc = &find_location(*r.srv, page->uri);
+      std::string_view uri = page->uri;
+      std::string_view ext;
+      if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
+          dot != std::string_view::npos && dot > slash + 1) {
+        ext = uri.substr(dot + 1);
+      }
+      const int rc = r.loc->ret != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
+      if (rc == 0) return;
+      if (rc == kPhaseJump) {  // an index file in another location
+        run_phases(r);
+        return;
+      }
+      r.status = 0;
+    }
+  }
+  send_special(r, status);
+}
+
+}  // namespace vigil::http

@@ -1,0 +1,283 @@
+#pragma once
+// The per-connection and per-request state of the HTTP/1.1 server (nginx's
+// ngx_http_connection_t and ngx_http_request_t), and the functions that move
+// a request through its life:
+//
+//   accept -> init_connection -> wait_request_handler (first byte)
+//     -> process_request_line -> process_request_headers -> process_request
+//     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
+//     -> send_response -> writer (as the socket drains) -> finalize_request
+//     -> keep-alive (wait_request_handler again), lingering close, or close.
+//
+// HttpConnection lives in the connection's arena for the connection's life
+// and is small, because idle keep-alive connections keep nothing else: the
+// header buffer and the Request are taken from the worker's free lists when
+// the first byte arrives and given back when the request ends (nginx frees
+// its header buffer and request pool while idle for the same reason).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "codec/chunked.h"
+#include "http/core/headers_out.h"
+#include "http/core/module.h"
+#include "http/core/conf.h"
+#include "codec/header_check.h"
+#include "codec/parse.h"
+#include "http/core/servers.h"
+#include "vigil/core/buffer.h"
+#include "vigil/event/connection.h"
+
+namespace vigil::http {
+
+struct Request;
+class HttpWorker;
+struct CachedFile;
+struct OpenFileInfo;
+struct FileRef;
+
+struct HttpConnection {
+  Connection* c = nullptr;
+  HttpWorker* worker = nullptr;
+  const HttpAddress* addr = nullptr;
+  const HttpSrvConf* srv = nullptr;  // the address's default server: buffer sizes, header timeout
+  Buf buffer;                        // the header buffer; start == nullptr while released
+  Request* request = nullptr;        // the request in progress, if any
+  Msec lingering_deadline = 0;
+  Msec lingering_timeout = 0;
+  bool large = false;       // `buffer` is a large_client_header_buffers buffer
+  bool waiting = false;     // counted in stub_status "Waiting" (reusable: idle or not yet read)
+  bool keepalive = false;   // idle between requests (vs. a new connection)
+  bool plain_http = false;  // plain text on a TLS port: answered with 400 (nginx's 497)
+};
+
+enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
+
+// Bytes of response kept inside the Request: the header, and the body of a
+// small file right after it (one segment, one send; see serve_file). Longer
+// headers (a long Location) take a buffer from the worker's cache. Requests
+// come from a free list and exist only while in progress, so an idle
+// connection does not pay for this.
+inline constexpr std::size_t kHeaderInline = 2048;
+
+// Header fields kept inside the Request (for $http_NAME and the proxy, which
+// forwards them); a request with more takes a buffer for kMaxFields from the
+// worker's cache, and one with more than that is refused with 431.
+inline constexpr std::uint32_t kInlineFields = 32;
+inline constexpr std::uint32_t kMaxFields = 512;
+
+// One upstream attempt, for $upstream_addr, $upstream_status and
+// $upstream_response_time (nginx lists every attempt, ", "-separated).
+struct UpstreamTry {
+  char addr[64];
+  std::uint8_t addr_len = 0;
+  int status = 0;  // 0: no response (written as "-"), else the backend's status or 502/504
+  Msec time = 0;   // from the connect to the end of the response header / failure
+};
+inline constexpr std::uint32_t kMaxUpstreamTries = 8;
+
+// limit_conn directives one location may have (limit_conn.cc).
+inline constexpr std::uint32_t kMaxLimitConn = 8;
+
+namespace proxy {
+struct ProxyState;
+}
+
+struct Request {
+  HttpConnection* hc = nullptr;
+  Connection* c = nullptr;
+  const HttpSrvConf* srv = nullptr;  // chosen by Host once the header is complete
+  const HttpLocConf* loc = nullptr;
+
+  RequestParser parser;
+  RequestLine line;
+  std::optional<HeaderChecker> checker;
+  HeaderCheck check;
+  Phase phase = Phase::kRequestLine;
+
+  // The fields the server acts on (views into the header buffers).
+  std::string_view if_modified_since;
+  std::string_view if_unmodified_since;
+  std::string_view if_none_match;
+  std::string_view if_match;
+  std::string_view range;
+  std::string_view if_range;
+  std::string_view user_agent;
+  std::string_view referer;
+
+  // Header buffers this request moved away from: completed fields still point
+  // into them, so they are given back only when the request ends.
+  // One small buffer, the large ones, and the one a body is read into.
+  char* retired[kMaxLargeBuffers + 2] = {};
+  std::uint32_t retired_size[kMaxLargeBuffers + 2] = {};
+  std::uint32_t nretired = 0;
+  std::uint32_t nlarge = 0;  // large buffers taken by this request
+
+  int status = 0;
+  bool keepalive = false;
+  bool header_only = false;  // HEAD, 304: no body
+  bool lingering = false;    // close with lingering (error, or unread input)
+  bool stat_reading = false;
+  bool stat_writing = false;
+  bool logged = false;
+  bool continue_sent = false;
+
+  // The request body, read and thrown away (a static server takes none).
+  std::int64_t body_rest = 0;  // Content-Length bytes still to read
+  bool body_chunked = false;
+  ChunkedParser chunked;
+
+  // The response: header, then the body (memory or file range), as a chain.
+  Buf hbuf;
+  Buf bbuf;
+  Chain out[2];
+  Chain* pending = nullptr;  // what is left to send
+  char* big_header = nullptr;
+  std::uint32_t big_header_size = 0;
+  int fd = -1;                       // the file being sent
+  CachedFile* file_entry = nullptr;  // fd is this open_file_cache entry's (not ours to close)
+  off_t file_pos = 0;                // read position when sendfile is off
+  off_t file_end = 0;
+  char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
+  std::uint32_t obuf_size = 0;
+  bool use_sendfile = false;
+  off_t header_size = 0;   // bytes of header in the response, for $body_bytes_sent
+  off_t sent_start = 0;    // c->sent when the request started
+  int redirects = 0;       // internal redirects (try_files, error_page)
+  std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
+  bool body_discarded = false;   // the request body was read and thrown away
+  bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
+  // Each HttpModule's per-request state (module.h), null until it sets it:
+  // memory the module owns for the request's life (a worker buffer, given
+  // back by the module when the request ends), or a pointer into the request.
+  void* ctx[kMaxHttpModules] = {};
+  HeadersOut headers_out;       // the response head (send_header, filters.h)
+  std::int64_t body_offset = 0;  // the first byte of the representation sent (a 206's)
+  char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
+  std::uint8_t content_range_len = 0;
+
+  // Every header field, in order (views into the header buffers).
+  HeaderField* fields = nullptr;  // field_inline, or a cache buffer of kMaxFields
+  std::uint32_t nfields = 0;
+  bool fields_big = false;
+  // The normalised path ($uri), when it differs from the raw one: kept in a
+  // cache buffer of uri_mem_size until the request ends.
+  std::string_view uri;
+  char* uri_mem = nullptr;
+  std::uint32_t uri_mem_size = 0;
+  Msec start_msec = 0;  // when the first byte of the request was read ($request_time)
+
+  // Request limits (limit_req.cc, limit_conn.cc): checked once, before the
+  // handler; the limit_conn entries this request holds, released with it.
+  std::uint8_t limits_stage = 0;  // 0: none yet, 1: limit_req passed, 2: all passed
+  std::uint8_t nlimit_conn = 0;
+  ShmZone* limit_conn_zone[kMaxLimitConn] = {};
+  void* limit_conn_node[kMaxLimitConn] = {};
+
+  UpstreamTry upstream_tries[kMaxUpstreamTries];
+  std::uint32_t nupstream = 0;
+  proxy::ProxyState* proxy = nullptr;  // the proxy's state while it runs (proxy.cc)
+
+  HeaderField field_inline[kInlineFields];
+  char header_mem[kHeaderInline];
+};
+
+// ---- connection.cc ------------------------------------------------------------
+void init_connection(Connection& c);        // Listening::handler
+void wait_request_handler(Event& rev);      // first byte of a request
+void close_connection(HttpConnection& hc);  // frees everything, closes fd
+void set_keepalive(HttpConnection& hc, const HttpLocConf& loc);
+void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc);
+void empty_handler(Event& ev);
+// Gives the request's memory back to the worker (buffers, file, counters).
+void release_request(Request& r);
+// close(2) of a file being served, logged if it fails.
+void close_file(Connection& c, int fd);
+// Gives back the file the response sends (r.fd): closed, or its
+// open_file_cache entry released.
+void release_file(Request& r);
+
+// ---- read_request.cc ------------------------------------------------------------
+void process_request_line(Request& r);
+void read_request_handler(Event& rev);
+
+// ---- request.cc --------------------------------------------------------------------
+void process_request(Request& r);
+// Ends the request once its response is sent (or it failed): access log,
+// counters, then keep-alive / lingering close / close.
+void finalize_request(Request& r);
+// Answers `status` with the built-in (or error_page) response.
+void finalize_error(Request& r, int status);
+// Closes the connection because of `status` without answering (408, 499...):
+// the access log records it.
+void terminate_request(Request& r, int status);
+// Reads and throws away the request body (a handler that answers without
+// one calls it first, so the connection can be kept). kPhaseNext: no body
+// is left; kPhaseSuspended: it is being read and run_phases(r) enters the
+// calling step again once it is gone (or the request ended with an error).
+int discard_request_body(Request& r);
+// Sets r.uri to `uri` (which must not lie in the request's URI buffer),
+// keeping the arguments: the URI of an internal redirect. False when it does
+// not fit large_client_header_buffers' size or no buffer could be had.
+bool set_request_uri(Request& r, std::string_view uri);
+// The same for "uri[?args]": the arguments become those after its '?' (none
+// without one, as nginx's internal redirects).
+bool set_request_uri_and_args(Request& r, std::string_view target);
+// The engine's own steps (phases.h): the location for r.uri, and the
+// location's content handler.
+int find_config_handler(Request& r);
+int location_content_handler(Request& r);
+// The read handler while a response is written (nginx's ngx_http_block_reading).
+void block_reading(Event& rev);
+
+// nginx's internal statuses for TLS clients, answered as 400 with a page
+// that says why, and the connection closed.
+inline constexpr int kStatusCertError = 495;  // the client certificate failed verification
+inline constexpr int kStatusNoCert = 496;     // ssl_verify_client on, none sent
+inline constexpr int kStatusPlainHttp = 497;  // plain HTTP on a TLS port
+
+// ---- response.cc ------------------------------------------------------------------
+// Statuses after which the connection is closed (nginx's special responses).
+bool status_closes(int status);
+std::string_view reason_phrase(int status);
+// Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
+// the request's inline buffer, or a worker buffer kept in r.big_header;
+// nullptr if none could be had.
+char* head_memory(Request& r, std::size_t need);
+// HTTP/1's head writer, the end of the header filter chain (filters.h):
+// formats the status line and r.headers_out into r.hbuf (keep-alive decided
+// here); false if no buffer could be had.
+bool write_header(Request& r);
+// Sends r.out (header + body) as the socket drains; finishes the request when done.
+void send_response(Request& r);
+void write_handler(Event& wev);
+// The built-in error page body for `status` ("" for statuses without one).
+// `tokens` false: the page without the version (server_tokens off).
+std::string_view special_body(int status, bool tokens = true);
+// Prepares and sends the built-in page for `status` (no error_page lookup).
+void send_special(Request& r, int status);
+
+
+// ---- static_file.cc ----------------------------------------------------------------
+int static_handler(Request& r, std::string_view path, std::string_view extension);
+class PhaseEngine;
+// The static module's content phase handler.
+void add_static_phase(PhaseEngine& engine);
+// The media type of `ext` by the location's types, else its default_type.
+std::string_view content_type_for(const HttpLocConf& loc, std::string_view ext);
+// Opens `name` (NUL-terminated) through loc's open_file_cache when it has
+// one, else directly (disable_symlinks applies either way); `drop` gives
+// back what it handed out.
+void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
+               FileRef& ref);
+void drop(Request& r, FileRef& ref);
+
+// ---- status.cc ------------------------------------------------------------------
+// The content handlers of stub_status and metrics.
+extern const ContentHandler kStubStatusContent;
+extern const ContentHandler kMetricsContent;
+
+}  // namespace vigil::http

@@ -1,0 +1,72 @@
+#pragma once
+// The server tables of a loaded http block (nginx's ngx_http_optimize_servers):
+// one HttpAddress per distinct listen address with the servers on it, the
+// default one, and the names to choose among them by Host; and the location
+// lookup. Built once at load time and only read afterwards, so every worker
+// shares them.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/core/conf.h"
+#include "http/core/phases.h"
+#include "vigil/core/result.h"
+
+namespace vigil::http {
+
+struct ServerName {
+  std::string name;  // lower case; wildcards without their '*'
+  HttpSrvConf* srv = nullptr;
+};
+
+class HttpAddress {
+ public:
+  ListenConf listen;  // the address and the socket options one listen set
+  std::vector<HttpSrvConf*> servers;
+  HttpSrvConf* default_server = nullptr;
+
+  // The server for a request naming `host` (RFC 9110 §7.2; nginx's
+  // ngx_http_find_virtual_server): an exact name, then the longest
+  // "*.example.com" (or ".example.com"), then the longest "www.example.*",
+  // else the default server. Case-insensitive; no allocation.
+  const HttpSrvConf& find_server(std::string_view host) const;
+
+  std::vector<ServerName> exact;           // sorted
+  std::vector<ServerName> head_wildcards;  // ".example.com": suffix match, longest first
+  std::vector<ServerName> tail_wildcards;  // "www.example.": prefix match, longest first
+  std::vector<ServerName> dot_names;       // ".example.com" also matches "example.com"
+};
+
+class HttpServers {
+ public:
+  std::vector<std::unique_ptr<HttpAddress>> addresses;
+  std::vector<HttpSrvConf*> servers;    // every server, in configuration order
+  std::vector<HttpLocConf*> locations;  // every loc conf, server level included
+  // Distinct access log files (by path; the first directive naming a path
+  // sets its buffer and flush), for the workers to open.
+  std::vector<const AccessLogConf*> access_logs;
+  // The open_file_cache directives in use (OpenFileCacheConf::index): each
+  // worker makes one table per entry.
+  std::vector<const OpenFileCacheConf*> file_caches;
+  std::size_t max_large_buffer = 0;  // largest large_client_header_buffers size
+  std::size_t max_header_buffer = 0;
+  // The configuration's main scope (upstream::append_metrics finds the
+  // configuration's upstream groups by it).
+  const ConfScope* main_scope = nullptr;
+  // Every module's phase handlers, laid out once (phases.h).
+  PhaseEngine phases;
+
+  // Groups the servers by address, checks default_server and listen options,
+  // and builds the name tables.
+  static Result<std::shared_ptr<HttpServers>> build(std::vector<HttpSrvConf*> servers,
+                                                    std::vector<HttpLocConf*> locations);
+};
+
+// The location for a normalised path (nginx's ngx_http_core_find_location):
+// an exact "= /x" match at a level wins; else the longest prefix, searched
+// again among its nested locations; else the server level.
+const HttpLocConf& find_location(const HttpSrvConf& srv, std::string_view path);
+
+}  // namespace vigil::http

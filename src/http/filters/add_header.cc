@@ -1,0 +1,124 @@
+// add_header and server_tokens.
+//
+// As nginx: a level that has no add_header of its own inherits all of its
+// parent's; a field is added to responses of status 200, 201, 204, 206, 301,
+// 302, 303, 304, 307 and 308, or of any status with `always`; a value that
+// is empty (after its variables) adds nothing. The fields are evaluated into
+// the response head's own memory (its length is computed first), so nothing
+// is allocated per request.
+//
+// Differences from nginx: the name must be a field name token (RFC 9110
+// §5.1; nginx sends whatever it is given), and a CR, LF or NUL a variable
+// brings into a value is sent as a space (§5.5; nginx sends it raw, which
+// can split the header). nginx's special cases for Cache-Control, Link,
+// Last-Modified and ETag (replacing the field the server set) are not made:
+// add_header always adds a field.
+//
+// server_tokens off sends "Server: vigil" and drops the version from the
+// built-in error pages (response.cc, proxy_response.cc read the flag).
+#include "http/core/filters.h"
+#include "http/filters/add_header.h"
+
+#include <cstring>
+#include <memory>
+
+#include "codec/chars.h"
+#include "http/core/conf.h"
+#include "http/core/request.h"
+
+namespace vigil::http {
+namespace {
+
+bool adds_for(const AddHeader& h, int status) {
+  if (h.always) return true;
+  switch (status) {
+    case 200:
+    case 201:
+    case 204:
+    case 206:
+    case 301:
+    case 302:
+    case 303:
+    case 304:
+    case 307:
+    case 308:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status set_add_header(const DirectiveCall& call, HttpLocConf& loc) {
+  const std::string& name = call.arg(0);
+  for (char ch : name) {
+    if (!chars::is_tchar(ch)) return call.error("invalid header name \"" + name + "\"");
+  }
+  if (name.empty()) return call.error("invalid header name \"\"");
+  AddHeader h;
+  h.name = name;
+  if (call.arg_count() == 3) {
+    if (call.arg(2) != "always") return call.error("invalid parameter \"" + call.arg(2) + "\"");
+    h.always = true;
+  }
+  auto value = VarTemplate::compile(call.arg(1));
+  if (!value) return call.error(value.status().message());
+  h.value = std::move(value.value());
+  // The list is shared with the levels that inherit it: a new one per field
+  // (load time only).
+  auto list = std::make_shared<AddHeaderList>();
+  if (loc.add_headers != nullptr) *list = *loc.add_headers;
+  list->headers.push_back(std::move(h));
+  loc.add_headers = std::move(list);
+  return Status::ok();
+}
+
+}  // namespace
+
+void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc) {
+  m.add("add_header", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3), loc.custom(set_add_header)).multiple = true;
+  m.add("server_tokens", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
+}
+
+void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child) {
+  if (!ctx.is_set("add_header")) child.add_headers = parent.add_headers;
+}
+
+int add_header_filter(Request& r) {
+  r.headers_out.add_headers = r.loc != nullptr ? r.loc->add_headers.get() : nullptr;
+  return 0;
+}
+
+std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status) {
+  if (list == nullptr) return 0;
+  std::size_t n = 0;
+  for (const AddHeader& h : list->headers) {
+    if (adds_for(h, status)) n += h.name.size() + 4 + h.value.length(r);
+  }
+  return n;
+}
+
+char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p) {
+  if (list == nullptr) return p;
+  for (const AddHeader& h : list->headers) {
+    if (!adds_for(h, status)) continue;
+    char* const start = p;
+    std::memcpy(p, h.name.data(), h.name.size());
+    p += h.name.size();
+    *p++ = ':';
+    *p++ = ' ';
+    char* const value = p;
+    p = h.value.write(r, p);
+    if (p == value) {
+      p = start;  // empty: not added
+      continue;
+    }
+    for (char* q = value; q != p; ++q) {
+      if (*q == '\r' || *q == '\n' || *q == '\0') *q = ' ';
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  return p;
+}
+
+}  // namespace vigil::http

@@ -1,0 +1,33 @@
+#pragma once
+// `add_header name value [always];` (nginx's ngx_http_headers_filter_module,
+// add_header only): fields added to the responses of a location: its static
+// files, redirects, error pages, `return`, and proxied responses.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "http/core/variables.h"
+
+namespace vigil::http {
+
+struct Request;
+
+struct AddHeader {
+  std::string name;
+  VarTemplate value;
+  bool always = false;  // every status, not only the successes and redirects
+};
+
+struct AddHeaderList {
+  std::vector<AddHeader> headers;
+};
+
+// Upper bound of the bytes write_add_headers writes for a response of `status`.
+std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status);
+// Writes the fields of `list` (null: none) that apply to `status` at `p`
+// ("Name: value\r\n" each; a field whose value is empty is left out);
+// returns the new end.
+char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p);
+
+}  // namespace vigil::http

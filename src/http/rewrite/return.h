@@ -1,0 +1,40 @@
+#pragma once
+// The rewrite module's `return` (nginx's ngx_http_rewrite_module, return
+// only): a location (or a server, before any location is chosen) answers
+// with a fixed status, a text or a redirect, before its static handler or
+// proxy_pass runs.
+
+#include <string_view>
+
+#include "http/core/variables.h"
+
+namespace vigil::http {
+
+struct Request;
+
+// Closes the connection without an answer (nginx's special code).
+inline constexpr int kStatusClose = 444;
+
+struct ReturnConf {
+  int code = 0;
+  bool has_text = false;
+  VarTemplate text;  // the body, or the URL of a redirect
+  std::string where;
+};
+
+// True for the codes whose text is a URL (the Location header).
+constexpr bool is_redirect(int code) {
+  return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
+}
+
+// Runs r.loc's `return`: 0 when the response is on its way (or the
+// connection closed, 444), else the status to answer with the built-in page
+// or error_page (a code of 400 or more without text, or 500 when no memory).
+// `extension`: of the request's path, for the Content-Type of a text.
+int send_return(Request& r, std::string_view extension);
+
+class PhaseEngine;
+// The server-rewrite and rewrite phase handlers of `return`.
+void add_return_phases(PhaseEngine& engine);
+
+}  // namespace vigil::http

@@ -1,0 +1,457 @@
+// Writing a response (nginx's ngx_http_header_filter, ngx_http_writer and
+// ngx_http_special_response_handler): the header is formatted into the
+// request's own memory, the body is a memory range or a file range, and the
+// chain goes out as the socket drains, with send_timeout between writes.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "http/core/filters.h"
+#include "http/filters/add_header.h"
+#include "codec/head_writer.h"
+#include "http/filters/limit_rate.h"
+#include "http/core/request.h"
+#include "http/core/worker.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+#include "vigil/version.h"
+
+namespace vigil::http {
+namespace {
+
+// Most a writer sends before letting other connections run (nginx's
+// sendfile_max_chunk, 2m by default): a fast client on a big file must not
+// hold the worker.
+constexpr off_t kWriteChunk = off_t{2} << 20;
+
+constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
+constexpr std::string_view kServerBare = "Server: vigil\r\n";  // server_tokens off
+
+using Out = HeadWriter;
+
+struct Special {
+  int status;
+  const char* reason;
+};
+
+// Reason phrases of RFC 9110 §15.
+constexpr Special kReasons[] = {
+    {100, "Continue"},
+    {200, "OK"},
+    {204, "No Content"},
+    {206, "Partial Content"},
+    {301, "Moved Permanently"},
+    {302, "Found"},
+    {303, "See Other"},
+    {304, "Not Modified"},
+    {307, "Temporary Redirect"},
+    {308, "Permanent Redirect"},
+    {400, "Bad Request"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "Not Found"},
+    {405, "Method Not Allowed"},
+    {408, "Request Timeout"},
+    {409, "Conflict"},
+    {410, "Gone"},
+    {411, "Length Required"},
+    {412, "Precondition Failed"},
+    {413, "Content Too Large"},
+    {414, "URI Too Long"},
+    {415, "Unsupported Media Type"},
+    {416, "Range Not Satisfiable"},
+    {421, "Misdirected Request"},
+    {429, "Too Many Requests"},
+    {431, "Request Header Fields Too Large"},
+    {500, "Internal Server Error"},
+    {501, "Not Implemented"},
+    {502, "Bad Gateway"},
+    {503, "Service Unavailable"},
+    {504, "Gateway Timeout"},
+    {505, "HTTP Version Not Supported"},
+};
+
+// The built-in pages, in nginx's layout, built once: with the version in
+// the footer, and without it (server_tokens off).
+struct SpecialPages {
+  std::array<std::string, 600> bodies;
+  std::array<std::string, 600> bare;
+  SpecialPages() {
+    for (const auto& s : kReasons) {
+      if (s.status < 300 || s.status == 304) continue;
+      std::string title = std::to_string(s.status);
+      title += ' ';
+      title += s.reason;
+      std::string& b = bodies[static_cast<std::size_t>(s.status)];
+      b = "<html>\r\n<head><title>";
+      b += title;
+      b += "</title></head>\r\n<body>\r\n<center><h1>";
+      b += title;
+      b += "</h1></center>\r\n<hr><center>vigil/" VIGIL_VERSION_STRING
+           "</center>\r\n</body>\r\n</html>\r\n";
+    }
+    // The TLS refusals: a 400 whose page names the reason (nginx's 495-497).
+    const std::pair<int, const char*> tls_reasons[] = {
+        {kStatusCertError, "The SSL certificate error"},
+        {kStatusNoCert, "No required SSL certificate was sent"},
+        {kStatusPlainHttp, "The plain HTTP request was sent to HTTPS port"},
+    };
+    for (const auto& [status, why] : tls_reasons) {
+      std::string& b = bodies[static_cast<std::size_t>(status)];
+      b = "<html>\r\n<head><title>400 ";
+      b += why;
+      b += "</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>";
+      b += why;
+      b += "</center>\r\n<hr><center>vigil/" VIGIL_VERSION "</center>\r\n</body>\r\n</html>\r\n";
+    }
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      bare[i] = bodies[i];
+      const std::size_t at = bare[i].find("<hr><center>vigil/");
+      if (at == std::string::npos) continue;
+      const std::size_t version = at + sizeof "<hr><center>vigil" - 1;
+      bare[i].erase(version, bare[i].find('<', version) - version);
+    }
+  }
+};
+
+const SpecialPages& special_pages() {
+  static const SpecialPages pages;
+  return pages;
+}
+
+void writer(Request& r);
+bool fill_from_file(Request& r);
+
+}  // namespace
+
+std::string_view reason_phrase(int status) {
+  for (const auto& s : kReasons) {
+    if (s.status == status) return s.reason;
+  }
+  return "Unknown";
+}
+
+bool status_closes(int status) {
+  switch (status) {
+    case 400:
+    case 408:
+    case 411:
+    case 413:
+    case 414:
+    case 431:
+    case 500:
+    case 501:
+    case 505:
+    case kStatusCertError:
+    case kStatusNoCert:
+    case kStatusPlainHttp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view special_body(int status, bool tokens) {
+  if (status < 0 || status >= 600) return {};
+  const SpecialPages& pages = special_pages();
+  return (tokens ? pages.bodies : pages.bare)[static_cast<std::size_t>(status)];
+}
+
+char* head_memory(Request& r, std::size_t need) {
+  char* mem = r.header_mem;
+  std::size_t cap = kHeaderInline;
+  if (need > kHeaderInline) {
+    cap = (need + 4095) & ~std::size_t{4095};
+    mem = r.hc->worker->buffers().get(cap);
+    if (mem == nullptr) return nullptr;
+    r.big_header = mem;
+    r.big_header_size = static_cast<std::uint32_t>(cap);
+  }
+  r.hbuf.reset(mem, cap);
+  return mem;
+}
+
+bool write_header(Request& r) {
+  const HeadersOut& h = r.headers_out;
+  Connection& c = *r.c;
+  const HttpLocConf& loc = *r.loc;
+  r.status = h.status;
+  if (status_closes(h.status)) {
+    // The rest of the input cannot be trusted to start a request: stop
+    // reading requests, and read (lingering) what is still coming.
+    r.lingering = true;
+  }
+  r.keepalive = r.check.keep_alive && !r.lingering && !c.close && loc.keepalive_timeout > 0 &&
+                c.requests < loc.keepalive_requests;
+
+  std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
+                     3 * h.location.size() + h.location_query.size() +
+                     add_headers_length(r, h.add_headers, h.status);
+  char* mem = head_memory(r, need);
+  if (mem == nullptr) return false;
+
+  Out o{mem};
+  o.put("HTTP/1.1 ");
+  o.put_uint(static_cast<std::uint64_t>(h.status));
+  *o.p++ = ' ';
+  o.put(reason_phrase(h.status));
+  o.put("\r\n");
+  o.put(loc.server_tokens ? kServer : kServerBare);
+  o.put("Date: ");
+  o.put(clock::imf_fixdate());
+  o.put("\r\n");
+  if (!h.content_type.empty()) {
+    o.put("Content-Type: ");
+    o.put(h.content_type);
+    o.put("\r\n");
+  }
+  if (h.content_length >= 0) {
+    o.put("Content-Length: ");
+    o.put_uint(static_cast<std::uint64_t>(h.content_length));
+    o.put("\r\n");
+  }
+  if (!h.content_range.empty()) {
+    o.put("Content-Range: ");
+    o.put(h.content_range);
+    o.put("\r\n");
+  }
+  if (h.last_modified >= 0) {
+    // The same file is asked for again and again: keep its date formatted.
+    thread_local std::time_t cached_time = -1;
+    thread_local char cached_text[32];
+    thread_local std::size_t cached_len = 0;
+    if (h.last_modified != cached_time) {
+      cached_len = clock::format_imf_fixdate(h.last_modified, cached_text);
+      cached_time = h.last_modified;
+    }
+    o.put("Last-Modified: ");
+    o.put(std::string_view(cached_text, cached_len));
+    o.put("\r\n");
+  }
+  if (!h.location.empty()) {
+    o.put("Location: ");
+    if (h.location_as_is) {
+      o.put(h.location);
+    } else {
+      o.put_escaped_path(h.location);
+    }
+    if (!h.location_query.empty()) {
+      *o.p++ = '?';
+      o.put(h.location_query);
+    }
+    o.put("\r\n");
+  }
+  if (h.allow) o.put("Allow: GET, HEAD\r\n");
+  if (r.keepalive) {
+    o.put("Connection: keep-alive\r\n");
+    if (loc.keepalive_header > 0) {
+      o.put("Keep-Alive: timeout=");
+      o.put_uint(loc.keepalive_header / 1000);
+      o.put("\r\n");
+    }
+  } else {
+    o.put("Connection: close\r\n");
+  }
+  if (!h.etag.empty()) {
+    o.put("ETag: ");
+    o.put(h.etag);
+    o.put("\r\n");
+  }
+  if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
+  o.p = write_add_headers(r, h.add_headers, h.status, o.p);
+  o.put("\r\n");
+
+  r.hbuf.last = o.p;
+  r.header_size = o.p - mem;
+  return true;
+}
+
+void send_special(Request& r, int status) {
+  if (r.loc == nullptr) r.loc = r.hc->srv->loc;
+  HeadersOut& h = r.headers_out;
+  h = HeadersOut{};
+  std::string_view body = special_body(status, r.loc->server_tokens);
+  // 495-497 go out as 400 with their own page.
+  h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;
+  if (!body.empty()) {
+    h.content_type = "text/html";
+    h.content_length = static_cast<std::int64_t>(body.size());
+  } else if (status != 204 && status != 304) {
+    h.content_length = 0;  // a status without a page (`return 418;`): still framed
+  }
+  // What the location takes: the static handlers GET and HEAD; a proxied
+  // location every method but TRACE, too many to list, so no Allow there.
+  h.allow = status == 405 && (r.loc->content == nullptr || !r.loc->content->any_method);
+  if (status == 416 && r.content_range_len > 0) {
+    h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
+  }
+  release_file(r);
+  r.header_only = r.line.method == Method::kHead;
+  if (send_header(r) != 0) {
+    terminate_request(r, 500);
+    return;
+  }
+  if (!body.empty() && !r.header_only) {
+    // The page is static and never written to: the buffer only reads it.
+    char* p = const_cast<char*>(body.data());
+    r.bbuf.reset(p, body.size());
+    r.bbuf.last = p + body.size();
+  } else {
+    r.bbuf = Buf{};
+  }
+  send_response(r);
+}
+
+void send_response(Request& r) {
+  Connection& c = *r.c;
+  r.phase = Phase::kWriting;
+  if (r.obuf != nullptr && r.fd != -1 && !r.header_only && r.bbuf.empty() &&
+      r.file_pos < r.file_end) {
+    // sendfile off: the first chunk goes out with the header in one writev.
+    if (!fill_from_file(r)) {
+      terminate_request(r, 500);
+      return;
+    }
+  }
+  r.out[0].buf = &r.hbuf;
+  r.out[0].next = nullptr;
+  if (!r.header_only && !r.bbuf.empty()) {
+    r.out[1].buf = &r.bbuf;
+    r.out[1].next = nullptr;
+    r.out[0].next = &r.out[1];
+  }
+  r.pending = &r.out[0];
+  c.write->handler = write_handler;
+
+  // tcp_nopush: header and file in full segments (nginx sets TCP_CORK in
+  // its sendfile chain and clears it when the connection goes idle).
+  if (r.use_sendfile && r.loc->tcp_nopush && c.tcp_nopush == 0) {
+    int one = 1;
+    if (::setsockopt(c.fd, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == -1) {
+      VIGIL_LOG(*c.log, kInfo, errno, "setsockopt(TCP_CORK) failed");
+    } else {
+      c.tcp_nopush = 1;
+    }
+  }
+  writer(r);
+}
+
+void write_handler(Event& wev) {
+  Connection& c = *wev.owner<Connection>();
+  auto& hc = *static_cast<HttpConnection*>(c.data);
+  if (hc.request == nullptr) return;
+  Request& r = *hc.request;
+  if (wev.delayed) {
+    // limit_rate: only the timer resumes a delayed response.
+    if (!wev.timedout) {
+      if (!c.loop->handle_write_event(wev)) terminate_request(r, 0);
+      return;
+    }
+    wev.timedout = 0;
+    wev.delayed = 0;
+  }
+  if (wev.timedout) {
+    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out sending the response",
+              static_cast<unsigned long long>(c.number));
+    c.timedout = 1;
+    terminate_request(r, 0);
+    return;
+  }
+  writer(r);
+}
+
+namespace {
+
+// Refills the memory body from the file when sendfile is off; false on a
+// read error or a file that shrank under us.
+bool fill_from_file(Request& r) {
+  const off_t left = r.file_end - r.file_pos;
+  const std::size_t n =
+      left < static_cast<off_t>(r.obuf_size) ? static_cast<std::size_t>(left) : r.obuf_size;
+  for (;;) {
+    ssize_t got = ::pread(r.fd, r.obuf, n, r.file_pos);
+    if (got > 0) {
+      r.bbuf.reset(r.obuf, r.obuf_size);
+      r.bbuf.last = r.obuf + got;
+      r.file_pos += got;
+      return true;
+    }
+    if (got == -1 && errno == EINTR) continue;
+    if (got == 0) {
+      VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
+                static_cast<unsigned long long>(r.c->number));
+    } else {
+      VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
+                static_cast<unsigned long long>(r.c->number));
+    }
+    return false;
+  }
+}
+
+void writer(Request& r) {
+  Connection& c = *r.c;
+  Event& wev = *c.write;
+  EventLoop& loop = *c.loop;
+  const off_t start = c.sent;
+
+  for (;;) {
+    if (r.pending == nullptr) {
+      if (r.obuf != nullptr && r.fd != -1 && !r.header_only && r.file_pos < r.file_end) {
+        if (!fill_from_file(r)) {
+          terminate_request(r, 0);
+          return;
+        }
+        r.out[1].buf = &r.bbuf;
+        r.out[1].next = nullptr;
+        r.pending = &r.out[1];
+      } else {
+        break;  // all sent
+      }
+    }
+    off_t budget = kWriteChunk - (c.sent - start);
+    if (budget <= 0) {
+      // Let the others run; continue in the next loop pass.
+      loop.posted_next().post(wev);
+      return;
+    }
+    if (const std::uint64_t rate = r.loc->limit_rate; rate != 0) {
+      const off_t allowed =
+          limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
+                               msec_diff(clock::current_msec(), r.start_msec));
+      if (allowed <= 0) {
+        wev.delayed = 1;
+        loop.add_timer(wev, limit_rate_delay(rate, allowed));
+        return;
+      }
+      if (allowed < budget) budget = allowed;
+    }
+    Chain* rest = c.send_chain(c, r.pending, budget);
+    if (rest == kChainError) {
+      terminate_request(r, 0);
+      return;
+    }
+    r.pending = rest;
+    if (rest != nullptr && !wev.ready) {
+      loop.add_timer(wev, r.loc->send_timeout);
+      if (!loop.handle_write_event(wev)) terminate_request(r, 0);
+      return;
+    }
+  }
+
+  loop.del_timer(wev);
+  if (!loop.handle_write_event(wev)) {
+    terminate_request(r, 0);
+    return;
+  }
+  finalize_request(r);
+}
+
+}  // namespace
+
+}  // namespace vigil::http
