@@ -190,6 +190,11 @@ BENCHMARK_CAPTURE(BM_PingPong_vigil, poll, "poll")->Arg(1)->Arg(100)->UseRealTim
 // Completion-based: accepted connections recv/send through the ring.
 BENCHMARK_CAPTURE(BM_PingPong_vigil, io_uring, "io_uring")->Arg(1)->Arg(100)->UseRealTime();
 #endif
+#if VIGIL_HAVE_KQUEUE
+// On Linux this is libkqueue's emulation on epoll (VIGIL_KQUEUE_ROOT): for
+// information only, it measures libkqueue as much as the backend.
+BENCHMARK_CAPTURE(BM_PingPong_vigil, kqueue, "kqueue")->Arg(1)->Arg(100)->UseRealTime();
+#endif
 
 // ---- libevent ------------------------------------------------------------------
 #ifdef VIGIL_HAVE_LIBEVENT

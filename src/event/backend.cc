@@ -6,7 +6,12 @@
 
 #include <string>
 
+#if VIGIL_HAVE_EPOLL
 #include "event/backends/epoll.h"
+#endif
+#if VIGIL_HAVE_KQUEUE
+#include "event/backends/kqueue.h"
+#endif
 #include "event/backends/poll.h"
 #include "event/backends/select.h"
 #include "vigil/event/connection.h"
@@ -40,17 +45,37 @@ int shutdown_write(Connection& c) {
 std::vector<std::string_view> backend_names() {
   // epoll first: it is what "" picks. io_uring is opt-in (use io_uring;): a
   // sandbox or an old kernel may refuse it, which only init can tell.
-  std::vector<std::string_view> names{"epoll", "poll", "select"};
+  // Where there is no epoll, kqueue is the best (seed 003); beside epoll
+  // (Linux with libkqueue, tests only) it comes last.
+  std::vector<std::string_view> names;
+#if VIGIL_HAVE_EPOLL
+  names.emplace_back("epoll");
+#elif VIGIL_HAVE_KQUEUE
+  names.emplace_back("kqueue");
+#endif
+  names.emplace_back("poll");
+  names.emplace_back("select");
 #if VIGIL_HAVE_URING
   names.emplace_back("io_uring");
+#endif
+#if VIGIL_HAVE_EPOLL && VIGIL_HAVE_KQUEUE
+  names.emplace_back("kqueue");
 #endif
   return names;
 }
 
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name) {
   std::unique_ptr<Backend> backend;
-  if (name.empty() || name == "epoll") {
+  if (name.empty()) name = backend_names().front();
+  if (false) {
+#if VIGIL_HAVE_EPOLL
+  } else if (name == "epoll") {
     backend = std::make_unique<backends::EpollBackend>();
+#endif
+#if VIGIL_HAVE_KQUEUE
+  } else if (name == "kqueue") {
+    backend = std::make_unique<backends::KqueueBackend>();
+#endif
   } else if (name == "poll") {
     backend = std::make_unique<backends::PollBackend>();
   } else if (name == "select") {

@@ -28,9 +28,11 @@ Module* make_event_module() {
            std::string name(call.arg(0));  // keywords are case-insensitive, as in nginx
            for (char& ch : name)
              ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-           if (name != "epoll" && name != "poll" && name != "select" && name != "io_uring") {
-             return call.invalid_value(
-                 0, ", it must be \"epoll\", \"poll\", \"select\" or \"io_uring\"");
+           if (name != "epoll" && name != "poll" && name != "select" && name != "io_uring" &&
+               name != "kqueue") {
+             return call.invalid_value(0,
+                                       ", it must be \"epoll\", \"poll\", \"select\", "
+                                       "\"io_uring\" or \"kqueue\"");
            }
            if (Status s = probe_backend(name); !s) return call.error(s.to_string());
            conf.use = name;
@@ -42,6 +44,13 @@ Module* make_event_module() {
          ev.msec(&EventConf::accept_mutex_delay, 500));
   m->add("epoll_events", kEventsConf, Arity::exactly(1),
          ev.number<std::size_t>(&EventConf::epoll_events, 512, 1, kMaxCount));
+  // ngx_kqueue_module's two (seed 003): the change list batched into one
+  // kevent() and the events one kevent() returns. Accepted whatever the
+  // backend, as nginx accepts epoll_events on kqueue builds' configurations.
+  m->add("kqueue_changes", kEventsConf, Arity::exactly(1),
+         ev.number<std::size_t>(&EventConf::kqueue_changes, 512, 1, kMaxCount));
+  m->add("kqueue_events", kEventsConf, Arity::exactly(1),
+         ev.number<std::size_t>(&EventConf::kqueue_events, 512, 1, kMaxCount));
   return m;
 }
 

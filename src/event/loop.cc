@@ -26,14 +26,18 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const EventLoopConfig& cfg,
   BackendConfig bcfg;
   bcfg.connections = cfg.connections;
   bcfg.events = cfg.events;
+  bcfg.kqueue_changes = cfg.kqueue_changes;
+  bcfg.kqueue_events = cfg.kqueue_events;
+  bcfg.timer_resolution = cfg.timer_resolution;
   if (Status s = loop->backend_->init(*loop, bcfg); !s) return s;
   loop->caps_ = loop->backend_->capabilities();
 
   if (Status s = loop->pool_.init(*loop, cfg.connections); !s) return s;
 
   // timer_resolution (seed 002, 9.7.2): the wait is unbounded and the time
-  // is refreshed by this loop's own tick, which also ends the wait.
-  if (cfg.timer_resolution > 0) {
+  // is refreshed by this loop's own tick, which also ends the wait. kqueue
+  // ticks by itself with an EVFILT_TIMER (seed 003, 1; kCapTimer).
+  if (cfg.timer_resolution > 0 && !(loop->caps_ & kCapTimer)) {
     if (Status s = loop->start_tick(cfg.timer_resolution); !s) return s;
   }
   return loop;

@@ -99,6 +99,10 @@ int event_connect_peer(EventLoop& loop, PeerConnection& pc) {
 }
 
 int peer_connect_result(Connection& c) {
+  // kqueue reported the error with EV_EOF (nginx's kq_errno); libkqueue read
+  // SO_ERROR to do so, which left nothing there.
+  if (c.write->kq_errno != 0) return c.write->kq_errno;
+  if (c.read->kq_errno != 0) return c.read->kq_errno;
   int err = 0;
   socklen_t len = sizeof err;
   if (::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1) return errno;

@@ -31,6 +31,8 @@ void check_event_loop(const Configuration& conf, ConfCheck& out) {
   cfg.use = ev.use;
   cfg.connections = ev.connections;
   cfg.events = ev.epoll_events;
+  cfg.kqueue_changes = ev.kqueue_changes;
+  cfg.kqueue_events = ev.kqueue_events;
   Log quiet;
   (void)quiet.open("stderr", LogLevel::kEmerg);
   auto loop = EventLoop::create(cfg, quiet);

@@ -53,6 +53,8 @@ EventLoopConfig loop_config(const CoreConf& core, const EventConf& ev) {
   cfg.use = ev.use;
   cfg.connections = ev.connections;
   cfg.events = ev.epoll_events;
+  cfg.kqueue_changes = ev.kqueue_changes;
+  cfg.kqueue_events = ev.kqueue_events;
   cfg.multi_accept = ev.multi_accept;
   cfg.accept_mutex_delay = ev.accept_mutex_delay;
   cfg.timer_resolution = core.timer_resolution;

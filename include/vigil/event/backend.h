@@ -1,7 +1,8 @@
 #pragma once
 // The backend interface (seed 000 ngx_event_actions_t): one table of
 // operations, one implementation per kernel mechanism, chosen by `use` or
-// automatically (best available first: epoll, io_uring is opt-in, poll, select).
+// automatically (best available first: epoll, else kqueue; io_uring is opt-in;
+// poll, select).
 
 #include <sys/socket.h>
 
@@ -20,6 +21,9 @@ class EventLoop;
 struct BackendConfig {
   std::size_t connections = 512;  // worker_connections: the most fds it must watch
   std::size_t events = 512;       // epoll_events: batch size of one wait
+  std::size_t kqueue_changes = 512;  // kqueue_changes: changes batched into one kevent()
+  std::size_t kqueue_events = 512;   // kqueue_events: batch size of one kevent() wait
+  Msec timer_resolution = 0;         // kqueue: an EVFILT_TIMER of this period (0: none)
 };
 
 class Backend {
@@ -78,7 +82,8 @@ class Backend {
 
 // Names of the backends compiled in, best first.
 std::vector<std::string_view> backend_names();
-// "epoll", "poll", "select", "io_uring"; empty: the best available.
+// "epoll", "poll", "select", "io_uring", "kqueue"; empty: the best available
+// (epoll where it exists, else kqueue).
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name);
 // Whether `name` can run here: compiled in, and (io_uring) a ring can be set
 // up on this kernel. The error says why not.

@@ -69,9 +69,13 @@ class Event {
   // read: bytes known to be readable, -1 when unknown; accept: 1 = multi_accept.
   int available = 0;
 
-  // Slot of this event in a level-triggered backend's table (poll, select).
+  // Slot of this event in a level-triggered backend's table (poll, select),
+  // or of its pending change in kqueue's change list.
   std::uint32_t index = kNoIndex;
   static constexpr std::uint32_t kNoIndex = 0xffffffffu;
+  // The socket error kqueue reported with EV_EOF (its fflags), 0 when none
+  // (nginx's kq_errno): libkqueue reads SO_ERROR to fill it, which clears it.
+  int kq_errno = 0;
 
   Log* log = nullptr;  // not owned; must outlive the event's use
   TimerNode timer;
@@ -94,6 +98,9 @@ inline constexpr unsigned kCapLevel = 1u << 0;   // level-triggered (poll, selec
 inline constexpr unsigned kCapClear = 1u << 1;   // edge-triggered (epoll ET, io_uring)
 inline constexpr unsigned kCapEpoll = 1u << 3;   // EPOLLRDHUP / pending_eof available
 inline constexpr unsigned kCapExclusive = 1u << 5;  // EPOLLEXCLUSIVE on listening sockets
+// The backend refreshes the time every timer_resolution by itself (kqueue's
+// EVFILT_TIMER, nginx's NGX_USE_TIMER_EVENT): the loop arms no timerfd tick.
+inline constexpr unsigned kCapTimer = 1u << 6;
 
 // ---- flags for add/del ------------------------------------------------------
 inline constexpr unsigned kEvLevel = 0;

@@ -39,6 +39,8 @@ struct EventLoopConfig {
   std::string use;                // backend name, "" = best available
   std::size_t connections = 512;  // worker_connections
   std::size_t events = 512;       // epoll_events
+  std::size_t kqueue_changes = 512;
+  std::size_t kqueue_events = 512;
   bool multi_accept = false;
   Msec accept_mutex_delay = 500;
   Msec timer_resolution = 0;  // 0: refresh the time after every wait

@@ -38,6 +38,8 @@ TEST_F(LoaderTest, DefaultsFilledByInit) {
   EXPECT_FALSE(ev.accept_mutex);
   EXPECT_EQ(ev.accept_mutex_delay, 500u);
   EXPECT_EQ(ev.epoll_events, 512u);
+  EXPECT_EQ(ev.kqueue_changes, 512u);
+  EXPECT_EQ(ev.kqueue_events, 512u);
   EXPECT_FALSE((*r)->used_embedded());
   EXPECT_EQ((*r)->main_path(), "conf/vigil.conf");
 }
@@ -219,9 +221,21 @@ TEST_F(LoaderTest, UseValidatesTheEventMethod) {
   auto r = load("events { use EPOLL; }");  // keywords are case-insensitive
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_EQ(event_conf(**r).use, "epoll");
-  EXPECT_EQ(error_of("events {\n use kqueue;\n}"),
-            "invalid value \"kqueue\" in \"use\" directive, it must be \"epoll\", \"poll\", "
-            "\"select\" or \"io_uring\" in conf/vigil.conf:2");
+  EXPECT_EQ(error_of("events {\n use eventport;\n}"),
+            "invalid value \"eventport\" in \"use\" directive, it must be \"epoll\", \"poll\", "
+            "\"select\", \"io_uring\" or \"kqueue\" in conf/vigil.conf:2");
+  // kqueue is a known name; whether it loads depends on the build (a BSD,
+  // or Linux with VIGIL_KQUEUE_ROOT=libkqueue).
+#if VIGIL_HAVE_KQUEUE
+  auto kq = load("events { use kqueue; kqueue_changes 64; kqueue_events 32; }");
+  ASSERT_TRUE(kq) << kq.status().message();
+  EXPECT_EQ(event_conf(**kq).use, "kqueue");
+  EXPECT_EQ(event_conf(**kq).kqueue_changes, 64u);
+  EXPECT_EQ(event_conf(**kq).kqueue_events, 32u);
+#else
+  EXPECT_NE(error_of("events {\n use kqueue;\n}").find("invalid event type \"kqueue\""),
+            std::string::npos);
+#endif
 }
 
 TEST_F(LoaderTest, Duplicates) {
