@@ -12,12 +12,12 @@
 #include <cstring>
 #include <string>
 
-#include "http/core/filters.h"
-#include "http/filters/add_header.h"
 #include "codec/head_writer.h"
-#include "http/filters/limit_rate.h"
+#include "http/core/filters.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
+#include "http/filters/add_header.h"
+#include "http/filters/limit_rate.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 #include "vigil/version.h"
@@ -157,6 +157,20 @@ bool status_closes(int status) {
   }
 }
 
+std::string_view server_field(const HttpLocConf& loc) {
+  return loc.server_tokens ? kServer : kServerBare;
+}
+
+bool send_continue(Request& r) {
+  // "Expect: 100-continue" (RFC 9110 §10.1.1): the client waits for a word
+  // before it sends the body; said once, whoever reads the body.
+  if (!r.check.expect_continue || r.continue_sent) return true;
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  r.continue_sent = true;
+  Connection& c = *r.c;
+  return c.send(c, kContinue.data(), kContinue.size()) == static_cast<long>(kContinue.size());
+}
+
 std::string_view special_body(int status, bool tokens) {
   if (status < 0 || status >= 600) return {};
   const SpecialPages& pages = special_pages();
@@ -202,7 +216,7 @@ bool write_header(Request& r) {
   *o.p++ = ' ';
   o.put(reason_phrase(h.status));
   o.put("\r\n");
-  o.put(loc.server_tokens ? kServer : kServerBare);
+  o.put(server_field(loc));
   o.put("Date: ");
   o.put(clock::imf_fixdate());
   o.put("\r\n");
@@ -342,6 +356,18 @@ void send_response(Request& r) {
   writer(r);
 }
 
+off_t rate_allowance(Request& r) {
+  const std::uint64_t rate = r.loc->limit_rate;
+  if (rate == 0) return -1;
+  Connection& c = *r.c;
+  const off_t allowed = limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
+                                             msec_diff(clock::current_msec(), r.start_msec));
+  if (allowed > 0) return allowed;
+  c.write->delayed = 1;
+  c.loop->add_timer(*c.write, limit_rate_delay(rate, allowed));
+  return 0;
+}
+
 void write_handler(Event& wev) {
   Connection& c = *wev.owner<Connection>();
   auto& hc = *static_cast<HttpConnection*>(c.data);
@@ -420,17 +446,9 @@ void writer(Request& r) {
       loop.posted_next().post(wev);
       return;
     }
-    if (const std::uint64_t rate = r.loc->limit_rate; rate != 0) {
-      const off_t allowed =
-          limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
-                               msec_diff(clock::current_msec(), r.start_msec));
-      if (allowed <= 0) {
-        wev.delayed = 1;
-        loop.add_timer(wev, limit_rate_delay(rate, allowed));
-        return;
-      }
-      if (allowed < budget) budget = allowed;
-    }
+    const off_t allowed = rate_allowance(r);
+    if (allowed == 0) return;  // delayed: the timer resumes it
+    if (allowed > 0 && allowed < budget) budget = allowed;
     Chain* rest = c.send_chain(c, r.pending, budget);
     if (rest == kChainError) {
       terminate_request(r, 0);
