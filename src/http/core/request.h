@@ -6,7 +6,8 @@
 //   accept -> init_connection -> wait_request_handler (first byte)
 //     -> process_request_line -> process_request_headers -> process_request
 //     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
-//     -> send_response -> writer (as the socket drains) -> finalize_request
+//     -> send_header (header filters, write_header)
+//     -> output_filter (body filters, write_filter as the socket drains) -> finalize_request
 //     -> keep-alive (wait_request_handler again), lingering close, or close.
 //
 // HttpConnection lives in the connection's arena for the connection's life
@@ -86,6 +87,18 @@ namespace upstream_core {
 struct Upstream;
 }
 
+// The size line and CRLFs around the chunk the chunked filter has in flight.
+struct ChunkFrame {
+  char line[20];  // hex size, CRLF
+  Buf head;
+  Buf tail;  // CRLF, or CRLF and the last chunk
+  Chain head_link;
+  Chain tail_link;
+};
+
+// How HTTP/1 delimits a response body (RFC 9112 §6.3).
+enum class BodyFraming : std::uint8_t { kLength, kChunked, kClose };
+
 struct Request {
   HttpConnection* hc = nullptr;
   Connection* c = nullptr;
@@ -144,6 +157,8 @@ struct Request {
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
   bool use_sendfile = false;
+  bool chunked_out = false;      // the body goes out chunked (write_header chose it)
+  ChunkFrame chunk_frame;        // the chunked filter's framing in flight (filters/chunked.cc)
   off_t header_size = 0;         // bytes of header in the response, for $body_bytes_sent
   off_t sent_start = 0;          // c->sent when the request started
   int redirects = 0;             // internal redirects (try_files, error_page)
@@ -260,9 +275,25 @@ char* head_memory(Request& r, std::size_t need);
 // formats the status line and r.headers_out into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.
 bool write_header(Request& r);
-// Sends r.out (header + body) as the socket drains; finishes the request when done.
+// The framing of a body of `length` bytes (-1: unknown) to this client:
+// Content-Length, chunked (HTTP/1.1, chunked_transfer_encoding on), or the
+// end of the connection. The one place it is chosen: the head writer and the
+// proxy both ask.
+BodyFraming body_framing(const Request& r, std::int64_t length);
+
+// ---- writer.cc ----------------------------------------------------------------------
+// The static and generated responses' producer: r.bbuf (memory, or a file
+// range; empty for none) goes through output_filter as the whole body; the
+// request is finished when it is sent.
 void send_response(Request& r);
+// The client's write handler while such a response drains.
 void write_handler(Event& wev);
+// HTTP/1's final writer, the end of the body filter chain (filters.h): queues
+// `in` after the head and what still waits, and sends within the write
+// budget and limit_rate (sendfile, or reading the file when it is off).
+// kBodyOk: all sent; kBodyAgain: the write event (posted, delayed or armed
+// with send_timeout) resumes; kBodyError.
+int write_filter(Request& r, Chain* in);
 // limit_rate / limit_rate_after for every response HTTP/1 writes (static,
 // generated, proxied): the bytes it may send now, -1 when unlimited. 0: none
 // yet; the client's write event is then `delayed` with a timer for when the
