@@ -3,9 +3,15 @@
 // on its upstream, and limit_req applies before the backend is asked.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "integration/http_harness.h"
 #include "integration/proxy_backend.h"
@@ -34,9 +40,9 @@ TEST_F(ProxyLimits, LimitConnCountsARequestWaitingOnItsUpstream) {
     }
     return c.send(backend_response(200, "backend " + r.target));
   });
-  ASSERT_TRUE(start("limit_conn_zone $binary_remote_addr zone=perip:1m;",
-                    "location / { limit_conn perip 1; proxy_pass http://" + backend.address() +
-                        "; }"))
+  ASSERT_TRUE(
+      start("limit_conn_zone $binary_remote_addr zone=perip:1m;",
+            "location / { limit_conn perip 1; proxy_pass http://" + backend.address() + "; }"))
       << server_.output();
 
   Client slow(port_);
@@ -66,6 +72,88 @@ TEST_F(ProxyLimits, LimitReqRejectsBeforeTheBackendIsAsked) {
   EXPECT_EQ(get(port_, simple_get("/a")).status, 200);
   EXPECT_EQ(get(port_, simple_get("/b")).status, 429);
   EXPECT_EQ(backend.requests(), 1);
+}
+
+// What a client saw of a response, byte count by time since it sent the
+// request (one sample per read), until the server closed the connection.
+struct Arrival {
+  std::int64_t ms;
+  std::size_t bytes;
+};
+
+std::vector<Arrival> receive_timed(int fd, std::chrono::steady_clock::time_point t0,
+                                   std::string& all, int timeout_ms) {
+  std::vector<Arrival> seen;
+  const auto deadline = t0 + std::chrono::milliseconds(timeout_ms);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    all.append(buf, static_cast<std::size_t>(n));
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    seen.push_back({ms, all.size()});
+  }
+  return seen;
+}
+
+// limit_rate and limit_rate_after apply to a proxied response as to a file:
+// at any moment the client has at most limit_rate_after bytes plus
+// limit_rate per second since it asked (a lower bound on the time the body
+// takes, caused by the limit; no upper bound is checked).
+void expect_rate_limited(VigilServer& server, int port, const std::string& body,
+                         const std::string& head_check) {
+  constexpr std::size_t kRate = 64 * 1024;  // limit_rate 64k
+  constexpr std::size_t kAfter = 8 * 1024;  // limit_rate_after 8k
+  Client c(port);
+  ASSERT_TRUE(c.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string all;
+  const std::vector<Arrival> seen = receive_timed(c.fd(), t0, all, 10000);
+  ASSERT_FALSE(seen.empty()) << server.output();
+  const std::size_t head_end = all.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_NE(all.find(head_check), std::string::npos) << all.substr(0, head_end);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(all.begin() + static_cast<std::ptrdiff_t>(head_end),
+                                                all.end(), body[0])),
+            body.size());
+  for (const Arrival& a : seen) {
+    // 20 ms of slack for the millisecond clocks on both sides.
+    const std::size_t allowed = kAfter + kRate * static_cast<std::size_t>(a.ms + 20) / 1000;
+    EXPECT_LE(a.bytes, allowed) << "at " << a.ms << " ms";
+  }
+  // The whole response past limit_rate_after took at least its time at the rate.
+  const std::int64_t least = static_cast<std::int64_t>((all.size() - kAfter) * 1000 / kRate) - 20;
+  EXPECT_GE(seen.back().ms, least) << all.size() << " bytes";
+}
+
+TEST_F(ProxyLimits, LimitRateAppliesToAProxiedResponse) {
+  const std::string body(160 * 1024, 'p');
+  Backend backend([&body](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(200, body));
+  });
+  ASSERT_TRUE(start("", "location / { limit_rate 64k; limit_rate_after 8k; proxy_pass http://" +
+                            backend.address() + "; }"))
+      << server_.output();
+  expect_rate_limited(server_, port_, body, "Content-Length: 163840");
+}
+
+TEST_F(ProxyLimits, LimitRateAppliesToAProxiedBodyOfUnknownLength) {
+  // A close-delimited body reaches an HTTP/1.1 client chunked: the limit
+  // counts the framing too, as the bytes on the wire.
+  const std::string body(96 * 1024, 'q');
+  Backend backend([&body](BackendConn& c, const BackendRequest&) {
+    (void)c.send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body);
+    return false;
+  });
+  ASSERT_TRUE(start("", "location / { limit_rate 64k; limit_rate_after 8k; proxy_pass http://" +
+                            backend.address() + "; }"))
+      << server_.output();
+  expect_rate_limited(server_, port_, body, "Transfer-Encoding: chunked");
 }
 
 }  // namespace

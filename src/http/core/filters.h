@@ -1,10 +1,33 @@
 #pragma once
-// The response pipeline's header side (nginx's header filter chain): a
-// content handler fills r.headers_out and calls send_header(), which runs
-// every header filter in order (the not-modified, range and add_header
-// filters; http/core/modules.cc lists them) and then the protocol's head
-// writer. A filter may change the head (304, 206), or refuse the response
-// with a status (412, 416) that the handler returns to the phase engine.
+// The response pipeline (nginx's header and body filter chains).
+//
+// The head: a content handler fills r.headers_out and calls send_header(),
+// which runs every header filter in order (the not-modified, range and
+// add_header filters; http/core/modules.cc lists them) and then the
+// protocol's head writer. A filter may change the head (304, 206), or refuse
+// the response with a status (412, 416) that the handler returns to the
+// phase engine.
+//
+// The body: the producer (a content handler) passes the body's buffers to
+// output_filter(), as chains of memory ranges or file ranges (vigil/core/
+// buffer.h); a buffer with last_buf ends the body. Each body filter passes
+// what it makes of the chain to the next one; the last step is the
+// protocol's final writer (HTTP/1: write_filter, http/v1/writer.cc), which
+// sends the head with the first body bytes and owns the framing, sendfile,
+// limit_rate and the write budget.
+//
+// Who owns what: the links and buffers a producer passes stay its own; it
+// must not change or reuse a buffer until the buffer is empty (its bytes
+// are sent; the writer advances pos / file_pos). A filter that makes
+// buffers of its own (a chunk's size line) keeps them in memory it owns for
+// the request (its Request::ctx slot, or a fixed array in the request), never
+// a heap allocation per call.
+
+#include <cstdint>
+
+namespace vigil {
+struct Chain;
+}
 
 namespace vigil::http {
 
@@ -21,5 +44,64 @@ using HeaderFilter = int (*)(Request& r);
 int not_modified_header_filter(Request& r);  // filters/not_modified.cc
 int range_header_filter(Request& r);         // filters/range.cc
 int add_header_filter(Request& r);           // filters/add_header.cc
+
+// ---- the body side -------------------------------------------------------------------
+
+// What a body filter and the final writer return.
+inline constexpr int kBodyOk = 0;      // all passed on, and sent
+inline constexpr int kBodyAgain = 1;   // bytes wait in the writer: the client's write event
+                                       // (its handler is the producer's) comes back
+inline constexpr int kBodyError = -1;  // the response cannot go on: the producer ends it
+
+class BodyFilterChain;
+
+// The rest of the chain after a filter: next(r, chain) runs the following
+// filter, or the final writer after the last one.
+class BodyFilterNext {
+ public:
+  int operator()(Request& r, Chain* in) const;
+
+ private:
+  friend class BodyFilterChain;
+  BodyFilterNext(const BodyFilterChain& chain, std::uint32_t index)
+      : chain_(&chain), index_(index) {}
+  const BodyFilterChain* chain_;
+  std::uint32_t index_;
+};
+
+// A body filter: gets the new buffers `in` (nullptr: nothing new, the writer
+// is being resumed) and returns what `next` returned, or kBodyError.
+using BodyFilter = int (*)(Request& r, Chain* in, BodyFilterNext next);
+// The protocol's final writer, the end of the chain.
+using BodyWriter = int (*)(Request& r, Chain* in);
+
+// The filters of one protocol, in order, then its final writer. Filled once
+// at start-up (register_body_filters, modules.cc), read-only afterwards.
+class BodyFilterChain {
+ public:
+  static constexpr std::uint32_t kMaxFilters = 8;
+  explicit BodyFilterChain(BodyWriter writer) : writer_(writer) {}
+  // Adds `f` after the filters added before it (it sees their output); false
+  // when the chain is full.
+  bool add(BodyFilter f);
+  // Runs `in` through every filter, then the writer.
+  int run(Request& r, Chain* in) const { return BodyFilterNext(*this, 0)(r, in); }
+  std::uint32_t size() const { return n_; }
+
+ private:
+  friend class BodyFilterNext;
+  BodyFilter filters_[kMaxFilters] = {};
+  std::uint32_t n_ = 0;
+  BodyWriter writer_;
+};
+
+// Every producer's entry (nginx's ngx_http_output_filter): the HTTP/1 chain.
+int output_filter(Request& r, Chain* in);
+
+// Adds the modules' body filters to a protocol's chain, in order (modules.cc).
+void register_body_filters(BodyFilterChain& chain);
+
+// The built-in body filters.
+int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next);  // filters/chunked.cc
 
 }  // namespace vigil::http

@@ -6,10 +6,10 @@
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
 #include "http/core/filters.h"
-#include "http/empty_gif/empty_gif.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/empty_gif/empty_gif.h"
 #include "http/rewrite/return.h"
 #include "http/static/try_files.h"
 
@@ -19,12 +19,8 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &rewrite_module(),
-      &limit_req_module(),
-      &limit_conn_module(),
-      &access_module(),
-      &try_files_module(),
-      &empty_gif_module(),
+      &rewrite_module(), &limit_req_module(), &limit_conn_module(),
+      &access_module(),  &try_files_module(), &empty_gif_module(),
   };
   return kModules;
 }
@@ -42,15 +38,22 @@ std::span<const HeaderFilter> header_filters() {
   return kFilters;
 }
 
+// The body filters, in the order they run (output_filter, filters.h), before
+// HTTP/1's final writer: a module that changes the body (gzip) adds its
+// filter here, before chunked, which frames what the others made.
+void register_body_filters(BodyFilterChain& chain) {
+  chain.add(chunked_body_filter);
+}
+
 void register_phase_handlers(PhaseEngine& engine) {
-  add_return_phases(engine);                                       // server-rewrite, rewrite
-  engine.add(HttpPhase::kFindConfig, find_config_handler);         // the location
-  add_limit_req_phase(engine);                                     // pre-access
-  add_limit_conn_phase(engine);                                    // pre-access
-  add_access_phase(engine);                                        // access
-  add_try_files_phase(engine);                                     // try-files
-  engine.add(HttpPhase::kContent, location_content_handler);       // proxy_pass, stub_status...
-  add_static_phase(engine);                                        // content: files
+  add_return_phases(engine);                                  // server-rewrite, rewrite
+  engine.add(HttpPhase::kFindConfig, find_config_handler);    // the location
+  add_limit_req_phase(engine);                                // pre-access
+  add_limit_conn_phase(engine);                               // pre-access
+  add_access_phase(engine);                                   // access
+  add_try_files_phase(engine);                                // try-files
+  engine.add(HttpPhase::kContent, location_content_handler);  // proxy_pass, stub_status...
+  add_static_phase(engine);                                   // content: files
 }
 
 }  // namespace vigil::http

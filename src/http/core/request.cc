@@ -5,18 +5,18 @@
 #include <cerrno>
 #include <cstring>
 
+#include "codec/tokens.h"
+#include "codec/uri.h"
+#include "event/tls/tls.h"
 #include "http/access/access.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
-#include "http/proxy/proxy.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
-#include "http/rewrite/return.h"
-#include "event/tls/tls.h"
-#include "codec/tokens.h"
-#include "http/static/try_files.h"
-#include "codec/uri.h"
 #include "http/core/worker.h"
+#include "http/proxy/proxy.h"
+#include "http/rewrite/return.h"
+#include "http/static/try_files.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -158,16 +158,11 @@ bool discard_body(Request& r) {
     return false;
   }
 
-  // "Expect: 100-continue" (RFC 9110 §10.1.1): the client waits for a word
-  // before sending the body we must read to keep the connection.
-  if (r.check.expect_continue && !r.continue_sent) {
-    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    r.continue_sent = true;
-    long n = c.send(c, kContinue, sizeof kContinue - 1);
-    if (n != static_cast<long>(sizeof kContinue - 1)) {
-      terminate_request(r, 0);
-      return false;
-    }
+  // The client may wait for a word before sending the body we must read to
+  // keep the connection.
+  if (!send_continue(r)) {
+    terminate_request(r, 0);
+    return false;
   }
 
   // Move to a fresh buffer for the body (see discard_body_handler).
@@ -240,7 +235,6 @@ bool set_request_uri(Request& r, std::string_view uri) {
   r.uri = std::string_view(mem, uri.size());
   return true;
 }
-
 
 bool set_request_uri_and_args(Request& r, std::string_view target) {
   const std::size_t q = target.find('?');
@@ -480,8 +474,8 @@ void finalize_error(Request& r, int status) {
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      const int rc = location_return(*r.loc) != nullptr ? send_return(r, ext)
-                                                        : static_handler(r, uri, ext);
+      const int rc =
+          location_return(*r.loc) != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
       if (rc == 0) return;
       if (rc == kPhaseJump) {  // an index file in another location
         run_phases(r);

@@ -6,7 +6,8 @@
 //   accept -> init_connection -> wait_request_handler (first byte)
 //     -> process_request_line -> process_request_headers -> process_request
 //     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
-//     -> send_response -> writer (as the socket drains) -> finalize_request
+//     -> send_header (header filters, write_header)
+//     -> output_filter (body filters, write_filter as the socket drains) -> finalize_request
 //     -> keep-alive (wait_request_handler again), lingering close, or close.
 //
 // HttpConnection lives in the connection's arena for the connection's life
@@ -22,11 +23,11 @@
 #include <string_view>
 
 #include "codec/chunked.h"
-#include "http/core/headers_out.h"
-#include "http/core/module.h"
-#include "http/core/conf.h"
 #include "codec/header_check.h"
 #include "codec/parse.h"
+#include "http/core/conf.h"
+#include "http/core/headers_out.h"
+#include "http/core/module.h"
 #include "http/core/servers.h"
 #include "vigil/core/buffer.h"
 #include "vigil/event/connection.h"
@@ -86,6 +87,18 @@ namespace upstream_core {
 struct Upstream;
 }
 
+// The size line and CRLFs around the chunk the chunked filter has in flight.
+struct ChunkFrame {
+  char line[20];  // hex size, CRLF
+  Buf head;
+  Buf tail;  // CRLF, or CRLF and the last chunk
+  Chain head_link;
+  Chain tail_link;
+};
+
+// How HTTP/1 delimits a response body (RFC 9112 §6.3).
+enum class BodyFraming : std::uint8_t { kLength, kChunked, kClose };
+
 struct Request {
   HttpConnection* hc = nullptr;
   Connection* c = nullptr;
@@ -144,19 +157,21 @@ struct Request {
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
   bool use_sendfile = false;
-  off_t header_size = 0;   // bytes of header in the response, for $body_bytes_sent
-  off_t sent_start = 0;    // c->sent when the request started
-  int redirects = 0;       // internal redirects (try_files, error_page)
+  bool chunked_out = false;      // the body goes out chunked (write_header chose it)
+  ChunkFrame chunk_frame;        // the chunked filter's framing in flight (filters/chunked.cc)
+  off_t header_size = 0;         // bytes of header in the response, for $body_bytes_sent
+  off_t sent_start = 0;          // c->sent when the request started
+  int redirects = 0;             // internal redirects (try_files, error_page)
   std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
   bool body_discarded = false;   // the request body was read and thrown away
-  bool uri_redirected = false;  // r.uri is an internal redirect's (try_files), not the client's
+  bool uri_redirected = false;   // r.uri is an internal redirect's (try_files), not the client's
   // Each HttpModule's per-request state (module.h), null until it sets it:
   // memory the module owns for the request's life (a worker buffer, given
   // back by the module when the request ends), or a pointer into the request.
   void* ctx[kMaxHttpModules] = {};
-  HeadersOut headers_out;       // the response head (send_header, filters.h)
+  HeadersOut headers_out;        // the response head (send_header, filters.h)
   std::int64_t body_offset = 0;  // the first byte of the representation sent (a 206's)
-  char content_range[64];  // "bytes a-b/size" (206) or "bytes */size" (416)
+  char content_range[64];        // "bytes a-b/size" (206) or "bytes */size" (416)
   std::uint8_t content_range_len = 0;
 
   // Every header field, in order (views into the header buffers).
@@ -245,6 +260,13 @@ inline constexpr int kStatusPlainHttp = 497;  // plain HTTP on a TLS port
 // Statuses after which the connection is closed (nginx's special responses).
 bool status_closes(int status);
 std::string_view reason_phrase(int status);
+// The "Server:" line (with its CRLF) every HTTP/1 response head carries,
+// with the version unless server_tokens is off.
+std::string_view server_field(const HttpLocConf& loc);
+// Sends "100 Continue" when the client asked for it (Expect: 100-continue)
+// and it was not sent yet: the one place it is written, for the discarded
+// body and the proxied one alike. False when the client connection failed.
+bool send_continue(Request& r);
 // Memory for a response head of at most `need` bytes, set as r.hbuf (empty):
 // the request's inline buffer, or a worker buffer kept in r.big_header;
 // nullptr if none could be had.
@@ -253,15 +275,36 @@ char* head_memory(Request& r, std::size_t need);
 // formats the status line and r.headers_out into r.hbuf (keep-alive decided
 // here); false if no buffer could be had.
 bool write_header(Request& r);
-// Sends r.out (header + body) as the socket drains; finishes the request when done.
+// The framing of a body of `length` bytes (-1: unknown) to this client:
+// Content-Length, chunked (HTTP/1.1, chunked_transfer_encoding on), or the
+// end of the connection. The one place it is chosen: the head writer and the
+// proxy both ask.
+BodyFraming body_framing(const Request& r, std::int64_t length);
+
+// ---- writer.cc ----------------------------------------------------------------------
+// The static and generated responses' producer: r.bbuf (memory, or a file
+// range; empty for none) goes through output_filter as the whole body; the
+// request is finished when it is sent.
 void send_response(Request& r);
+// The client's write handler while such a response drains.
 void write_handler(Event& wev);
+// HTTP/1's final writer, the end of the body filter chain (filters.h): queues
+// `in` after the head and what still waits, and sends within the write
+// budget and limit_rate (sendfile, or reading the file when it is off).
+// kBodyOk: all sent; kBodyAgain: the write event (posted, delayed or armed
+// with send_timeout) resumes; kBodyError.
+int write_filter(Request& r, Chain* in);
+// limit_rate / limit_rate_after for every response HTTP/1 writes (static,
+// generated, proxied): the bytes it may send now, -1 when unlimited. 0: none
+// yet; the client's write event is then `delayed` with a timer for when the
+// next byte is due, and only that timer resumes the writer (a write event
+// that comes meanwhile is ignored, and a send_timeout must not be set).
+off_t rate_allowance(Request& r);
 // The built-in error page body for `status` ("" for statuses without one).
 // `tokens` false: the page without the version (server_tokens off).
 std::string_view special_body(int status, bool tokens = true);
 // Prepares and sends the built-in page for `status` (no error_page lookup).
 void send_special(Request& r, int status);
-
 
 // ---- static_file.cc ----------------------------------------------------------------
 int static_handler(Request& r, std::string_view path, std::string_view extension);

@@ -1,8 +1,9 @@
 // limit_rate / limit_rate_after (nginx's ngx_http_write_filter limit): a
 // response goes out at most at `limit_rate` bytes per second, the first
-// `limit_rate_after` bytes free. The writer (response.cc) asks how much it may
-// send now; when nothing, it sets the write event's `delayed` flag and a timer
-// for when the next byte is due, and the loop serves others meanwhile.
+// `limit_rate_after` bytes free. HTTP/1's writers (writer.cc's final writer,
+// the proxy's relay) ask rate_allowance how much they may send now; when
+// nothing, it sets the write event's `delayed` flag and a timer for when the
+// next byte is due, and the loop serves others meanwhile.
 //
 // Unlike nginx, the clock has millisecond precision and no one-second head
 // start (nginx computes rate * (now_sec - start_sec + 1)), so a response of N

@@ -18,8 +18,6 @@
 namespace vigil::http::upstream_core {
 namespace {
 
-constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION "\r\n";
-
 // Moves body bytes from the client's header buffer (what arrived with the
 // head) into u.body.
 void take_buffered(Upstream& u, Buf& hb) {
@@ -203,15 +201,11 @@ int read_request_body(Upstream& u) {
       }
       continue;
     }
-    // "Expect: 100-continue" (RFC 9110 §10.1.1): the client waits for a word
-    // before it sends the body. The backend is not asked: we read the body.
-    if (r.check.expect_continue && !r.continue_sent) {
-      static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      r.continue_sent = true;
-      if (c.send(c, kContinue, sizeof kContinue - 1) != static_cast<long>(sizeof kContinue - 1)) {
-        body_failed(u, 400);
-        return -1;
-      }
+    // The client may wait for "100 Continue" before it sends the body. The
+    // backend is not asked: we read the body.
+    if (!send_continue(r)) {
+      body_failed(u, 400);
+      return -1;
     }
     long n = kIoAgain;
     char* at = b.last;
@@ -306,7 +300,7 @@ bool build_client_head(Upstream& u, bool upgrade) {
     pass_server = pass_server || h == "server";
     pass_date = pass_date || h == "date";
   }
-  if (!pass_server) o.put(loc.server_tokens ? kServer : std::string_view("Server: vigil\r\n"));
+  if (!pass_server) o.put(server_field(loc));
   if (!pass_date) {
     o.put("Date: ");
     o.put(clock::imf_fixdate());
@@ -358,12 +352,16 @@ bool send_to_client(Upstream& u, bool& progress, std::size_t& moved) {
     if (i == u.ring_tail) break;
   }
   if (!u.last_chunk_buf.empty()) u.ring_chain[k++].buf = &u.last_chunk_buf;
-  if (k == 0 || !c.write->ready) return true;
+  if (k == 0 || !c.write->ready || c.write->delayed) return true;
+  // limit_rate applies to a proxied response as to any other (the head and
+  // any chunked framing count, as the bytes on the wire).
+  const off_t allowed = rate_allowance(r);
+  if (allowed == 0) return true;  // delayed: the timer resumes the relay
   for (std::size_t i = 0; i < k; ++i) {
     u.ring_chain[i].next = i + 1 < k ? &u.ring_chain[i + 1] : nullptr;
   }
   const off_t before = c.sent;
-  Chain* rest = c.send_chain(c, &u.ring_chain[0], 0);
+  Chain* rest = c.send_chain(c, &u.ring_chain[0], allowed > 0 ? allowed : 0);
   if (rest == kChainError) return false;
   if (c.sent != before) {
     progress = true;
@@ -384,7 +382,9 @@ bool wait_client(Upstream& u, bool all_sent) {
   Request& r = *u.r;
   Connection& c = *r.c;
   EventLoop& loop = *c.loop;
-  if (!all_sent) {
+  if (c.write->delayed) {
+    // limit_rate: the delay's timer is set; the socket may be writable.
+  } else if (!all_sent) {
     if (!c.write->ready) loop.add_timer(*c.write, r.loc->send_timeout);
   } else {
     loop.del_timer(*c.write);
@@ -569,7 +569,15 @@ void client_write_handler(Event& ev) {
   Request* r = hc.request;
   if (r == nullptr || r->upstream == nullptr) return;
   Upstream& u = *r->upstream;
-  if (ev.timedout) {
+  if (ev.delayed) {
+    // limit_rate: only the delay's timer resumes the relay.
+    if (!ev.timedout) {
+      if (!c.loop->handle_write_event(ev)) finish(u, true);
+      return;
+    }
+    ev.timedout = 0;
+    ev.delayed = 0;
+  } else if (ev.timedout) {
     ev.timedout = 0;
     VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out",
               static_cast<unsigned long long>(c.number));

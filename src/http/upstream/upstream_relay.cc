@@ -68,7 +68,7 @@ void on_head(Upstream& u) {
     u.resp_done = true;
   }
   // How the client gets the body (client framing).
-  const bool chunked_ok = r.line.version >= 1001 && r.loc->chunked_transfer_encoding;
+  const bool chunked_ok = body_framing(r, -1) == BodyFraming::kChunked;
   if (u.resp.body == BodyKind::kChunked) {
     if (chunked_ok) {
       u.client_chunked = true;

@@ -1,7 +1,8 @@
-// Writing a response (nginx's ngx_http_header_filter, ngx_http_writer and
-// ngx_http_special_response_handler): the header is formatted into the
-// request's own memory, the body is a memory range or a file range, and the
-// chain goes out as the socket drains, with send_timeout between writes.
+// HTTP/1's response head (nginx's ngx_http_header_filter and
+// ngx_http_special_response_handler): the head writer at the end of the
+// header filter chain, formatted into the request's own memory, with the
+// body's framing chosen here for every response (body_framing); the body
+// goes through the body filters to HTTP/1's final writer (writer.cc).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -12,23 +13,17 @@
 #include <cstring>
 #include <string>
 
-#include "http/core/filters.h"
-#include "http/filters/add_header.h"
 #include "codec/head_writer.h"
-#include "http/filters/limit_rate.h"
+#include "http/core/filters.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
+#include "http/filters/add_header.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 #include "vigil/version.h"
 
 namespace vigil::http {
 namespace {
-
-// Most a writer sends before letting other connections run (nginx's
-// sendfile_max_chunk, 2m by default): a fast client on a big file must not
-// hold the worker.
-constexpr off_t kWriteChunk = off_t{2} << 20;
 
 constexpr std::string_view kServer = "Server: vigil/" VIGIL_VERSION_STRING "\r\n";
 constexpr std::string_view kServerBare = "Server: vigil\r\n";  // server_tokens off
@@ -125,9 +120,6 @@ const SpecialPages& special_pages() {
   return pages;
 }
 
-void writer(Request& r);
-bool fill_from_file(Request& r);
-
 }  // namespace
 
 std::string_view reason_phrase(int status) {
@@ -157,6 +149,20 @@ bool status_closes(int status) {
   }
 }
 
+std::string_view server_field(const HttpLocConf& loc) {
+  return loc.server_tokens ? kServer : kServerBare;
+}
+
+bool send_continue(Request& r) {
+  // "Expect: 100-continue" (RFC 9110 §10.1.1): the client waits for a word
+  // before it sends the body; said once, whoever reads the body.
+  if (!r.check.expect_continue || r.continue_sent) return true;
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  r.continue_sent = true;
+  Connection& c = *r.c;
+  return c.send(c, kContinue.data(), kContinue.size()) == static_cast<long>(kContinue.size());
+}
+
 std::string_view special_body(int status, bool tokens) {
   if (status < 0 || status >= 600) return {};
   const SpecialPages& pages = special_pages();
@@ -177,6 +183,14 @@ char* head_memory(Request& r, std::size_t need) {
   return mem;
 }
 
+BodyFraming body_framing(const Request& r, std::int64_t length) {
+  // RFC 9112 §6.3: a known length is said; an unknown one is chunked for a
+  // client that reads chunks, else the body ends with the connection.
+  if (length >= 0) return BodyFraming::kLength;
+  if (r.line.version >= 1001 && r.loc->chunked_transfer_encoding) return BodyFraming::kChunked;
+  return BodyFraming::kClose;
+}
+
 bool write_header(Request& r) {
   const HeadersOut& h = r.headers_out;
   Connection& c = *r.c;
@@ -189,6 +203,11 @@ bool write_header(Request& r) {
   }
   r.keepalive = r.check.keep_alive && !r.lingering && !c.close && loc.keepalive_timeout > 0 &&
                 c.requests < loc.keepalive_requests;
+  // The body's framing (no body: a HEAD, 1xx, 204, 304).
+  const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
+  const BodyFraming framing = body_framing(r, h.content_length);
+  r.chunked_out = body && framing == BodyFraming::kChunked;
+  if (body && framing == BodyFraming::kClose) r.keepalive = false;
 
   std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
@@ -202,7 +221,7 @@ bool write_header(Request& r) {
   *o.p++ = ' ';
   o.put(reason_phrase(h.status));
   o.put("\r\n");
-  o.put(loc.server_tokens ? kServer : kServerBare);
+  o.put(server_field(loc));
   o.put("Date: ");
   o.put(clock::imf_fixdate());
   o.put("\r\n");
@@ -247,6 +266,7 @@ bool write_header(Request& r) {
     }
     o.put("\r\n");
   }
+  if (r.chunked_out) o.put("Transfer-Encoding: chunked\r\n");
   if (h.allow) o.put("Allow: GET, HEAD\r\n");
   if (r.keepalive) {
     o.put("Connection: keep-alive\r\n");
@@ -307,151 +327,5 @@ void send_special(Request& r, int status) {
   }
   send_response(r);
 }
-
-void send_response(Request& r) {
-  Connection& c = *r.c;
-  r.phase = Phase::kWriting;
-  if (r.obuf != nullptr && r.fd != -1 && !r.header_only && r.bbuf.empty() &&
-      r.file_pos < r.file_end) {
-    // sendfile off: the first chunk goes out with the header in one writev.
-    if (!fill_from_file(r)) {
-      terminate_request(r, 500);
-      return;
-    }
-  }
-  r.out[0].buf = &r.hbuf;
-  r.out[0].next = nullptr;
-  if (!r.header_only && !r.bbuf.empty()) {
-    r.out[1].buf = &r.bbuf;
-    r.out[1].next = nullptr;
-    r.out[0].next = &r.out[1];
-  }
-  r.pending = &r.out[0];
-  c.write->handler = write_handler;
-
-  // tcp_nopush: header and file in full segments (nginx sets TCP_CORK in
-  // its sendfile chain and clears it when the connection goes idle).
-  if (r.use_sendfile && r.loc->tcp_nopush && c.tcp_nopush == 0) {
-    int one = 1;
-    if (::setsockopt(c.fd, IPPROTO_TCP, TCP_CORK, &one, sizeof one) == -1) {
-      VIGIL_LOG(*c.log, kInfo, errno, "setsockopt(TCP_CORK) failed");
-    } else {
-      c.tcp_nopush = 1;
-    }
-  }
-  writer(r);
-}
-
-void write_handler(Event& wev) {
-  Connection& c = *wev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  if (hc.request == nullptr) return;
-  Request& r = *hc.request;
-  if (wev.delayed) {
-    // limit_rate: only the timer resumes a delayed response.
-    if (!wev.timedout) {
-      if (!c.loop->handle_write_event(wev)) terminate_request(r, 0);
-      return;
-    }
-    wev.timedout = 0;
-    wev.delayed = 0;
-  }
-  if (wev.timedout) {
-    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out sending the response",
-              static_cast<unsigned long long>(c.number));
-    c.timedout = 1;
-    terminate_request(r, 0);
-    return;
-  }
-  writer(r);
-}
-
-namespace {
-
-// Refills the memory body from the file when sendfile is off; false on a
-// read error or a file that shrank under us.
-bool fill_from_file(Request& r) {
-  const off_t left = r.file_end - r.file_pos;
-  const std::size_t n =
-      left < static_cast<off_t>(r.obuf_size) ? static_cast<std::size_t>(left) : r.obuf_size;
-  for (;;) {
-    ssize_t got = ::pread(r.fd, r.obuf, n, r.file_pos);
-    if (got > 0) {
-      r.bbuf.reset(r.obuf, r.obuf_size);
-      r.bbuf.last = r.obuf + got;
-      r.file_pos += got;
-      return true;
-    }
-    if (got == -1 && errno == EINTR) continue;
-    if (got == 0) {
-      VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
-                static_cast<unsigned long long>(r.c->number));
-    } else {
-      VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
-                static_cast<unsigned long long>(r.c->number));
-    }
-    return false;
-  }
-}
-
-void writer(Request& r) {
-  Connection& c = *r.c;
-  Event& wev = *c.write;
-  EventLoop& loop = *c.loop;
-  const off_t start = c.sent;
-
-  for (;;) {
-    if (r.pending == nullptr) {
-      if (r.obuf != nullptr && r.fd != -1 && !r.header_only && r.file_pos < r.file_end) {
-        if (!fill_from_file(r)) {
-          terminate_request(r, 0);
-          return;
-        }
-        r.out[1].buf = &r.bbuf;
-        r.out[1].next = nullptr;
-        r.pending = &r.out[1];
-      } else {
-        break;  // all sent
-      }
-    }
-    off_t budget = kWriteChunk - (c.sent - start);
-    if (budget <= 0) {
-      // Let the others run; continue in the next loop pass.
-      loop.posted_next().post(wev);
-      return;
-    }
-    if (const std::uint64_t rate = r.loc->limit_rate; rate != 0) {
-      const off_t allowed =
-          limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
-                               msec_diff(clock::current_msec(), r.start_msec));
-      if (allowed <= 0) {
-        wev.delayed = 1;
-        loop.add_timer(wev, limit_rate_delay(rate, allowed));
-        return;
-      }
-      if (allowed < budget) budget = allowed;
-    }
-    Chain* rest = c.send_chain(c, r.pending, budget);
-    if (rest == kChainError) {
-      terminate_request(r, 0);
-      return;
-    }
-    r.pending = rest;
-    if (rest != nullptr && !wev.ready) {
-      loop.add_timer(wev, r.loc->send_timeout);
-      if (!loop.handle_write_event(wev)) terminate_request(r, 0);
-      return;
-    }
-  }
-
-  loop.del_timer(wev);
-  if (!loop.handle_write_event(wev)) {
-    terminate_request(r, 0);
-    return;
-  }
-  finalize_request(r);
-}
-
-}  // namespace
 
 }  // namespace vigil::http

@@ -1,0 +1,87 @@
+// The chunked body filter (RFC 9112 §7.1; nginx's ngx_http_chunked_filter):
+// when HTTP/1's head writer chose chunked framing for the response (a body of
+// unknown length to an HTTP/1.1 client: body_framing in http/v1/response.cc),
+// the buffers of each call become one chunk, and the last buffer brings the
+// last chunk. The size line and the CRLFs are the request's own memory
+// (r.chunk_frame), so one chunk's framing is in flight at a time: a producer
+// calls again once the writer has sent what it was given (kBodyOk), as every
+// producer in the tree does.
+#include <cstring>
+
+#include "http/core/filters.h"
+#include "http/core/request.h"
+#include "vigil/core/log.h"
+
+namespace vigil::http {
+namespace {
+
+constexpr char kCrlf[] = "\r\n";
+constexpr char kCrlfLast[] = "\r\n0\r\n\r\n";
+constexpr char kLast[] = "0\r\n\r\n";
+
+// The buffer over constant framing bytes: the writer only reads them.
+void point_at(Buf& b, const char* text, std::size_t n) {
+  char* p = const_cast<char*>(text);
+  b.reset(p, n);
+  b.last = p + n;
+}
+
+}  // namespace
+
+int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next) {
+  if (!r.chunked_out || in == nullptr) return next(r, in);
+  ChunkFrame& f = r.chunk_frame;
+  if (!f.head.empty() || !f.tail.empty()) {
+    VIGIL_LOG(*r.c->log, kAlert, 0,
+              "*%llu chunked body: a chunk was passed before the last one was sent",
+              static_cast<unsigned long long>(r.c->number));
+    return kBodyError;
+  }
+  std::uint64_t size = 0;
+  bool end = false;
+  Chain* last = in;
+  for (Chain* cl = in; cl != nullptr; cl = cl->next) {
+    size += cl->buf->size();
+    end = end || cl->buf->last_buf;
+    last = cl;
+  }
+  if (r.obuf != nullptr && r.fd != -1 && r.file_pos < r.file_end) {
+    // sendfile off: the writer reads the rest of a file range into r.obuf
+    // as it drains (writer.cc), after the filters. A file's length is known,
+    // so it is never chunked; a producer that gets here is wrong.
+    VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu chunked body: a file range read by the writer",
+              static_cast<unsigned long long>(r.c->number));
+    return kBodyError;
+  }
+  Chain* out = in;
+  if (size > 0) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    char digits[16];
+    std::size_t n = 0;
+    for (std::uint64_t v = size; v != 0; v >>= 4) digits[n++] = kHex[v & 0xf];
+    char* p = f.line;
+    while (n > 0) *p++ = digits[--n];
+    *p++ = '\r';
+    *p++ = '\n';
+    f.head.reset(f.line, sizeof f.line);
+    f.head.last = p;
+    f.head_link.buf = &f.head;
+    f.head_link.next = in;
+    out = &f.head_link;
+  }
+  if (size > 0 && end) {
+    point_at(f.tail, kCrlfLast, sizeof kCrlfLast - 1);
+  } else if (size > 0) {
+    point_at(f.tail, kCrlf, sizeof kCrlf - 1);
+  } else if (end) {
+    point_at(f.tail, kLast, sizeof kLast - 1);
+  } else {
+    return next(r, in);  // nothing to frame (empty buffers)
+  }
+  f.tail_link.buf = &f.tail;
+  f.tail_link.next = nullptr;
+  last->next = &f.tail_link;
+  return next(r, out);
+}
+
+}  // namespace vigil::http
