@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <random>
 #include <string>
@@ -44,7 +45,7 @@ namespace vigil::mail {
 
 namespace {
 
-constexpr std::size_t kPop3Buffer = 512;        // RFC 1939: commands are at most 255 bytes
+constexpr std::size_t kPop3Buffer = 512;         // RFC 1939: commands are at most 255 bytes
 constexpr std::size_t kMaxAuthResponse = 16384;  // the auth_http answer's head
 constexpr std::size_t kMaxPendingOutput = 65536;
 
@@ -73,21 +74,21 @@ struct Limits {
 };
 const char kLimitsKey = 0;
 
-
 struct Session {
   Connection* c = nullptr;
   const MailSrvConf* conf = nullptr;
   Protocol proto = Protocol::kNone;
   State state = State::kCommand;
-  Buf in;
+  Buf in;  // the client's commands; then the relay's buffer towards the backend
+  std::unique_ptr<char[]> in_mem;
   std::string out;
   std::size_t out_sent = 0;
   bool quit = false;  // close once `out` is sent
   bool starttls_pending = false;
   bool tls = false;
-  bool done = false;      // finalize() ran: the connections are closed
-  unsigned depth = 0;     // handlers of this session on the stack (guarded)
-  bool counted = false;  // in Limits::per_addr
+  bool done = false;         // finalize() ran: the connections are closed
+  unsigned depth = 0;        // handlers of this session on the stack (guarded)
+  bool counted = false;      // in Limits::per_addr
   Limits* worker = nullptr;  // in Limits::live while set
   Session* prev = nullptr;
   Session* next = nullptr;
@@ -105,11 +106,16 @@ struct Session {
   // backend
   PeerConnection up_pc;
   Connection* up = nullptr;
-  Buf up_in;
+  Buf up_in;  // the backend's login answers; then the relay's buffer towards the client
+  std::unique_ptr<char[]> up_mem;
   int bstate = 0;
   std::string backend_final;  // the backend's answer to pass to the client
-  // relay
+  // relay: to_up starts as `in` (in_mem), to_client as `up_in` (up_mem, or
+  // a larger block when the answers pending at the switch do not fit,
+  // rare); a direction whose buffer is empty gives it back until it has
+  // data to carry again, so an idle session holds no buffer.
   Buf to_up, to_client;
+  std::size_t to_up_size = 0, to_client_size = 0;
   bool client_eof = false, up_eof = false, up_shut = false, client_shut = false;
 };
 
@@ -119,14 +125,20 @@ void client_handler(Event& ev);
 void start_auth_http(Session& s);
 void greet(Session& s);
 
-Session& of(Event& ev) { return *static_cast<Session*>(ev.owner<Connection>()->data); }
+Session& of(Event& ev) {
+  return *static_cast<Session*>(ev.owner<Connection>()->data);
+}
 
 const char* proto_name(Protocol p) {
   switch (p) {
-    case Protocol::kImap: return "imap";
-    case Protocol::kPop3: return "pop3";
-    case Protocol::kSmtp: return "smtp";
-    default: return "none";
+    case Protocol::kImap:
+      return "imap";
+    case Protocol::kPop3:
+      return "pop3";
+    case Protocol::kSmtp:
+      return "smtp";
+    default:
+      return "none";
   }
 }
 
@@ -136,8 +148,8 @@ void finalize(Session& s, const char* why) {
   Connection& c = *s.c;
   EventLoop& loop = *c.loop;
   VIGIL_LOG(*c.log, kInfo, 0, "mail %s session of %s %s%s%s", proto_name(s.proto),
-            std::string(c.addr_text).c_str(), why, s.login.empty() ? "" : ", login: ",
-            s.login.c_str());
+            std::string(c.addr_text).c_str(), why,
+            s.login.empty() ? "" : ", login: ", s.login.c_str());
   if (s.auth != nullptr) {
     loop.pool().close_connection(*s.auth);
     s.auth = nullptr;
@@ -216,7 +228,9 @@ bool flush(Session& s) {
   return true;
 }
 
-void reply(Session& s, std::string_view text) { s.out.append(text); }
+void reply(Session& s, std::string_view text) {
+  s.out.append(text);
+}
 
 // The error answer of the protocol (tag for IMAP).
 void reply_error(Session& s, std::string_view imap, std::string_view pop3, std::string_view smtp) {
@@ -226,8 +240,12 @@ void reply_error(Session& s, std::string_view imap, std::string_view pop3, std::
       reply(s, " ");
       reply(s, imap);
       break;
-    case Protocol::kPop3: reply(s, pop3); break;
-    default: reply(s, smtp); break;
+    case Protocol::kPop3:
+      reply(s, pop3);
+      break;
+    default:
+      reply(s, smtp);
+      break;
   }
   reply(s, "\r\n");
 }
@@ -272,15 +290,20 @@ std::string make_salt(const Session& s) {
 bool tls_available(const Session& s) {
   return s.conf->tls != nullptr && s.conf->starttls != Starttls::kOff && !s.tls;
 }
-bool login_disabled(const Session& s) { return s.conf->starttls == Starttls::kOnly && !s.tls; }
+bool login_disabled(const Session& s) {
+  return s.conf->starttls == Starttls::kOnly && !s.tls;
+}
 
 // ---- the SASL exchange --------------------------------------------------------
 
 unsigned methods(const Session& s) {
   switch (s.proto) {
-    case Protocol::kImap: return s.conf->imap_auth;
-    case Protocol::kPop3: return s.conf->pop3_auth;
-    default: return s.conf->smtp_auth;
+    case Protocol::kImap:
+      return s.conf->imap_auth;
+    case Protocol::kPop3:
+      return s.conf->pop3_auth;
+    default:
+      return s.conf->smtp_auth;
   }
 }
 
@@ -456,7 +479,8 @@ void imap_command(Session& s, const Command& cmd) {
 
 void pop3_command(Session& s, const Command& cmd) {
   const std::string_view n = cmd.name;
-  if (iequals(n, "CAPA")) return reply(s, s.tls ? s.conf->pop3_caps_text_tls : s.conf->pop3_caps_text);
+  if (iequals(n, "CAPA"))
+    return reply(s, s.tls ? s.conf->pop3_caps_text_tls : s.conf->pop3_caps_text);
   if (iequals(n, "NOOP")) return reply(s, "+OK\r\n");
   if (iequals(n, "QUIT")) {
     reply(s, "+OK\r\n");
@@ -468,8 +492,8 @@ void pop3_command(Session& s, const Command& cmd) {
     s.starttls_pending = true;
     return;
   }
-  const bool auth_cmd = iequals(n, "USER") || iequals(n, "PASS") || iequals(n, "APOP") ||
-                        iequals(n, "AUTH");
+  const bool auth_cmd =
+      iequals(n, "USER") || iequals(n, "PASS") || iequals(n, "APOP") || iequals(n, "AUTH");
   if (auth_cmd && login_disabled(s)) return invalid_command(s);
   if (iequals(n, "USER") && (s.conf->pop3_auth & kAuthPlain)) {
     if (cmd.nargs != 1) return invalid_command(s);
@@ -557,9 +581,12 @@ void handle_line(Session& s, char* line, std::size_t len) {
     return invalid_command(s);
   }
   switch (s.proto) {
-    case Protocol::kImap: return imap_command(s, cmd);
-    case Protocol::kPop3: return pop3_command(s, cmd);
-    default: return smtp_command(s, cmd);
+    case Protocol::kImap:
+      return imap_command(s, cmd);
+    case Protocol::kPop3:
+      return pop3_command(s, cmd);
+    default:
+      return smtp_command(s, cmd);
   }
 }
 
@@ -615,7 +642,8 @@ void process_input(Session& s) {
     long n = c.recv(c, s.in.last, static_cast<std::size_t>(s.in.end - s.in.last));
     if (n == kIoAgain) {
       c.loop->add_timer(*c.read, s.conf->timeout);
-      if (Status st = c.loop->handle_read_event(*c.read); !st) finalize(s, "event registration failed");
+      if (Status st = c.loop->handle_read_event(*c.read); !st)
+        finalize(s, "event registration failed");
       return;
     }
     if (n == 0) return finalize(s, "client closed the connection");
@@ -649,7 +677,8 @@ void client_handler(Event& ev) {
       char b;
       long n = s.c->recv(*s.c, &b, 1);
       if (n == kIoAgain) {
-        if (Status st = s.c->loop->handle_read_event(*s.c->read); !st) finalize(s, "event registration failed");
+        if (Status st = s.c->loop->handle_read_event(*s.c->read); !st)
+          finalize(s, "event registration failed");
         return;
       }
       if (n <= 0) return finalize(s, "client closed the connection");
@@ -664,7 +693,8 @@ void client_handler(Event& ev) {
     if (reading_commands(s)) return process_input(s);
     // Waiting for auth_http or the backend: the client waits too.
     if (ev.write == 0) {
-      if (Status st = s.c->loop->handle_read_event(*s.c->read); !st) finalize(s, "event registration failed");
+      if (Status st = s.c->loop->handle_read_event(*s.c->read); !st)
+        finalize(s, "event registration failed");
     }
   });
 }
@@ -686,7 +716,8 @@ void tls_done(Connection& c, TlsHandshake result) {
 
 void start_tls(Session& s) {
   Connection& c = *s.c;
-  if (Status st = tls_start_server(c, *s.conf->tls, false, s.conf->ssl.handshake_timeout, tls_done); !st) {
+  if (Status st = tls_start_server(c, *s.conf->tls, false, s.conf->ssl.handshake_timeout, tls_done);
+      !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
     finalize(s, "TLS failed");
   }
@@ -776,7 +807,8 @@ void start_auth_http(Session& s) {
   s.auth_pc.name = s.conf->auth_peer;
   s.auth_pc.log = c.log;
   int rc = event_connect_peer(*c.loop, s.auth_pc);
-  if (rc != kPeerOk && rc != kPeerAgain) return auth_fail(s, "connect() to auth http server failed", errno);
+  if (rc != kPeerOk && rc != kPeerAgain)
+    return auth_fail(s, "connect() to auth http server failed", errno);
   s.auth = s.auth_pc.connection;
   s.auth->data = &s;
   s.auth->read->handler = auth_handler;
@@ -805,7 +837,8 @@ void auth_handler(Event& ev) {
       while (s.auth_sent < s.auth_req.size()) {
         long n = a->send(*a, s.auth_req.data() + s.auth_sent, s.auth_req.size() - s.auth_sent);
         if (n == kIoAgain) {
-          if (Status st = a->loop->handle_write_event(*a->write); !st) finalize(s, "event registration failed");
+          if (Status st = a->loop->handle_write_event(*a->write); !st)
+            finalize(s, "event registration failed");
           return;
         }
         if (n < 0) return auth_fail(s, "send() to auth http server failed", errno);
@@ -816,7 +849,8 @@ void auth_handler(Event& ev) {
       char buf[4096];
       long n = a->recv(*a, buf, sizeof buf);
       if (n == kIoAgain) {
-        if (Status st = a->loop->handle_read_event(*a->read); !st) finalize(s, "event registration failed");
+        if (Status st = a->loop->handle_read_event(*a->read); !st)
+          finalize(s, "event registration failed");
         return;
       }
       if (n < 0) return auth_fail(s, "recv() from auth http server failed", errno);
@@ -886,12 +920,17 @@ void auth_done(Session& s) {
   if (status != "OK") {
     shared_counters()->mail_auth_failed.add();
     ++s.attempts;
-    VIGIL_LOG(*c.log, kInfo, 0, "client login failed: \"%s\" while in http auth state, client: %s, login: \"%s\"",
+    VIGIL_LOG(*c.log, kInfo, 0,
+              "client login failed: \"%s\" while in http auth state, client: %s, login: \"%s\"",
               status.c_str(), s.client_addr.c_str(), s.login.c_str());
     std::string msg;
     switch (s.proto) {
-      case Protocol::kImap: msg = s.tag + " NO " + status + "\r\n"; break;
-      case Protocol::kPop3: msg = "-ERR " + status + "\r\n"; break;
+      case Protocol::kImap:
+        msg = s.tag + " NO " + status + "\r\n";
+        break;
+      case Protocol::kPop3:
+        msg = "-ERR " + status + "\r\n";
+        break;
       default:
         msg = (error_code.empty() ? std::string("535 5.7.0") : error_code) + " " + status + "\r\n";
         break;
@@ -919,7 +958,8 @@ void auth_done(Session& s) {
   }
   if (have_user) s.login = unescape(user);
   if (have_pass) s.passwd = unescape(pass);
-  if (s.passwd.empty() && s.method != "external" && (s.method == "apop" || s.method == "cram-md5")) {
+  if (s.passwd.empty() && s.method != "external" &&
+      (s.method == "apop" || s.method == "cram-md5")) {
     return auth_fail(s, "auth http server did not send password", 0);
   }
   shared_counters()->mail_auth_ok.add();
@@ -972,15 +1012,18 @@ void connect_backend(Session& s, const std::string& host, const std::string& por
   }
   s.up_pc.log = c.log;
   int rc = event_connect_peer(*c.loop, s.up_pc);
-  if (rc != kPeerOk && rc != kPeerAgain) return backend_fail(s, "connect() to upstream failed", errno);
+  if (rc != kPeerOk && rc != kPeerAgain)
+    return backend_fail(s, "connect() to upstream failed", errno);
   s.up = s.up_pc.connection;
   s.up->data = &s;
   s.up->read->handler = backend_handler;
   s.up->write->handler = backend_handler;
+  // Its own block, not the arena's: it becomes the relay's buffer towards
+  // the client, and an arena would round it to the next power of two.
   std::size_t n = std::max<std::size_t>(s.conf->proxy_buffer, 512);
-  char* mem = static_cast<char*>(c.arena->alloc(n, 16));
-  if (mem == nullptr) return backend_fail(s, "out of memory for the upstream buffer", 0);
-  s.up_in.reset(mem, n);
+  s.up_mem.reset(new (std::nothrow) char[n]);
+  if (s.up_mem == nullptr) return backend_fail(s, "out of memory for the upstream buffer", 0);
+  s.up_in.reset(s.up_mem.get(), n);
   s.bstate = -1;  // connecting
   c.loop->add_timer(*s.up->read, s.conf->timeout);
   if (rc == kPeerOk) c.loop->post(*s.up->write);
@@ -1039,7 +1082,8 @@ bool backend_line(Session& s, std::string_view line) {
       if (s.bstate == 0) {
         if (!line.starts_with("* OK")) return backend_refused(s, line), false;
         s.bstate = 1;
-        return send_backend(s, "1 LOGIN " + imap_quote(s.login) + " " + imap_quote(s.passwd) + "\r\n");
+        return send_backend(s,
+                            "1 LOGIN " + imap_quote(s.login) + " " + imap_quote(s.passwd) + "\r\n");
       }
       if (line.starts_with("* ")) return true;  // untagged data before the answer
       if (!line.starts_with("1 OK")) return backend_refused(s, line), false;
@@ -1154,10 +1198,12 @@ void backend_handler(Event& ev) {
       }
       long n = u->recv(*u, s.up_in.last, static_cast<std::size_t>(s.up_in.end - s.up_in.last));
       if (n == kIoAgain) {
-        if (Status st = u->loop->handle_read_event(*u->read); !st) finalize(s, "event registration failed");
+        if (Status st = u->loop->handle_read_event(*u->read); !st)
+          finalize(s, "event registration failed");
         return;
       }
-      if (n <= 0) return backend_fail(s, "upstream prematurely closed connection", n < 0 ? errno : 0);
+      if (n <= 0)
+        return backend_fail(s, "upstream prematurely closed connection", n < 0 ? errno : 0);
       s.up_in.last += n;
     }
   });
@@ -1167,14 +1213,31 @@ void backend_handler(Event& ev) {
 
 void relay_handler(Event& ev);
 
+// A relay buffer for a direction that has none (given back while idle).
+void take_buffer(Buf& b, std::unique_ptr<char[]>& mem, std::size_t n) {
+  if (b.start != nullptr) return;
+  mem.reset(new char[n]);  // bad_alloc: caught by guarded()
+  b.reset(mem.get(), n);
+}
+
+void give_back_if_empty(Buf& b, std::unique_ptr<char[]>& mem) {
+  if (b.start == nullptr || b.pos != b.last) return;
+  b = Buf{};
+  mem.reset();
+}
+
 void relay(Session& s) {
   Connection& c = *s.c;
   Connection& u = *s.up;
   bool progress = false;
+  if (c.read->ready && !s.client_eof) take_buffer(s.to_up, s.in_mem, s.to_up_size);
+  if (u.read->ready && !s.up_eof) take_buffer(s.to_client, s.up_mem, s.to_client_size);
   if (!upstream::relay(c, u, s.to_up, s.client_eof, s.up_shut, progress) ||
       !upstream::relay(u, c, s.to_client, s.up_eof, s.client_shut, progress)) {
     return finalize(s, "connection error");
   }
+  give_back_if_empty(s.to_up, s.in_mem);
+  give_back_if_empty(s.to_client, s.up_mem);
   // As nginx's mail proxy: either side's end, once delivered, ends the session.
   if (s.client_eof && s.to_up.pos == s.to_up.last) return finalize(s, "client closed");
   if (s.up_eof && s.to_client.pos == s.to_client.last) return finalize(s, "upstream closed");
@@ -1209,29 +1272,41 @@ void start_relay(Session& s) {
   shared_counters()->mail_relayed.add();
   c.loop->del_timer(*u.read);
   c.loop->del_timer(*c.read);
+  // The two buffers of the login become the relay's (nginx's mail proxy
+  // does the same with its client buffer): what the client sent ahead
+  // stays in `in`; towards the client go what it still has to hear, then
+  // the login answer, then whatever the backend already sent after it.
   const std::size_t pending_client = static_cast<std::size_t>(s.in.last - s.in.pos);
   const std::size_t pending_up = static_cast<std::size_t>(s.up_in.last - s.up_in.pos);
-  const std::size_t base = std::max<std::size_t>(s.conf->proxy_buffer, 4096);
-  const std::size_t up_n = std::max(base, pending_client);
-  const std::size_t down_n = std::max(base, pending_up + s.backend_final.size() + s.out.size());
-  char* mem = static_cast<char*>(c.arena->alloc(up_n + down_n, 16));
-  if (mem == nullptr) return backend_fail(s, "out of memory for the relay buffers", 0);
-  s.to_up.reset(mem, up_n);
-  s.to_client.reset(mem + up_n, down_n);
-  // What the client still has to hear, then the login answer, then whatever
-  // the backend already sent after it.
-  auto put = [](Buf& b, std::string_view v) {
-    std::memcpy(b.last, v.data(), v.size());
-    b.last += v.size();
-  };
-  put(s.to_client, std::string_view(s.out).substr(s.out_sent));
-  s.out.clear();
+  const std::string_view unsent = std::string_view(s.out).substr(s.out_sent);
+  const std::size_t head = unsent.size() + s.backend_final.size();
+  std::memmove(s.in.start, s.in.pos, pending_client);
+  s.to_up.reset(s.in.start, static_cast<std::size_t>(s.in.end - s.in.start));
+  s.to_up.last += pending_client;
+  const std::size_t up_cap = static_cast<std::size_t>(s.up_in.end - s.up_in.start);
+  s.to_up_size = static_cast<std::size_t>(s.in.end - s.in.start);
+  s.to_client_size = up_cap;
+  if (head + pending_up <= up_cap) {
+    std::memmove(s.up_in.start + head, s.up_in.pos, pending_up);
+    s.to_client.reset(s.up_in.start, up_cap);
+  } else {
+    std::unique_ptr<char[]> big(new char[head + pending_up]);  // bad_alloc: caught by guarded()
+    std::memcpy(big.get() + head, s.up_in.pos, pending_up);
+    s.up_mem = std::move(big);
+    s.to_client.reset(s.up_mem.get(), head + pending_up);
+  }
+  std::memcpy(s.to_client.start, unsent.data(), unsent.size());
+  std::memcpy(s.to_client.start + unsent.size(), s.backend_final.data(), s.backend_final.size());
+  s.to_client.last = s.to_client.start + head + pending_up;
+  s.in = Buf{};
+  s.up_in = Buf{};
+  // Nothing of the login is needed any more.
+  std::string().swap(s.out);
   s.out_sent = 0;
-  put(s.to_client, s.backend_final);
-  put(s.to_client, std::string_view(s.up_in.pos, pending_up));
-  put(s.to_up, std::string_view(s.in.pos, pending_client));
-  s.in.pos = s.in.last;
-  s.up_in.pos = s.up_in.last;
+  std::string().swap(s.backend_final);
+  std::string().swap(s.auth_req);
+  std::string().swap(s.auth_resp);
+  std::string().swap(s.pending_error);
   int on = 1;
   if (u.peer_addr == nullptr || u.peer_addr->sa_family != AF_UNIX) {
     (void)::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
@@ -1255,7 +1330,9 @@ void start_relay(Session& s) {
 void greet(Session& s) {
   s.state = State::kCommand;
   switch (s.proto) {
-    case Protocol::kImap: reply(s, "* OK IMAP4 ready\r\n"); break;
+    case Protocol::kImap:
+      reply(s, "* OK IMAP4 ready\r\n");
+      break;
     case Protocol::kPop3:
       if (s.conf->pop3_auth & (kAuthApop)) {
         s.salt = make_salt(s);
@@ -1264,7 +1341,9 @@ void greet(Session& s) {
         reply(s, "+OK POP3 ready\r\n");
       }
       break;
-    default: reply(s, "220 " + s.conf->server_name + " ESMTP ready\r\n"); break;
+    default:
+      reply(s, "220 " + s.conf->server_name + " ESMTP ready\r\n");
+      break;
   }
   process_input(s);
 }
@@ -1276,7 +1355,8 @@ void start_session(Session& s) {
   if (s.proto == Protocol::kSmtp && s.conf->smtp_greeting_delay > 0) {
     s.state = State::kGreetingDelay;
     c.loop->add_timer(*c.read, s.conf->smtp_greeting_delay);
-    if (Status st = c.loop->handle_read_event(*c.read); !st) finalize(s, "event registration failed");
+    if (Status st = c.loop->handle_read_event(*c.read); !st)
+      finalize(s, "event registration failed");
     return;
   }
   greet(s);
@@ -1313,8 +1393,16 @@ void init_connection(Connection& c) {
   const std::size_t bufsize = conf->protocol == Protocol::kImap   ? conf->imap_client_buffer
                               : conf->protocol == Protocol::kSmtp ? conf->smtp_client_buffer
                                                                   : kPop3Buffer;
-  char* mem = static_cast<char*>(c.arena->alloc(bufsize, 16));
-  auto* s = mem != nullptr ? new (std::nothrow) Session() : nullptr;  // allocates nothing else
+  // The command buffer is a block of its own, not the arena's: it becomes the
+  // relay's buffer towards the backend, and an arena would round it up.
+  auto* s = new (std::nothrow) Session();  // allocates nothing else
+  if (s != nullptr) {
+    s->in_mem.reset(new (std::nothrow) char[bufsize]);
+    if (s->in_mem == nullptr) {
+      delete s;
+      s = nullptr;
+    }
+  }
   if (s == nullptr) {
     VIGIL_LOG(*c.log, kAlert, 0, "out of memory for a mail session");
     c.loop->pool().close_connection(c);
@@ -1323,7 +1411,7 @@ void init_connection(Connection& c) {
   s->c = &c;
   s->conf = conf;
   s->proto = conf->protocol;
-  s->in.reset(mem, bufsize);
+  s->in.reset(s->in_mem.get(), bufsize);
   c.data = s;
   shared_counters()->mail_sessions.add();
   guarded(*s, [&] {
@@ -1356,7 +1444,9 @@ void init_connection(Connection& c) {
     }
     if (port->ssl) {
       // "listen ... ssl": the greeting comes after the handshake.
-      if (Status st = tls_start_server(c, *conf->tls, false, conf->ssl.handshake_timeout, ssl_listen_done); !st) {
+      if (Status st =
+              tls_start_server(c, *conf->tls, false, conf->ssl.handshake_timeout, ssl_listen_done);
+          !st) {
         VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
         finalize(*s, "TLS failed");
       }
