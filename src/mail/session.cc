@@ -96,6 +96,11 @@ struct Session {
   unsigned errors = 0;
   unsigned attempts = 0;
   std::string tag, login, passwd, salt, method, helo, client_addr;
+  bool passwd_set = false;         // EXTERNAL has none unless auth_http sends Auth-Pass
+  std::string smtp_from, smtp_to;  // smtp_auth none: the client's MAIL FROM and RCPT TO lines
+  std::string_view raw_line;       // SMTP: the command line being handled, as sent
+  std::size_t cmd_len = 0;         // IMAP: the command framed so far, literals included
+  std::size_t literal_left = 0;    // IMAP: bytes of its last literal still to come
   // auth_http
   Connection* auth = nullptr;
   PeerConnection auth_pc;
@@ -337,7 +342,9 @@ void sasl_start(Session& s, const Command& cmd, std::size_t first) {
     v.resize(n);
     return true;
   };
-  if (iequals(mech, "PLAIN") && (allowed & kAuthPlain)) {
+  // As nginx: PLAIN and LOGIN are always accepted (the *_auth lists say what
+  // is advertised); CRAM-MD5 and EXTERNAL only when listed.
+  if (iequals(mech, "PLAIN")) {
     s.method = "plain";
     if (initial.empty()) {
       s.state = State::kAuthPlain;
@@ -346,7 +353,7 @@ void sasl_start(Session& s, const Command& cmd, std::size_t first) {
     if (!decode(initial) || !take_plain(s, initial)) return auth_failed_syntax(s);
     return start_auth_http(s);
   }
-  if (iequals(mech, "LOGIN") && (allowed & kAuthLogin)) {
+  if (iequals(mech, "LOGIN")) {
     s.method = "login";
     if (initial.empty()) {
       s.state = State::kAuthLoginUser;
@@ -368,7 +375,7 @@ void sasl_start(Session& s, const Command& cmd, std::size_t first) {
     s.method = "external";
     if (initial.empty()) {
       s.state = State::kAuthExternal;
-      return challenge(s, "");
+      return challenge(s, "VXNlcm5hbWU6");  // "Username:", as nginx
     }
     if (!decode(initial) || initial.empty()) return auth_failed_syntax(s);
     s.login = initial;
@@ -432,12 +439,7 @@ void imap_command(Session& s, const Command& cmd) {
     reply(s, what);
     reply(s, " completed\r\n");
   };
-  if (cmd.literal) {
-    reply(s, s.tag);
-    reply(s, " BAD literals are not supported\r\n");
-    if (++s.errors >= s.conf->max_errors) s.quit = true;
-    return;
-  }
+  if (cmd.literal) return invalid_command(s);  // cut short: not from the framing above
   if (iequals(n, "CAPABILITY")) {
     reply(s, s.tls || s.conf->tls == nullptr || s.conf->starttls == Starttls::kOff
                  ? (s.tls ? s.conf->imap_caps_line_tls : s.conf->imap_caps_line)
@@ -462,12 +464,15 @@ void imap_command(Session& s, const Command& cmd) {
     return;
   }
   if (login_disabled(s) && (iequals(n, "LOGIN") || iequals(n, "AUTHENTICATE"))) {
-    reply(s, s.tag);
-    reply(s, " NO must issue a STARTTLS command first\r\n");
-    return;
+    return invalid_command(s);  // nginx's answer; LOGINDISABLED said so (RFC 3501 §6.2.3)
   }
   if (iequals(n, "LOGIN")) {
     if (cmd.nargs != 2 || cmd.args[0].empty()) return invalid_command(s);
+    // A literal may carry CR and LF, which the quoted strings
+    // of our LOGIN to the backend cannot: refused rather than mangled.
+    for (std::string_view a : {cmd.args[0], cmd.args[1]}) {
+      if (a.find_first_of("\r\n") != std::string_view::npos) return invalid_command(s);
+    }
     s.login.assign(cmd.args[0]);
     s.passwd.assign(cmd.args[1]);
     s.method = "plain";
@@ -479,8 +484,11 @@ void imap_command(Session& s, const Command& cmd) {
 
 void pop3_command(Session& s, const Command& cmd) {
   const std::string_view n = cmd.name;
-  if (iequals(n, "CAPA"))
-    return reply(s, s.tls ? s.conf->pop3_caps_text_tls : s.conf->pop3_caps_text);
+  if (iequals(n, "CAPA")) {
+    return reply(s, s.tls               ? s.conf->pop3_caps_text_tls
+                    : login_disabled(s) ? s.conf->pop3_caps_text_starttls
+                                        : s.conf->pop3_caps_text);
+  }
   if (iequals(n, "NOOP")) return reply(s, "+OK\r\n");
   if (iequals(n, "QUIT")) {
     reply(s, "+OK\r\n");
@@ -551,7 +559,12 @@ void smtp_command(Session& s, const Command& cmd) {
     s.quit = true;
     return;
   }
-  if (iequals(n, "RSET") || iequals(n, "NOOP")) return reply(s, "250 2.0.0 OK\r\n");
+  if (iequals(n, "RSET")) {
+    s.smtp_from.clear();
+    s.smtp_to.clear();
+    return reply(s, "250 2.0.0 OK\r\n");
+  }
+  if (iequals(n, "NOOP")) return reply(s, "250 2.0.0 OK\r\n");
   if (iequals(n, "STARTTLS") && cmd.nargs == 0 && tls_available(s)) {
     reply(s, "220 2.0.0 Start TLS\r\n");
     s.helo.clear();  // RFC 3207: the client starts again with EHLO
@@ -560,8 +573,25 @@ void smtp_command(Session& s, const Command& cmd) {
   }
   if (iequals(n, "AUTH")) {
     if (login_disabled(s)) return reply(s, "530 5.7.0 Must issue a STARTTLS command first\r\n");
-    if (s.helo.empty()) return reply(s, "503 5.5.1 Send EHLO first\r\n");
     return sasl_start(s, cmd, 0);
+  }
+  const bool none = (s.conf->smtp_auth & kAuthNone) != 0;
+  if (none && iequals(n, "MAIL")) {
+    // smtp_auth none: the envelope goes to auth_http and then, as the
+    // client sent it, to the backend (nginx's unauthenticated relay).
+    if (!s.smtp_from.empty()) return reply(s, "503 5.5.1 Bad sequence of commands\r\n");
+    if (cmd.nargs == 0) return reply(s, "501 5.5.4 Invalid argument\r\n");
+    s.smtp_from.assign(s.raw_line);
+    return reply(s, "250 2.0.0 OK\r\n");
+  }
+  if (none && iequals(n, "RCPT")) {
+    if (s.smtp_from.empty()) return reply(s, "503 5.5.1 Bad sequence of commands\r\n");
+    if (cmd.nargs == 0) return reply(s, "501 5.5.4 Invalid argument\r\n");
+    s.smtp_to.assign(s.raw_line);
+    s.login.clear();
+    s.passwd.clear();
+    s.method = "none";
+    return start_auth_http(s);
   }
   if (iequals(n, "MAIL") || iequals(n, "RCPT") || iequals(n, "DATA")) {
     return reply(s, "530 5.7.0 Authentication required\r\n");
@@ -573,6 +603,7 @@ void smtp_command(Session& s, const Command& cmd) {
 void handle_line(Session& s, char* line, std::size_t len) {
   if (s.state != State::kCommand) return sasl_line(s, line, len);
   Command cmd;
+  if (s.proto == Protocol::kSmtp) s.raw_line = std::string_view(line, len);  // before parsing
   ParseStatus st = s.proto == Protocol::kImap   ? parse_imap(line, len, cmd)
                    : s.proto == Protocol::kPop3 ? parse_pop3(line, len, cmd)
                                                 : parse_smtp(line, len, cmd);
@@ -604,7 +635,44 @@ void process_input(Session& s) {
     // Lines already in the buffer first.
     while (!s.done && reading_commands(s) && !s.quit && !s.starttls_pending &&
            s.out.size() < kMaxPendingOutput && s.in.pos < s.in.last) {
-      long n = find_line(s.in.pos, static_cast<std::size_t>(s.in.last - s.in.pos));
+      // An IMAP command may go on past its first line with literals: the
+      // command so far (cmd_len bytes at in.pos) and the literal's bytes
+      // still to come stay in the buffer, bounded by imap_client_buffer.
+      const bool imap_cmd = s.proto == Protocol::kImap && s.state == State::kCommand;
+      if (imap_cmd && s.literal_left > 0) {
+        const auto avail = static_cast<std::size_t>(s.in.last - s.in.pos) - s.cmd_len;
+        if (avail < s.literal_left) break;
+        s.cmd_len += s.literal_left;
+        s.literal_left = 0;
+      }
+      long n = find_line(s.in.pos + s.cmd_len,
+                         static_cast<std::size_t>(s.in.last - s.in.pos) - s.cmd_len);
+      if (n > 0 && imap_cmd) {
+        const char* part = s.in.pos + s.cmd_len;
+        std::size_t plen = static_cast<std::size_t>(n) - 1;
+        if (plen > 0 && part[plen - 1] == '\r') --plen;
+        std::size_t size = 0;
+        bool sync = true;
+        if (imap_literal_at_end(part, plen, size, sync)) {
+          const std::size_t framed = s.cmd_len + static_cast<std::size_t>(n);
+          if (size > static_cast<std::size_t>(s.in.end - s.in.start) - framed) {
+            // It cannot fit: as a line too long (nginx: "too long command").
+            VIGIL_LOG(*c.log, kInfo, 0, "client sent too long command, client: %s",
+                      std::string(c.addr_text).c_str());
+            const char* sp = static_cast<const char*>(std::memchr(s.in.pos, ' ', framed));
+            s.tag.assign(s.in.pos, sp != nullptr ? static_cast<std::size_t>(sp - s.in.pos) : 0);
+            reply_error(s, "BAD line is too long", "", "");
+            s.quit = true;
+            break;
+          }
+          s.cmd_len = framed;
+          s.literal_left = size;
+          if (sync) reply(s, "+ go ahead\r\n");  // RFC 3501 §7.5
+          continue;
+        }
+        n += static_cast<long>(s.cmd_len);  // the whole command
+        s.cmd_len = 0;
+      }
       if (n < 0) {
         VIGIL_LOG(*c.log, kInfo, 0, "client sent invalid command, client: %s",
                   std::string(c.addr_text).c_str());
@@ -639,7 +707,12 @@ void process_input(Session& s) {
       s.in.pos = s.in.start;
       s.in.last = s.in.start + rest;
     }
-    long n = c.recv(c, s.in.last, static_cast<std::size_t>(s.in.end - s.in.last));
+    // A short read cleared `ready`: the socket is drained, and the next
+    // data comes with an event, so no recv() is spent to learn EAGAIN (a
+    // TLS connection may hold decrypted bytes whatever the socket says).
+    long n = !c.read->ready && c.ssl == nullptr
+                 ? kIoAgain
+                 : c.recv(c, s.in.last, static_cast<std::size_t>(s.in.end - s.in.last));
     if (n == kIoAgain) {
       c.loop->add_timer(*c.read, s.conf->timeout);
       if (Status st = c.loop->handle_read_event(*c.read); !st)
@@ -710,6 +783,7 @@ void tls_done(Connection& c, TlsHandshake result) {
     // After STARTTLS: forget everything said in plain text (RFC 3207 §4.2).
     s.tls = true;
     s.in.pos = s.in.last = s.in.start;
+    s.cmd_len = s.literal_left = 0;
     process_input(s);
   });
 }
@@ -775,6 +849,11 @@ void build_auth_request(Session& s) {
   r += "Client-IP: " + s.client_addr + "\r\n";
   r += "Client-Host: [UNAVAILABLE]\r\n";
   if (s.proto == Protocol::kSmtp) r += "Auth-SMTP-Helo: " + escape(s.helo) + "\r\n";
+  if (s.method == "none") {
+    // The envelope (smtp_auth none); a line has no CR or LF to escape.
+    r += "Auth-SMTP-From: " + s.smtp_from + "\r\n";
+    r += "Auth-SMTP-To: " + s.smtp_to + "\r\n";
+  }
   if (s.tls) r += "Auth-SSL: on\r\n";
   for (const auto& [name, value] : cf.auth_http_headers) r += name + ": " + value + "\r\n";
   r += "\r\n";
@@ -797,6 +876,7 @@ void auth_fail(Session& s, const char* why, int err) {
 void start_auth_http(Session& s) {
   Connection& c = *s.c;
   s.state = State::kAuthHttp;
+  s.passwd_set = s.method != "external" && s.method != "none";
   build_auth_request(s);
   s.auth_sent = 0;
   s.auth_resp.clear();
@@ -847,7 +927,7 @@ void auth_handler(Event& ev) {
     }
     for (;;) {
       char buf[4096];
-      long n = a->recv(*a, buf, sizeof buf);
+      long n = !a->read->ready ? kIoAgain : a->recv(*a, buf, sizeof buf);
       if (n == kIoAgain) {
         if (Status st = a->loop->handle_read_event(*a->read); !st)
           finalize(s, "event registration failed");
@@ -878,11 +958,8 @@ void auth_done(Session& s) {
     return auth_fail(s, "auth http server sent invalid response", 0);
   }
   in.remove_prefix(used);
-  if (head.status != 200) {
-    char why[96];
-    std::snprintf(why, sizeof why, "auth http server sent invalid response status %d", head.status);
-    return auth_fail(s, why, 0);
-  }
+  // The status code is not looked at: the Auth-* headers decide (nginx
+  // skips the status line too; auth servers answer 200 or 204).
   std::string status, server, port, wait, user, pass, error_code;
   bool have_status = false, have_wait = false, have_user = false, have_pass = false;
   for (;;) {
@@ -957,7 +1034,10 @@ void auth_done(Session& s) {
     return auth_fail(s, "auth http server sent no \"Auth-Server\" or \"Auth-Port\" header", 0);
   }
   if (have_user) s.login = unescape(user);
-  if (have_pass) s.passwd = unescape(pass);
+  if (have_pass) {
+    s.passwd = unescape(pass);
+    s.passwd_set = true;
+  }
   if (s.passwd.empty() && s.method != "external" &&
       (s.method == "apop" || s.method == "cram-md5")) {
     return auth_fail(s, "auth http server did not send password", 0);
@@ -1074,9 +1154,130 @@ void backend_refused(Session& s, std::string_view line) {
   flush(s);
 }
 
+// SMTP's login dialogue (nginx's order): the greeting; HELO/EHLO with our
+// server_name; with xclient: XCLIENT, then the client's own HELO/EHLO if it
+// sent one; then AUTH PLAIN (proxy_smtp_auth), or for smtp_auth none the
+// client's MAIL FROM and RCPT TO lines. The states:
+enum SmtpState : int {
+  kSmtpStart,
+  kSmtpHelo,         // HELO/EHLO sent, then the end of the login
+  kSmtpHeloXclient,  // HELO/EHLO sent, then XCLIENT
+  kSmtpHeloAuth,     // HELO/EHLO sent, then AUTH PLAIN
+  kSmtpHeloFrom,     // HELO/EHLO sent, then MAIL FROM
+  kSmtpXclient,      // XCLIENT sent, then the end
+  kSmtpXclientHelo,  // XCLIENT sent, then the client's HELO/EHLO
+  kSmtpXclientAuth,
+  kSmtpXclientFrom,
+  kSmtpAuthPlain,  // AUTH PLAIN sent, then the end
+  kSmtpFrom,       // MAIL FROM sent, then RCPT TO
+  kSmtpTo,         // RCPT TO sent: its answer, whatever it is, is the client's
+};
+
+// XCLIENT's xtext (RFC 1891 §5): "+", "=" and bytes outside 33..126 as +XX.
+std::string xtext(std::string_view v) {
+  std::string out;
+  for (unsigned char ch : v) {
+    if (ch < 33 || ch > 126 || ch == '+' || ch == '=') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "+%02X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+bool smtp_backend_line(Session& s, std::string_view line) {
+  const MailSrvConf& cf = *s.conf;
+  // Multi-line replies: "250-..." lines go by, "250 ..." ends the reply.
+  if (line.size() < 3) return backend_refused(s, line), false;
+  if (line.size() > 3 && line[3] == '-') return true;
+  const bool none = s.method == "none";
+  const std::string_view code = line.substr(0, 3);
+  bool ok = false;
+  switch (s.bstate) {
+    case kSmtpStart:
+      ok = code == "220";
+      break;
+    case kSmtpHelo:
+    case kSmtpHeloXclient:
+    case kSmtpHeloAuth:
+    case kSmtpHeloFrom:
+    case kSmtpFrom:
+      ok = code == "250";
+      break;
+    case kSmtpXclient:
+    case kSmtpXclientHelo:
+    case kSmtpXclientAuth:
+    case kSmtpXclientFrom:
+      ok = code == "250" || code == "220";
+      break;
+    case kSmtpAuthPlain:
+      ok = code == "235";
+      break;
+    default:
+      ok = true;
+      break;  // kSmtpTo
+  }
+  if (!ok) return backend_refused(s, line), false;
+  // What follows a HELO/EHLO (ours or the client's).
+  auto next_after_helo = [&](bool xclient_sent) {
+    if (none) return xclient_sent ? kSmtpXclientFrom : kSmtpHeloFrom;
+    if (cf.proxy_smtp_auth) return xclient_sent ? kSmtpXclientAuth : kSmtpHeloAuth;
+    return xclient_sent ? kSmtpXclient : kSmtpHelo;
+  };
+  switch (s.bstate) {
+    case kSmtpStart:
+      s.bstate = cf.xclient ? kSmtpHeloXclient : next_after_helo(false);
+      return send_backend(s, (s.esmtp || cf.xclient ? "EHLO " : "HELO ") + cf.server_name + "\r\n");
+    case kSmtpHeloXclient: {
+      std::string x = "XCLIENT ADDR=";
+      if (s.c->peer_addr != nullptr && s.c->peer_addr->sa_family == AF_INET6) x += "IPV6:";
+      x += s.client_addr;
+      if (!s.login.empty() && !cf.proxy_smtp_auth) x += " LOGIN=" + xtext(s.login);
+      x += " NAME=[UNAVAILABLE]\r\n";
+      s.bstate = !s.helo.empty() ? kSmtpXclientHelo : next_after_helo(true);
+      return send_backend(s, x);
+    }
+    case kSmtpXclientHelo:
+      s.bstate = next_after_helo(false);
+      return send_backend(s, (s.esmtp ? "EHLO " : "HELO ") + s.helo + "\r\n");
+    case kSmtpHeloAuth:
+    case kSmtpXclientAuth: {
+      if (!s.passwd_set) {
+        VIGIL_LOG(*s.c->log, kError, 0, "no password available, client: %s, login: \"%s\"",
+                  s.client_addr.c_str(), s.login.c_str());
+        s.c->loop->pool().close_connection(*s.up);
+        s.up = nullptr;
+        internal_error(s);
+        flush(s);
+        return false;
+      }
+      std::string plain = std::string(1, '\0') + s.login + std::string(1, '\0') + s.passwd;
+      s.bstate = kSmtpAuthPlain;
+      return send_backend(s, "AUTH PLAIN " + b64(plain) + "\r\n");
+    }
+    case kSmtpHeloFrom:
+    case kSmtpXclientFrom:
+      s.bstate = kSmtpFrom;
+      return send_backend(s, s.smtp_from + "\r\n");
+    case kSmtpFrom:
+      s.bstate = kSmtpTo;
+      return send_backend(s, s.smtp_to + "\r\n");
+    case kSmtpTo:
+      s.backend_final = std::string(line) + "\r\n";  // the answer to the client's RCPT TO
+      start_relay(s);
+      return false;
+    default:  // kSmtpHelo, kSmtpXclient, kSmtpAuthPlain
+      s.backend_final = "235 2.0.0 OK\r\n";
+      start_relay(s);
+      return false;
+  }
+}
+
 // One line of the backend during the login; false when the session moved on.
 bool backend_line(Session& s, std::string_view line) {
-  const MailSrvConf& cf = *s.conf;
   switch (s.proto) {
     case Protocol::kImap:
       if (s.bstate == 0) {
@@ -1103,60 +1304,44 @@ bool backend_line(Session& s, std::string_view line) {
       s.backend_final = std::string(line) + "\r\n";
       start_relay(s);
       return false;
-    default: {
-      // Multi-line replies: "250-..." lines go by, "250 ..." ends the reply.
-      if (line.size() < 3) return backend_refused(s, line), false;
-      if (line.size() > 3 && line[3] == '-') return true;
-      std::string_view code = line.substr(0, 3);
-      auto expect = [&](std::string_view want) {
-        if (code != want) {
-          backend_refused(s, line);
-          return false;
-        }
-        return true;
-      };
-      const std::string helo = (s.esmtp ? "EHLO " : "HELO ") + s.helo + "\r\n";
-      auto after_helo = [&]() {
-        if (cf.proxy_smtp_auth) {
-          std::string plain = std::string(1, '\0') + s.login + std::string(1, '\0') + s.passwd;
-          s.bstate = 4;
-          return send_backend(s, "AUTH PLAIN " + b64(plain) + "\r\n");
-        }
-        s.backend_final = "235 2.0.0 OK\r\n";
-        start_relay(s);
-        return false;
-      };
-      switch (s.bstate) {
-        case 0:
-          if (!expect("220")) return false;
-          if (cf.xclient) {
-            s.bstate = 1;
-            return send_backend(s, "EHLO " + cf.server_name + "\r\n");
-          }
-          s.bstate = 3;
-          return send_backend(s, helo);
-        case 1: {
-          if (!expect("250")) return false;
-          s.bstate = 2;
-          std::string x = "XCLIENT ADDR=" + s.client_addr + " LOGIN=" + escape(s.login) +
-                          " NAME=[UNAVAILABLE]\r\n";
-          return send_backend(s, x);
-        }
-        case 2:
-          if (!expect("220")) return false;
-          s.bstate = 3;
-          return send_backend(s, helo);
-        case 3:
-          if (!expect("250")) return false;
-          return after_helo();
-        default:
-          if (!expect("235")) return false;
-          s.backend_final = "235 2.0.0 OK\r\n";
-          start_relay(s);
-          return false;
-      }
-    }
+    default:
+      return smtp_backend_line(s, line);
   }
+}
+
+// "PROXY TCP4 <client> <local> <client port> <local port>\r\n" for the
+// client's connection (haproxy's proxy-protocol.txt, version 1), "PROXY
+// UNKNOWN" for another family.
+std::string proxy_protocol_v1(const Connection& c) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  const sockaddr* peer = c.peer_addr;
+  if (peer == nullptr || ::getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+      local.ss_family != peer->sa_family ||
+      (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)) {
+    return "PROXY UNKNOWN\r\n";
+  }
+  char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+  unsigned sport = 0, dport = 0;
+  if (peer->sa_family == AF_INET) {
+    const auto* p = reinterpret_cast<const sockaddr_in*>(peer);
+    const auto* l = reinterpret_cast<const sockaddr_in*>(&local);
+    ::inet_ntop(AF_INET, &p->sin_addr, src, sizeof src);
+    ::inet_ntop(AF_INET, &l->sin_addr, dst, sizeof dst);
+    sport = ntohs(p->sin_port);
+    dport = ntohs(l->sin_port);
+  } else {
+    const auto* p = reinterpret_cast<const sockaddr_in6*>(peer);
+    const auto* l = reinterpret_cast<const sockaddr_in6*>(&local);
+    ::inet_ntop(AF_INET6, &p->sin6_addr, src, sizeof src);
+    ::inet_ntop(AF_INET6, &l->sin6_addr, dst, sizeof dst);
+    sport = ntohs(p->sin6_port);
+    dport = ntohs(l->sin6_port);
+  }
+  char buf[160];
+  int n = std::snprintf(buf, sizeof buf, "PROXY %s %s %s %u %u\r\n",
+                        peer->sa_family == AF_INET ? "TCP4" : "TCP6", src, dst, sport, dport);
+  return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
 }
 
 void backend_handler(Event& ev) {
@@ -1172,6 +1357,15 @@ void backend_handler(Event& ev) {
       if (ev.write == 0) return;
       if (int err = peer_connect_result(*u); err != 0) {
         return backend_fail(s, "connect() to upstream failed", err);
+      }
+      if (s.conf->proxy_protocol) {
+        // The header goes first, in one piece (the PROXY protocol's rule: the
+        // receiver reads it from the first segment).
+        const std::string h = proxy_protocol_v1(*s.c);
+        long n = u->send(*u, h.data(), h.size());
+        if (n != static_cast<long>(h.size())) {
+          return backend_fail(s, "could not send PROXY protocol header at once", n < 0 ? errno : 0);
+        }
       }
       s.bstate = 0;
     }
@@ -1196,7 +1390,9 @@ void backend_handler(Event& ev) {
         s.up_in.pos = s.up_in.start;
         s.up_in.last = s.up_in.start + rest;
       }
-      long n = u->recv(*u, s.up_in.last, static_cast<std::size_t>(s.up_in.end - s.up_in.last));
+      long n = !u->read->ready ? kIoAgain  // drained by a short read (see process_input)
+                               : u->recv(*u, s.up_in.last,
+                                         static_cast<std::size_t>(s.up_in.end - s.up_in.last));
       if (n == kIoAgain) {
         if (Status st = u->loop->handle_read_event(*u->read); !st)
           finalize(s, "event registration failed");
@@ -1300,6 +1496,12 @@ void start_relay(Session& s) {
   s.to_client.last = s.to_client.start + head + pending_up;
   s.in = Buf{};
   s.up_in = Buf{};
+  // Either side's end ends the session (below), so no half-close is passed
+  // on to the other (nginx's mail proxy neither): a shutdown() right before
+  // the close would only cost a system call. A TLS client still gets its
+  // close_notify from the relay.
+  s.up_shut = true;
+  s.client_shut = s.c->ssl == nullptr;
   // Nothing of the login is needed any more.
   std::string().swap(s.out);
   s.out_sent = 0;
@@ -1317,9 +1519,11 @@ void start_relay(Session& s) {
   c.write->handler = relay_handler;
   VIGIL_LOG(*c.log, kInfo, 0, "client logged in, client: %s, login: \"%s\", upstream: %s",
             s.client_addr.c_str(), s.login.c_str(), s.up_pc.name.c_str());
-  // The relay reads only sockets marked ready: the client may have sent more already.
-  c.read->ready = 1;
-  u.read->ready = 1;
+  // The relay reads only sockets marked ready. The read flags are exact
+  // here (a short read cleared them, an event since set them), except for
+  // a TLS client, whose library may hold decrypted bytes: try it. Writing
+  // is tried on both (a full socket just says EAGAIN).
+  if (c.ssl != nullptr) c.read->ready = 1;
   c.write->ready = 1;
   u.write->ready = 1;
   relay(s);
