@@ -36,15 +36,19 @@ Status set_auth(const DirectiveCall& call, unsigned& methods, bool& set, Protoco
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     const std::string& a = call.arg(i);
     unsigned bit = 0;
-    if (iequals(a, "plain")) bit = kAuthPlain;
-    else if (iequals(a, "login")) bit = kAuthLogin;
-    else if (iequals(a, "cram-md5")) bit = kAuthCramMd5;
-    else if (iequals(a, "external")) bit = kAuthExternal;
-    else if (iequals(a, "apop") && proto == Protocol::kPop3) bit = kAuthApop;
-    else if (iequals(a, "none") && proto == Protocol::kSmtp) {
-      // nginx's unauthenticated relay (auth_http asked with the envelope) is not here yet.
-      return call.error("\"none\" in \"smtp_auth\" is not supported");
-    }
+    // POP3's "plain" is USER/PASS and the SASL PLAIN and LOGIN (nginx).
+    if (iequals(a, "plain"))
+      bit = proto == Protocol::kPop3 ? kAuthPlain | kAuthLogin : kAuthPlain;
+    else if (iequals(a, "login"))
+      bit = kAuthLogin;
+    else if (iequals(a, "cram-md5"))
+      bit = kAuthCramMd5;
+    else if (iequals(a, "external"))
+      bit = kAuthExternal;
+    else if (iequals(a, "apop") && proto == Protocol::kPop3)
+      bit = kAuthApop;
+    else if (iequals(a, "none") && proto == Protocol::kSmtp)
+      bit = kAuthNone;
     if (bit == 0) return call.invalid_value(i);
     methods |= bit;
   }
@@ -85,8 +89,8 @@ void build_texts(MailSrvConf& s) {
   if (s.imap_auth & kAuthExternal) imap += " AUTH=EXTERNAL";
   s.imap_caps_line_tls = imap + "\r\n";
   s.imap_caps_line = imap + (starttls ? " STARTTLS" : "") + "\r\n";
-  s.imap_caps_line_starttls = join_caps("* CAPABILITY", s.imap_capabilities) +
-                              " STARTTLS LOGINDISABLED\r\n";
+  s.imap_caps_line_starttls =
+      join_caps("* CAPABILITY", s.imap_capabilities) + " STARTTLS LOGINDISABLED\r\n";
   // POP3: CAPA's list, with the SASL methods.
   std::string pop3 = "+OK Capability list follows\r\n";
   for (const std::string& c : s.pop3_capabilities) pop3 += c + "\r\n";
@@ -98,6 +102,12 @@ void build_texts(MailSrvConf& s) {
   if (!sasl.empty()) pop3 += "SASL" + sasl + "\r\n";
   s.pop3_caps_text_tls = pop3 + ".\r\n";
   s.pop3_caps_text = pop3 + (starttls ? "STLS\r\n" : "") + ".\r\n";
+  // starttls only: no login before STLS, so neither USER nor SASL (nginx).
+  std::string pop3_only = "+OK Capability list follows\r\n";
+  for (const std::string& c : s.pop3_capabilities) {
+    if (!iequals(c, "USER")) pop3_only += c + "\r\n";
+  }
+  s.pop3_caps_text_starttls = pop3_only + "STLS\r\n.\r\n";
   // SMTP: the EHLO answer after "250-<server_name>".
   std::vector<std::string> lines = s.smtp_capabilities;
   std::string auth;
@@ -107,7 +117,8 @@ void build_texts(MailSrvConf& s) {
   if (s.smtp_auth & kAuthExternal) auth += " EXTERNAL";
   auto ehlo = [&s](const std::vector<std::string>& ls) {
     std::string out;
-    for (std::size_t i = 0; i < ls.size(); ++i) out += "250" + std::string(i + 1 == ls.size() ? " " : "-") + ls[i] + "\r\n";
+    for (std::size_t i = 0; i < ls.size(); ++i)
+      out += "250" + std::string(i + 1 == ls.size() ? " " : "-") + ls[i] + "\r\n";
     if (ls.empty()) return "250 " + s.server_name + "\r\n";
     return "250-" + s.server_name + "\r\n" + out;
   };
@@ -128,7 +139,8 @@ Status init_final(const ConfInit& ctx, MailFinalConf& fin) {
     auto* srv = static_cast<MailSrvConf*>(child->conf(module, kSrvSpec));
     if (srv == nullptr) return Status::error("internal error: mail server without conf");
     if (srv->where.empty()) srv->where = child->where();
-    if (srv->listens.empty()) return Status::error("no \"listen\" is defined for server" + child->where());
+    if (srv->listens.empty())
+      return Status::error("no \"listen\" is defined for server" + child->where());
     if (srv->protocol == Protocol::kNone) srv->protocol = protocol_of_port(srv->listens.front());
     if (srv->protocol == Protocol::kNone) {
       return Status::error("unknown mail protocol for server" + srv->where);
@@ -150,14 +162,19 @@ Status init_final(const ConfInit& ctx, MailFinalConf& fin) {
         for (const ListenArgs& o : other->listens) {
           // Port 0 (the kernel picks one per socket) never collides.
           if (o.addr_text == l.addr_text && !l.addr_text.ends_with(":0")) {
-            return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" + srv->where);
+            return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" +
+                                 srv->where);
           }
         }
       }
     }
     if (srv->ssl_listen || srv->starttls != Starttls::kOff) {
       if (srv->ssl.where.empty()) srv->ssl.where = srv->where;
-      auto tls = TlsContext::server(srv->ssl, {});
+      // ALPN: the protocol's own name (nginx's mail ALPN; a client that
+      // offers only others is refused, RFC 7301 §3.2).
+      auto tls = TlsContext::server(srv->ssl, {srv->protocol == Protocol::kImap   ? "imap"
+                                               : srv->protocol == Protocol::kPop3 ? "pop3"
+                                                                                  : "smtp"});
       if (!tls) return tls.status();
       srv->tls = std::move(tls.value());
     }
@@ -196,10 +213,9 @@ Module* make_mail_module() {
   m->add("listen", kMailSrvConf, Arity::one_or_more(), srv.custom(set_listen)).multiple = true;
   constexpr ConfContextMask kAny = kMailMainConf | kMailSrvConf;
   m->add("protocol", kMailSrvConf, Arity::exactly(1),
-         srv.one_of<Protocol>(&MailSrvConf::protocol, Protocol::kNone,
-                              {{"imap", Protocol::kImap},
-                               {"pop3", Protocol::kPop3},
-                               {"smtp", Protocol::kSmtp}}));
+         srv.one_of<Protocol>(
+             &MailSrvConf::protocol, Protocol::kNone,
+             {{"imap", Protocol::kImap}, {"pop3", Protocol::kPop3}, {"smtp", Protocol::kSmtp}}));
   m->add("server_name", kAny, Arity::exactly(1), srv.string(&MailSrvConf::server_name, "", false));
   m->add("timeout", kAny, Arity::exactly(1), srv.msec(&MailSrvConf::timeout, 60000));
   m->add("proxy_timeout", kAny, Arity::exactly(1), srv.msec(&MailSrvConf::proxy_timeout, 86400000));
@@ -208,6 +224,7 @@ Module* make_mail_module() {
          srv.flag(&MailSrvConf::proxy_pass_error_message, false));
   m->add("xclient", kAny, Arity::on_off(), srv.flag(&MailSrvConf::xclient, true));
   m->add("proxy_smtp_auth", kAny, Arity::on_off(), srv.flag(&MailSrvConf::proxy_smtp_auth, false));
+  m->add("proxy_protocol", kAny, Arity::on_off(), srv.flag(&MailSrvConf::proxy_protocol, false));
   m->add("smtp_greeting_delay", kAny, Arity::exactly(1),
          srv.msec(&MailSrvConf::smtp_greeting_delay, 0));
   m->add("imap_client_buffer", kAny, Arity::exactly(1),
@@ -234,8 +251,9 @@ Module* make_mail_module() {
   m->add("mail_limit_conn", kAny, Arity::exactly(1),
          srv.number<unsigned>(&MailSrvConf::limit_conn, 0));
   m->add("starttls", kAny, Arity::exactly(1),
-         srv.one_of<Starttls>(&MailSrvConf::starttls, Starttls::kOff,
-                              {{"on", Starttls::kOn}, {"off", Starttls::kOff}, {"only", Starttls::kOnly}}));
+         srv.one_of<Starttls>(
+             &MailSrvConf::starttls, Starttls::kOff,
+             {{"on", Starttls::kOn}, {"off", Starttls::kOff}, {"only", Starttls::kOnly}}));
   m->add("imap_capabilities", kAny, Arity::one_or_more(),
          srv.custom([](const DirectiveCall& call, MailSrvConf& s) {
            return set_capabilities(call, s.imap_capabilities, s.imap_caps_set);
@@ -279,17 +297,20 @@ Status parse_auth_http(const std::string& text, MailSrvConf& conf) {
   std::string host = hostport, port = "80";
   if (!hostport.empty() && hostport[0] == '[') {
     auto close = hostport.find(']');
-    if (close == std::string::npos) return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
+    if (close == std::string::npos)
+      return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
     host = hostport.substr(1, close - 1);
     if (close + 1 < hostport.size()) {
-      if (hostport[close + 1] != ':') return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
+      if (hostport[close + 1] != ':')
+        return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
       port = hostport.substr(close + 2);
     }
   } else if (auto colon = hostport.rfind(':'); colon != std::string::npos) {
     host = hostport.substr(0, colon);
     port = hostport.substr(colon + 1);
   }
-  if (host.empty() || port.empty()) return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
+  if (host.empty() || port.empty())
+    return Status::error("invalid URL \"" + text + "\" in \"auth_http\"");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -77,9 +77,10 @@ struct MailSrvConf {
   bool imap_caps_set = false, pop3_caps_set = false, smtp_caps_set = false;
   bool auth_http_pass_client_cert = false;
   bool proxy_smtp_auth = false;
+  bool proxy_protocol = false;  // a PROXY protocol v1 header to the backend first
   Starttls starttls = Starttls::kOff;
   unsigned imap_auth = kAuthPlain;
-  unsigned pop3_auth = kAuthPlain;
+  unsigned pop3_auth = kAuthPlain | kAuthLogin;
   unsigned smtp_auth = kAuthPlain | kAuthLogin;
   std::vector<std::string> imap_capabilities{"IMAP4", "IMAP4rev1", "UIDPLUS"};
   std::vector<std::string> pop3_capabilities{"TOP", "USER", "UIDL"};
@@ -90,8 +91,8 @@ struct MailSrvConf {
   unsigned limit_conn = 0;  // mail_limit_conn: per client address and worker, 0 = no limit
   std::string where;
   TlsServerConf ssl;
-  std::shared_ptr<TlsContext> tls;  // built for "listen ... ssl" or starttls
-  bool ssl_listen = false;  // some listen of the server says "ssl"
+  std::shared_ptr<TlsContext> tls;               // built for "listen ... ssl" or starttls
+  bool ssl_listen = false;                       // some listen of the server says "ssl"
   std::vector<std::unique_ptr<MailPort>> ports;  // one per listen, in order
 
   // Resolved when the block closes.
@@ -106,7 +107,8 @@ struct MailSrvConf {
   std::string imap_caps_line_starttls;  // starttls only: LOGINDISABLED
   std::string pop3_caps_text;           // "+OK Capability list follows\r\n..." lines
   std::string pop3_caps_text_tls;
-  std::string smtp_ehlo_text;  // "250-name\r\n250-...\r\n250 ..." (after the name)
+  std::string pop3_caps_text_starttls;  // starttls only: without USER and SASL
+  std::string smtp_ehlo_text;           // "250-name\r\n250-...\r\n250 ..." (after the name)
   std::string smtp_ehlo_text_tls;
   std::string smtp_ehlo_text_starttls;  // starttls only: without AUTH
 };

@@ -1,15 +1,23 @@
 #include "mail/parse.h"
 
+#include <cstring>
+
 namespace vigil::mail {
 
 namespace {
 
 constexpr std::size_t kMaxName = 16;  // the longest verb: "AUTHENTICATE" (12), "STARTTLS" (8)
 
-bool is_alpha(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
-bool is_ctl(unsigned char ch) { return ch < 0x20 || ch == 0x7f; }
+bool is_alpha(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+bool is_ctl(unsigned char ch) {
+  return ch < 0x20 || ch == 0x7f;
+}
 
-char lower(char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; }
+char lower(char ch) {
+  return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+}
 
 // The verb at the start of a POP3 or SMTP line: letters only.
 ParseStatus parse_verb(const char* line, std::size_t len, std::size_t& i, Command& cmd) {
@@ -48,7 +56,14 @@ bool is_astring_char(char ch) {
   auto u = static_cast<unsigned char>(ch);
   if (is_ctl(u) || u >= 0x80) return false;
   switch (ch) {
-    case '(': case ')': case '{': case ' ': case '%': case '*': case '"': case '\\':
+    case '(':
+    case ')':
+    case '{':
+    case ' ':
+    case '%':
+    case '*':
+    case '"':
+    case '\\':
       return false;
     default:
       return true;
@@ -71,6 +86,23 @@ bool iequals(std::string_view a, std::string_view b) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (lower(a[i]) != lower(b[i])) return false;
   }
+  return true;
+}
+
+bool imap_literal_at_end(const char* line, std::size_t len, std::size_t& size, bool& sync) {
+  if (len < 3 || line[len - 1] != '}') return false;
+  std::size_t j = len - 1;
+  sync = true;
+  if (line[j - 1] == '+') {
+    sync = false;
+    --j;
+  }
+  std::size_t end = j;
+  while (j > 0 && line[j - 1] >= '0' && line[j - 1] <= '9') --j;
+  const std::size_t digits = end - j;
+  if (digits == 0 || digits > 10 || j == 0 || line[j - 1] != '{') return false;
+  size = 0;
+  for (std::size_t k = j; k < end; ++k) size = size * 10 + static_cast<std::size_t>(line[k] - '0');
   return true;
 }
 
@@ -135,15 +167,27 @@ ParseStatus parse_imap(char* line, std::size_t len, Command& cmd) {
       continue;
     }
     if (line[i] == '{') {
-      // A literal announcement ends the line: "{" number ["+"] "}".
-      std::size_t j = i + 1, digits = 0;
-      while (j < len && line[j] >= '0' && line[j] <= '9') ++j, ++digits;
-      if (j < len && line[j] == '+') ++j;
-      if (digits == 0 || digits > 10 || j + 1 != len || line[j] != '}') {
-        return ParseStatus::kInvalid;
+      // literal = "{" number ["+"] "}" CRLF *CHAR8 (RFC 3501 §4.3; "+": RFC 7888)
+      std::size_t j = i + 1, digits = 0, n = 0;
+      while (j < len && line[j] >= '0' && line[j] <= '9' && digits < 10) {
+        n = n * 10 + static_cast<std::size_t>(line[j] - '0');
+        ++j, ++digits;
       }
-      cmd.literal = true;
-      return ParseStatus::kOk;
+      if (j < len && line[j] == '+') ++j;
+      if (digits == 0 || j >= len || line[j] != '}') return ParseStatus::kInvalid;
+      ++j;
+      if (j == len) {  // announced, its bytes not here
+        cmd.literal = true;
+        return ParseStatus::kOk;
+      }
+      if (line[j] == '\r') ++j;
+      if (j >= len || line[j] != '\n') return ParseStatus::kInvalid;
+      ++j;
+      if (n > len - j) return ParseStatus::kInvalid;
+      if (std::memchr(line + j, '\0', n) != nullptr) return ParseStatus::kInvalid;  // CHAR8
+      cmd.args[cmd.nargs++] = std::string_view(line + j, n);
+      i = j + n;
+      continue;
     }
     start = i;
     while (i < len && is_astring_char(line[i])) ++i;

@@ -25,8 +25,9 @@ struct Command {
   std::string_view name;  // as sent (compare case-insensitively)
   std::array<std::string_view, kMaxArgs> args{};
   std::size_t nargs = 0;
-  // IMAP: the line ends with a literal announcement "{N}" / "{N+}" (not
-  // supported by the proxy: answered as an error).
+  // IMAP: the text ends with a literal announcement "{N}" / "{N+}" whose
+  // bytes are not there (the session frames whole commands, so it sees
+  // this only for a command it cut short).
   bool literal = false;
 };
 
@@ -35,8 +36,10 @@ struct Command {
 // NUL or a CR not followed by LF (refused, as nginx's parsers do).
 long find_line(const char* data, std::size_t len);
 
-// `line` is one line without its CRLF (or LF). The line's bytes may be
-// rewritten (IMAP quoted strings are unescaped in place).
+// `line` is one line without its CRLF (or LF) -- for IMAP one command, which
+// may hold literals: "{N}" CRLF and N bytes, as an argument (RFC 3501 §4.3).
+// The line's bytes may be rewritten (IMAP quoted strings are unescaped in
+// place).
 ParseStatus parse_pop3(char* line, std::size_t len, Command& cmd);
 ParseStatus parse_smtp(char* line, std::size_t len, Command& cmd);
 ParseStatus parse_imap(char* line, std::size_t len, Command& cmd);
@@ -46,6 +49,11 @@ ParseStatus parse_imap(char* line, std::size_t len, Command& cmd);
 bool decode_base64_line(char* data, std::size_t& len);
 
 bool iequals(std::string_view a, std::string_view b);
+
+// IMAP: does the line (without its CRLF) end with a literal announcement
+// "{N}" or "{N+}" (RFC 3501 §4.3, RFC 7888's non-synchronizing form)? Then
+// `size` is N and `sync` false for "{N+}" (no "+" continuation wanted).
+bool imap_literal_at_end(const char* line, std::size_t len, std::size_t& size, bool& sync);
 
 }  // namespace vigil::mail
 

@@ -21,6 +21,9 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       ls->reuseport = l.reuseport;
       ls->deferred_accept = l.deferred;
       ls->tcp_nodelay = true;  // line-by-line dialogues
+      // The arena holds only the peer's address and its text: the session's
+      // buffers are blocks of their own (session.cc).
+      ls->pool_size = 128;
       ls->handler = init_connection;
       ls->servers = srv->ports[i].get();
       out.push_back(std::move(ls));

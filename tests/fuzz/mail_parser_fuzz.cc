@@ -59,8 +59,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string buf(reinterpret_cast<const char*>(data) + 1, size - 1);
   std::size_t pos = 0;
   while (pos < buf.size()) {
-    long n = find_line(buf.data() + pos, buf.size() - pos);
+    // IMAP commands go on past a line that announces a literal, as the
+    // session frames them: the literal's bytes, then the next line.
+    std::size_t cmd = 0;
+    long n = 0;
+    for (;;) {
+      n = find_line(buf.data() + pos + cmd, buf.size() - pos - cmd);
+      if (n <= 0 || which % 3 != 0) break;
+      const char* part = buf.data() + pos + cmd;
+      std::size_t plen = static_cast<std::size_t>(n) - 1;
+      if (plen > 0 && part[plen - 1] == '\r') --plen;
+      std::size_t size = 0;
+      bool sync = true;
+      if (!imap_literal_at_end(part, plen, size, sync)) break;
+      check(size <= 9999999999ULL, "a literal size of more than ten digits");
+      const std::size_t framed = cmd + static_cast<std::size_t>(n);
+      if (size > buf.size() - pos - framed) {
+        n = 0;
+        break;
+      }
+      cmd = framed + size;
+    }
     if (n <= 0) break;  // incomplete, or refused (bare CR, NUL)
+    n += static_cast<long>(cmd);
     check(static_cast<std::size_t>(n) <= buf.size() - pos, "the line ends past the input");
     check(buf[pos + static_cast<std::size_t>(n) - 1] == '\n', "a line that does not end in LF");
     std::size_t len = static_cast<std::size_t>(n) - 1;

@@ -16,13 +16,44 @@ TEST_F(MailImap, LoginSelectLogoutThroughTheBackend) {
   expect_client("imap", server_.port());
   // The auth request as nginx sends it, and the backend login with the
   // password the auth server gave.
-  EXPECT_TRUE(peers_saw("AUTH method=plain user=alice pass=secret proto=imap attempt=1 "
-                        "client=127.0.0.1 host=[UNAVAILABLE] x=imap-header path=/auth"))
+  EXPECT_TRUE(
+      peers_saw("AUTH method=plain user=alice pass=secret proto=imap attempt=1 "
+                "client=127.0.0.1 host=[UNAVAILABLE] x=imap-header path=/auth"))
       << peers_output();
   EXPECT_TRUE(peers_saw("IMAP-BACKEND 1 LOGIN \"alice\" \"secret\"")) << peers_output();
   EXPECT_TRUE(peers_saw("SELECT INBOX")) << peers_output();
   EXPECT_TRUE(server_.wait_output("client logged in, client: 127.0.0.1, login: \"alice\""))
       << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(MailImap, LoginWithLiterals) {
+  ASSERT_TRUE(start_imap()) << server_.output();
+  expect_client("imap_literal", server_.port());
+  EXPECT_TRUE(peers_saw("AUTH method=plain user=alice pass=secret proto=imap")) << peers_output();
+  EXPECT_TRUE(peers_saw("IMAP-BACKEND 1 LOGIN \"alice\" \"secret\"")) << peers_output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(MailImap, ALiteralLargerThanTheBufferIsRefused) {
+  ASSERT_TRUE(start_imap("  imap_client_buffer 1k;\n")) << server_.output();
+  expect_client("imap_literal_too_long", server_.port());
+  EXPECT_TRUE(server_.wait_output("client sent too long command")) << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(MailImap, ProxyProtocolHeaderToTheBackend) {
+  ASSERT_TRUE(start_imap("  proxy_protocol on;\n")) << server_.output();
+  expect_client("imap", server_.port());
+  // "PROXY TCP4 <client> <local> <client port> <local port>", before the LOGIN.
+  const std::string want = "IMAP-BACKEND PROXY TCP4 127.0.0.1 127.0.0.1 ";
+  ASSERT_TRUE(peers_saw(want)) << peers_output();
+  const std::string out = peers_output();
+  const std::size_t at = out.find(want);
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_TRUE(std::regex_match(line, std::regex(".* \\d+ " + std::to_string(server_.port()))))
+      << line;
+  EXPECT_LT(at, out.find("IMAP-BACKEND 1 LOGIN")) << out;
   EXPECT_EQ(server_.stop(), 0);
 }
 
@@ -50,8 +81,9 @@ TEST_F(MailImap, CapabilitiesFollowTheDirectives) {
 TEST_F(MailImap, FailedLoginClosesWithoutAuthWait) {
   ASSERT_TRUE(start_imap()) << server_.output();
   expect_client("imap_bad_login", server_.port());
-  EXPECT_TRUE(server_.wait_output("client login failed: \"Invalid login or password\" while in "
-                                  "http auth state"))
+  EXPECT_TRUE(
+      server_.wait_output("client login failed: \"Invalid login or password\" while in "
+                          "http auth state"))
       << server_.output();
   EXPECT_EQ(server_.stop(), 0);
 }
@@ -97,8 +129,20 @@ TEST_F(MailImap, StrictLinesAndMaxErrors) {
     Client c(server_.port());
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(read_n(c.fd(), 18, 3000), "* OK IMAP4 ready\r\n");
+    // A literal is taken (LoginWithLiterals), but a NUL in it is refused,
+    // and so is a login with a CR or LF, which a quoted string to the
+    // backend could not carry.
     ASSERT_TRUE(c.send("a1 LOGIN {5}\r\n"));
-    EXPECT_EQ(read_n(c.fd(), 35, 3000), "a1 BAD literals are not supported\r\n");
+    EXPECT_EQ(read_n(c.fd(), 12, 3000), "+ go ahead\r\n");
+    ASSERT_TRUE(c.send(std::string("al\0ce x\r\n", 10)));
+    EXPECT_EQ(read_n(c.fd(), 23, 3000), "* BAD invalid command\r\n");
+  }
+  {
+    Client c(server_.port());
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(read_n(c.fd(), 18, 3000), "* OK IMAP4 ready\r\n");
+    ASSERT_TRUE(c.send("a2 LOGIN {5+}\r\nal\r\ne x\r\n"));
+    EXPECT_EQ(read_n(c.fd(), 24, 3000), "a2 BAD invalid command\r\n");
   }
   EXPECT_EQ(server_.stop(), 0);
 }
@@ -124,8 +168,8 @@ TEST_F(MailImap, ConfigurationErrors) {
       {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol smtp; starttls maybe; }",
        "invalid value \"maybe\""},
       {"auth_http 127.0.0.1:1; server { protocol pop3; }", "no \"listen\" is defined for server"},
-      {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol smtp; smtp_auth none; }",
-       "\"none\" in \"smtp_auth\" is not supported"},
+      {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol imap; imap_auth none; }",
+       "invalid value \"none\""},
       {"auth_http 127.0.0.1:1; auth_http_pass_client_cert on; server { listen 127.0.0.1:1; }",
        "\"auth_http_pass_client_cert on\" is not supported"},
       {"auth_http https://127.0.0.1/a; server { listen 127.0.0.1:1; protocol imap; }",

@@ -64,6 +64,11 @@ class AuthHandler(BaseHTTPRequestHandler):
             ok = password == hashlib.md5((salt + "secret").encode()).hexdigest()
         elif method == "external" and user == "alice":
             ok = True
+        elif method == "none":
+            # smtp_auth none: the envelope decides.
+            smtp_from, smtp_to = h.get("Auth-SMTP-From", ""), h.get("Auth-SMTP-To", "")
+            emit("AUTH-SMTP helo=%s from=%s to=%s" % (h.get("Auth-SMTP-Helo"), smtp_from, smtp_to))
+            ok = "<alice@example.com>" in smtp_from
         self.send_response(200)
         if ok:
             self.send_header("Auth-Status", "OK")
@@ -105,6 +110,8 @@ class ImapBackend(LineHandler):
         self.send("* OK backend IMAP ready")
         for line in self.lines():
             emit("IMAP-BACKEND " + line)
+            if line.startswith("PROXY "):  # proxy_protocol on: the header, no answer
+                continue
             tag, _, rest = line.partition(" ")
             cmd = rest.split(" ")[0].upper()
             if cmd == "LOGIN":
@@ -163,6 +170,8 @@ class SmtpBackend(LineHandler):
                     emit("SMTP-DATA " + line)
                 continue
             emit("SMTP-BACKEND " + line)
+            if line.startswith("PROXY "):
+                continue
             cmd = line.split(" ")[0].upper()
             if cmd == "EHLO":
                 self.send("250-backend")
@@ -362,6 +371,49 @@ def scenario(name, port, args):
         code, _ = s.login("alice", "secret")
         check(code == 235, "second attempt")
         s.quit()
+    elif name == "smtp_none":
+        # smtp_auth none: MAIL and RCPT without AUTH; the backend's answer to
+        # RCPT comes back, then the message goes through.
+        s = smtplib.SMTP("127.0.0.1", port)
+        s.ehlo("client.example")
+        code, resp = s.mail("alice@example.com")
+        check(code == 250, "MAIL: %r %r" % (code, resp))
+        code, resp = s.rcpt("bob@example.com")
+        check(code == 250 and b"2.1.0 ok" in resp, "RCPT, the backend's answer: %r %r" % (code, resp))
+        code, resp = s.data("Subject: hi\r\n\r\nhello without auth\r\n")
+        check(code == 250, "DATA: %r %r" % (code, resp))
+        s.quit()
+    elif name == "smtp_none_refused":
+        s = smtplib.SMTP("127.0.0.1", port)
+        s.ehlo("client.example")
+        code, _ = s.rcpt("bob@example.com")
+        check(code == 503, "RCPT before MAIL: %r" % code)
+        code, _ = s.mail("mallory@example.com")
+        check(code == 250, "MAIL: %r" % code)
+        code, resp = s.rcpt("bob@example.com")
+        check(code == 535, "the auth server refused the envelope: %r %r" % (code, resp))
+    elif name == "imap_literal":
+        # LOGIN with literals (RFC 3501 §4.3): a synchronizing one for the
+        # user, a non-synchronizing one (RFC 7888) for the password.
+        c = socket.create_connection(("127.0.0.1", port))
+        f = c.makefile("rb")
+        check(f.readline().startswith(b"* OK"), "greeting")
+        c.sendall(b"a1 LOGIN {5}\r\n")
+        line = f.readline()
+        check(line == b"+ go ahead\r\n", "continuation %r" % line)
+        c.sendall(b"alice {6+}\r\nsecret\r\n")
+        line = f.readline()
+        check(line.startswith(b"a1 OK") and b"done by the backend" in line, "login %r" % line)
+        c.sendall(b"a2 LOGOUT\r\n")
+        check(f.readline().startswith(b"* BYE"), "bye")
+    elif name == "imap_literal_too_long":
+        c = socket.create_connection(("127.0.0.1", port))
+        f = c.makefile("rb")
+        check(f.readline().startswith(b"* OK"), "greeting")
+        c.sendall(b"a1 LOGIN {100000}\r\n")
+        line = f.readline()
+        check(line == b"a1 BAD line is too long\r\n", "answer %r" % line)
+        check(f.readline() == b"", "closed")
     elif name == "smtp_mail_before_auth":
         s = smtplib.SMTP("127.0.0.1", port)
         s.ehlo("client.example")

@@ -42,8 +42,31 @@ TEST_F(MailSmtp, FailuresAuthErrorCodeAndMailBeforeAuth) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
+TEST_F(MailSmtp, AuthNoneSendsTheEnvelopeToAuthHttpAndTheBackend) {
+  ASSERT_TRUE(start_smtp("  smtp_auth login plain none;\n")) << server_.output();
+  expect_client("smtp_none", server_.port());
+  // auth_http is asked with the envelope (nginx's Auth-SMTP-From/To), Auth-Method none.
+  EXPECT_TRUE(peers_saw("AUTH method=none user= pass= proto=smtp")) << peers_output();
+  EXPECT_TRUE(
+      peers_saw("AUTH-SMTP helo=client.example from=mail FROM:<alice@example.com> "
+                "to=rcpt TO:<bob@example.com>"))
+      << peers_output();
+  // The backend: EHLO, XCLIENT without LOGIN, the client's EHLO, then the
+  // client's MAIL and RCPT lines as sent, then the relayed message.
+  EXPECT_TRUE(peers_saw("SMTP-BACKEND XCLIENT ADDR=127.0.0.1 NAME=[UNAVAILABLE]"))
+      << peers_output();
+  EXPECT_TRUE(peers_saw("SMTP-BACKEND mail FROM:<alice@example.com>")) << peers_output();
+  EXPECT_TRUE(peers_saw("SMTP-BACKEND rcpt TO:<bob@example.com>")) << peers_output();
+  EXPECT_TRUE(peers_saw("SMTP-DATA hello without auth")) << peers_output();
+  // A sequence error, and an envelope the auth server refuses.
+  expect_client("smtp_none_refused", server_.port());
+  EXPECT_TRUE(peers_saw("from=mail FROM:<mallory@example.com>")) << peers_output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
 TEST_F(MailSmtp, EhloListsCapabilitiesAndAuth) {
-  ASSERT_TRUE(start_smtp("  smtp_capabilities \"SIZE 10485760\" 8BITMIME;\n  smtp_auth login plain cram-md5;\n"))
+  ASSERT_TRUE(start_smtp(
+      "  smtp_capabilities \"SIZE 10485760\" 8BITMIME;\n  smtp_auth login plain cram-md5;\n"))
       << server_.output();
   Client c(server_.port());
   ASSERT_TRUE(c.ok());

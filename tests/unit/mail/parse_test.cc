@@ -47,6 +47,37 @@ TEST(MailParse, ImapTagsCommandsAndArguments) {
   EXPECT_EQ(imap("a X 1 2 3 4 5 6 7 8 9", c, buf), ParseStatus::kTooManyArgs);
 }
 
+TEST(MailParse, ImapLiterals) {
+  Command c;
+  std::string buf;
+  // A whole command with its literals (RFC 3501 §4.3; "+": RFC 7888).
+  ASSERT_EQ(imap("a1 LOGIN {5}\r\nal ce {6+}\r\nse\"cr\n", c, buf), ParseStatus::kOk);
+  EXPECT_FALSE(c.literal);
+  ASSERT_EQ(c.nargs, 2u);
+  EXPECT_EQ(c.args[0], "al ce");
+  EXPECT_EQ(c.args[1], "se\"cr\n");
+  ASSERT_EQ(imap("a1 LOGIN {0}\n \"x\"", c, buf), ParseStatus::kOk);
+  EXPECT_EQ(c.args[0], "");
+  EXPECT_EQ(c.args[1], "x");
+  for (const char* bad : {"a1 LOGIN {5}\r\nabc", "a1 LOGIN {2}\r\nabc", "a1 LOGIN {2}xab",
+                          "a1 LOGIN {2}\rab", "a1 LOGIN {99999999999}\r\n"}) {
+    EXPECT_EQ(imap(bad, c, buf), ParseStatus::kInvalid) << bad;
+  }
+  EXPECT_EQ(imap(std::string("a1 LOGIN {3}\r\na\0b x", 17), c, buf), ParseStatus::kInvalid);
+
+  std::size_t size = 0;
+  bool sync = false;
+  EXPECT_TRUE(imap_literal_at_end("a1 LOGIN {12}", 13, size, sync));
+  EXPECT_EQ(size, 12u);
+  EXPECT_TRUE(sync);
+  EXPECT_TRUE(imap_literal_at_end("x {7+}", 6, size, sync));
+  EXPECT_EQ(size, 7u);
+  EXPECT_FALSE(sync);
+  for (std::string no : {"a1 LOGIN x", "{}", "a {+}", "a 5}", "a {12345678901}", "}"}) {
+    EXPECT_FALSE(imap_literal_at_end(no.data(), no.size(), size, sync)) << no;
+  }
+}
+
 TEST(MailParse, Pop3AndSmtp) {
   Command c;
   std::string l = "USER alice";
