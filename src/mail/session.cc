@@ -31,10 +31,10 @@
 
 #include "codec/response_parser.h"
 #include "event/tls/tls.h"
+#include "mail/counters.h"
 #include "mail/mail_conf.h"
 #include "mail/parse.h"
 #include "upstream/relay.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -884,7 +884,7 @@ void auth_done(Session& s) {
   s.auth = nullptr;
   if (!have_status) return auth_fail(s, "auth http server sent no \"Auth-Status\" header", 0);
   if (status != "OK") {
-    shared_counters()->mail_auth_failed.add();
+    mail_counters()->auth_failed.add();
     ++s.attempts;
     VIGIL_LOG(*c.log, kInfo, 0, "client login failed: \"%s\" while in http auth state, client: %s, login: \"%s\"",
               status.c_str(), s.client_addr.c_str(), s.login.c_str());
@@ -922,7 +922,7 @@ void auth_done(Session& s) {
   if (s.passwd.empty() && s.method != "external" && (s.method == "apop" || s.method == "cram-md5")) {
     return auth_fail(s, "auth http server did not send password", 0);
   }
-  shared_counters()->mail_auth_ok.add();
+  mail_counters()->auth_ok.add();
   connect_backend(s, server, port);
 }
 
@@ -1206,7 +1206,7 @@ void start_relay(Session& s) {
   Connection& c = *s.c;
   Connection& u = *s.up;
   s.state = State::kRelay;
-  shared_counters()->mail_relayed.add();
+  mail_counters()->relayed.add();
   c.loop->del_timer(*u.read);
   c.loop->del_timer(*c.read);
   const std::size_t pending_client = static_cast<std::size_t>(s.in.last - s.in.pos);
@@ -1325,7 +1325,7 @@ void init_connection(Connection& c) {
   s->proto = conf->protocol;
   s->in.reset(mem, bufsize);
   c.data = s;
-  shared_counters()->mail_sessions.add();
+  mail_counters()->sessions.add();
   guarded(*s, [&] {
     auto* l = c.loop->context_or_make<Limits>(&kLimitsKey);
     if (l == nullptr) return finalize(*s, "out of memory");
@@ -1338,7 +1338,7 @@ void init_connection(Connection& c) {
       unsigned& n = l->per_addr[s->client_addr];
       if (n >= conf->limit_conn) {
         if (n == 0) l->per_addr.erase(s->client_addr);
-        shared_counters()->mail_limited.add();
+        mail_counters()->limited.add();
         VIGIL_LOG(*c.log, kError, 0, "limiting connections by mail_limit_conn %u, client: %s",
                   conf->limit_conn, s->client_addr.c_str());
         // The protocol's "try later" before closing.

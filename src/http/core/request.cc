@@ -5,19 +5,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "codec/tokens.h"
+#include "codec/uri.h"
+#include "event/tls/tls.h"
 #include "http/access/access.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
-#include "http/proxy/proxy.h"
+#include "http/core/counters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
-#include "http/rewrite/return.h"
-#include "event/tls/tls.h"
-#include "codec/tokens.h"
-#include "http/static/try_files.h"
-#include "codec/uri.h"
 #include "http/core/worker.h"
-#include "vigil/core/counters.h"
+#include "http/proxy/proxy.h"
+#include "http/rewrite/return.h"
+#include "http/static/try_files.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -319,7 +319,7 @@ void process_request(Request& r) {
   Connection& c = *r.c;
   EventLoop& loop = *c.loop;
 
-  SharedCounters* counters = shared_counters();
+  HttpCounters* counters = http_counters();
   counters->reading.add(-1);
   counters->writing.add();
   r.stat_reading = false;
