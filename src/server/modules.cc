@@ -79,9 +79,11 @@ std::span<CounterBlock* const> server_counter_blocks() {
   // The order /metrics has always shown them in (when one core list held
   // them all): connections, HTTP requests, TLS, open_file_cache, mail.
   static CounterBlock* const blocks[] = {
-      &shared_counter_block(),     &http::http_counter_block(),
-      &tls_counter_block(),        &http::open_file_cache_counter_block(),
-      &mail::mail_counter_block(),
+      &shared_counter_block(),                 // vigil_connections_{active,accepted,handled}
+      &http::http_counter_block(),             // vigil_http_requests_total, reading, writing...
+      &tls_counter_block(),                    // vigil_tls_*
+      &http::open_file_cache_counter_block(),  // vigil_http_open_file_cache_*
+      &mail::mail_counter_block(),             // vigil_mail_*
   };
   return blocks;
 }
