@@ -20,4 +20,5 @@
 #include "vigil/event/peer.h"
 #include "vigil/event/pool.h"
 #include "vigil/event/posted.h"
+#include "vigil/event/stats.h"
 #include "vigil/event/timer.h"

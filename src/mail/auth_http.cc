@@ -16,8 +16,8 @@
 #include <string>
 
 #include "codec/response_parser.h"
+#include "mail/counters.h"
 #include "mail/session_internal.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -219,7 +219,7 @@ void auth_done(Session& s) {
   s.auth = nullptr;
   if (!have_status) return auth_fail(s, "auth http server sent no \"Auth-Status\" header", 0);
   if (status != "OK") {
-    shared_counters()->mail_auth_failed.add();
+    mail_counters()->auth_failed.add();
     ++s.attempts;
     VIGIL_LOG(*c.log, kInfo, 0,
               "client login failed: \"%s\" while in http auth state, client: %s, login: \"%s\"",
@@ -266,7 +266,7 @@ void auth_done(Session& s) {
       (s.method == "apop" || s.method == "cram-md5")) {
     return auth_fail(s, "auth http server did not send password", 0);
   }
-  shared_counters()->mail_auth_ok.add();
+  mail_counters()->auth_ok.add();
   connect_backend(s, server, port);
 }
 

@@ -16,7 +16,6 @@
 #include <string>
 
 #include "mail/session_internal.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 

@@ -15,9 +15,9 @@
 #include <new>
 #include <string>
 
+#include "mail/counters.h"
 #include "mail/session_internal.h"
 #include "upstream/relay.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -81,7 +81,7 @@ void start_relay(Session& s) {
   Connection& c = *s.c;
   Connection& u = *s.up;
   s.state = State::kRelay;
-  shared_counters()->mail_relayed.add();
+  mail_counters()->relayed.add();
   c.loop->del_timer(*u.read);
   c.loop->del_timer(*c.read);
   // The two buffers of the login become the relay's (nginx's mail proxy

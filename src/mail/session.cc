@@ -31,10 +31,10 @@
 #include <unordered_map>
 
 #include "event/tls/tls.h"
+#include "mail/counters.h"
 #include "mail/mail_conf.h"
 #include "mail/parse.h"
 #include "mail/session_internal.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -779,7 +779,7 @@ void init_connection(Connection& c) {
   s->proto = conf->protocol;
   s->in.reset(s->in_mem.get(), bufsize);
   c.data = s;
-  shared_counters()->mail_sessions.add();
+  mail_counters()->sessions.add();
   guarded(*s, [&] {
     auto* l = c.loop->context_or_make<Limits>(&kLimitsKey);
     if (l == nullptr) return finalize(*s, "out of memory");
@@ -792,7 +792,7 @@ void init_connection(Connection& c) {
       unsigned& n = l->per_addr[s->client_addr];
       if (n >= conf->limit_conn) {
         if (n == 0) l->per_addr.erase(s->client_addr);
-        shared_counters()->mail_limited.add();
+        mail_counters()->limited.add();
         VIGIL_LOG(*c.log, kError, 0, "limiting connections by mail_limit_conn %u, client: %s",
                   conf->limit_conn, s->client_addr.c_str());
         // The protocol's "try later" before closing.

@@ -1,7 +1,7 @@
 #pragma once
 // The mail proxy session: the listener's handler for mail servers
 // (Listening::servers is the MailPort). Its counters are the shared totals
-// vigil_mail_* of /metrics (vigil/core/stats.h).
+// vigil_mail_* of /metrics (mail/counters.h).
 
 #include <cstdint>
 

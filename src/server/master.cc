@@ -56,23 +56,25 @@ std::int64_t now_ms() {
 namespace {
 
 void clear_slot(WorkerSlot& s, pid_t pid) {
-  constexpr auto kRelaxed = std::memory_order_relaxed;
-  s.iterations.store(0, kRelaxed);
-  s.events.store(0, kRelaxed);
-  s.empty_waits.store(0, kRelaxed);
-  s.timers_expired.store(0, kRelaxed);
-  s.posted_run.store(0, kRelaxed);
-  s.accepted.store(0, kRelaxed);
-  s.accept_mutex_acquired.store(0, kRelaxed);
-  s.connections_used.store(0, kRelaxed);
-  s.connections_max.store(0, kRelaxed);
+#define VIGIL_CLEAR_FIGURE(member, ...) s.member.store(0, std::memory_order_relaxed);
+  VIGIL_WORKER_STATS(VIGIL_CLEAR_FIGURE, VIGIL_CLEAR_FIGURE, VIGIL_STATS_SKIP)
+#undef VIGIL_CLEAR_FIGURE
   s.pid.store(pid, std::memory_order_release);
+}
+
+// Bytes the counter blocks take after the SharedZone.
+std::size_t counter_blocks_size() {
+  std::size_t n = 0;
+  for (const CounterBlock* b : counter_blocks()) n += b->size();
+  return n;
 }
 
 }  // namespace
 
 Master::~Master() {
-  set_shared_counters(nullptr);  // before the zone is unmapped
+  // Before the zone is unmapped: back to the process-local counters.
+  for (CounterBlock* b : counter_blocks()) b->place(nullptr);
+  set_worker_slots(nullptr);
   if (mutex_created_) accept_mutex_.destroy();
   if (pid_written_) {
     remove_pid_file(pid_path_, ::getpid());
@@ -90,7 +92,7 @@ Status Master::init() {
   sigemptyset(&sa.sa_mask);
   if (::sigaction(SIGALRM, &sa, nullptr) == -1) return Status::sys("sigaction(SIGALRM)");
 
-  auto shm = SharedMemory::map(sizeof(SharedZone));
+  auto shm = SharedMemory::map(sizeof(SharedZone) + counter_blocks_size());
   if (!shm) return shm.status();
   shm_ = std::move(shm).value();
   zone_ = new (shm_.addr()) SharedZone();
@@ -102,8 +104,14 @@ Status Master::init() {
                        : accept_mutex_.create(nullptr, Shmtx::Mode::kFileLock, lock_file);
   if (!created) return created;
   mutex_created_ = true;
-  // Before the first fork: every worker then counts into the shared zone.
-  set_shared_counters(&zone_->counters);
+  // Before the first fork: every worker then counts into the shared zone,
+  // each layer's totals in its block after the slots.
+  set_worker_slots(zone_->workers);
+  auto* block_at = static_cast<unsigned char*>(shm_.addr()) + sizeof(SharedZone);
+  for (CounterBlock* b : counter_blocks()) {
+    b->place(block_at);
+    block_at += b->size();
+  }
 
   prepare_worker_files(*cycle_, log_);
   pid_path_ = cycle_->conf->core().pid_path;
@@ -254,12 +262,12 @@ int Master::take_slot() {
 void Master::free_slot(int slot) {
   if (slot < 0) return;
   slot_used_[slot] = false;
-  zone_->counters.workers[slot].pid.store(0, std::memory_order_release);
+  zone_->workers[slot].pid.store(0, std::memory_order_release);
 }
 
 void Master::spawn(int index) {
   const int slot = take_slot();
-  if (slot >= 0) clear_slot(zone_->counters.workers[slot], 0);
+  if (slot >= 0) clear_slot(zone_->workers[slot], 0);
   const pid_t pid = ::fork();
   if (pid == -1) {
     VIGIL_LOG(log_, kAlert, errno, "fork() failed while spawning worker process %d", index);
@@ -278,7 +286,7 @@ void Master::spawn(int index) {
     // worker's to clean up.
     ::_exit(run_worker(ctx, log_));
   }
-  if (slot >= 0) zone_->counters.workers[slot].pid.store(pid, std::memory_order_release);
+  if (slot >= 0) zone_->workers[slot].pid.store(pid, std::memory_order_release);
   children_.push_back({pid, index, slot, cycle_->generation, false, now_ms()});
   VIGIL_LOG(log_, kNotice, 0, "start worker process %d", static_cast<int>(pid));
 }

@@ -17,6 +17,7 @@
 #include "server/worker.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
+#include "vigil/event/stats.h"
 
 namespace vigil::master_detail {
 
@@ -27,10 +28,12 @@ inline constexpr std::int64_t kRespawnFirstDelayMs = 100;
 inline constexpr std::int64_t kRespawnMaxDelayMs = 10000;
 
 // The shared zone (nginx's "nginx_shared_zone", seed 004): the accept mutex's
-// lock word and the counters, each on its own cache line.
+// lock word and the workers' slots, each on its own cache line, followed by
+// every layer's counter block (counter_blocks(), each a multiple of a cache
+// line): Master::init places them there.
 struct SharedZone {
   ShmtxShared accept_mutex;
-  SharedCounters counters;
+  WorkerSlot workers[kMaxWorkers];
 };
 
 // The signals the master acts on; blocked except inside sigsuspend().

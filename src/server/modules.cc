@@ -4,10 +4,13 @@
 
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "event/tls/counters.h"
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
+#include "http/core/counters.h"
 #include "http/core/module.h"
 #include "http/core/protocol.h"
+#include "mail/counters.h"
 #include "mail/mail_conf.h"
 #include "mail/protocol.h"
 #include "mail/session.h"
@@ -71,6 +74,19 @@ void add_server_module(const ServerModule& module) {
 }
 
 const ModuleRegistry& server_conf_modules() { return conf_registry(); }
+
+std::span<CounterBlock* const> server_counter_blocks() {
+  // The order /metrics has always shown them in (when one core list held
+  // them all): connections, HTTP requests, TLS, open_file_cache, mail.
+  static CounterBlock* const blocks[] = {
+      &shared_counter_block(),                 // vigil_connections_{active,accepted,handled}
+      &http::http_counter_block(),             // vigil_http_requests_total, reading, writing...
+      &tls_counter_block(),                    // vigil_tls_*
+      &http::open_file_cache_counter_block(),  // vigil_http_open_file_cache_*
+      &mail::mail_counter_block(),             // vigil_mail_*
+  };
+  return blocks;
+}
 
 ConfLoadOptions server_load_options() {
   ConfLoadOptions o;

@@ -3,7 +3,8 @@
 // the server is built with, each one entry holding all it brings — the
 // configuration Module (directives, contexts, create/init/merge) and the
 // process hooks (listening sockets, worker init and exit, log reopening).
-// Adding a protocol is one line in modules.cc. Core and the protocols know
+// Adding a protocol is one line in modules.cc (two if it counts totals: its
+// counter block in server_counter_blocks()). Core and the protocols know
 // nothing of this table; the server layer is where they meet.
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/conf/loader.h"
+#include "vigil/core/counters.h"
 #include "vigil/core/result.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -53,6 +55,11 @@ const ModuleRegistry& server_conf_modules();
 // (cmake/embed.cmake).
 extern const std::string_view kEmbeddedConf;
 extern const std::string_view kEmbeddedMimeTypes;
+
+// Every layer's block of totals (vigil/core/counters.h), in /metrics order:
+// run_server() hands them to counter_blocks(), which the master places in
+// its shared zone and /metrics shows.
+std::span<CounterBlock* const> server_counter_blocks();
 
 // Load options for the vigil program: the registry above, and the embedded
 // configuration (with the files it includes) as the fallback when

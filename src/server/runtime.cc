@@ -13,6 +13,7 @@
 #include "server/cycle.h"
 #include "server/inherit.h"
 #include "server/master.h"
+#include "server/modules.h"
 #include "server/systemd.h"
 #include "server/worker.h"
 
@@ -64,6 +65,7 @@ int run_single(Cycle& cycle, Log& log) {
 
 int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log) {
   if (Status s = signals::install(); !s) return fail(log, s);
+  set_counter_blocks(server_counter_blocks());
   const bool daemon = conf->core().daemon;
 
   // Sockets first, as nginx does: a port in use is reported on the terminal

@@ -21,11 +21,11 @@
 #include "event/event_conf.h"
 #include "server/cycle.h"
 #include "server/modules.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
+#include "vigil/event/stats.h"
 #include "vigil/version.h"
 
 namespace vigil {
@@ -271,7 +271,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
   }
 
   WorkerSlot* slot = ctx.slot >= 0 && static_cast<std::size_t>(ctx.slot) < kMaxWorkers
-                         ? &shared_counters()->workers[ctx.slot]
+                         ? &worker_slots()[ctx.slot]
                          : nullptr;
   if (slot != nullptr) {
     slot->pid.store(::getpid(), std::memory_order_relaxed);

@@ -19,7 +19,7 @@ inline constexpr int kWorkerFatal = 2;
 struct WorkerContext {
   Cycle* cycle = nullptr;                // the worker's own copy after fork
   int index = 0;                         // 0 .. workers-1: its reuseport sockets and CPU
-  int slot = -1;                         // its shared_counters()->workers[] slot; -1: none
+  int slot = -1;                         // its worker_slots()[] slot; -1: none
   ProcessMutex* accept_mutex = nullptr;  // set when accept_mutex is in use
   bool forked = true;                    // false: master_process off
 };

@@ -25,7 +25,12 @@ libdir=$(dirname "$(find "$prefix" -name 'libvigil_event.*' | head -n 1)")
 
 # Runs the echo example at $1 and checks one round trip through it.
 echo_round_trip() {
-  local exe=$1 out=$tmp/echo.out
+  # Its own output file, there before the loop reads it: with one shared file
+  # the loop could read the previous run's port before the new run truncated
+  # it (connection refused), or find no file yet (sed fails under set -e).
+  local exe=$1 out
+  out=$tmp/$(basename "$exe").out
+  : >"$out"
   "$exe" 127.0.0.1:0 >"$out" 2>&1 &
   local pid=$! port=""
   for _ in $(seq 1 200); do

@@ -34,11 +34,28 @@ expect_rejected(codec_up src/codec/g.cc "#include \"vigil/event/loop.h\"" "layer
 expect_rejected(public_internal include/vigil/event/e.h "#include \"core/shm.h\"" "public headers include only vigil/")
 expect_rejected(public_up include/vigil/core/f.h "#include \"vigil/event/loop.h\"" "layer event is not below core")
 
+# A lower layer that names an upper layer's things (as the core's stats
+# header once listed the HTTP, TLS, io_uring and mail counters), whatever it
+# includes.
+expect_rejected(core_names_http include/vigil/core/s.h
+                "  TOTAL(requests, \"vigil_http_requests_total\", \"counter\", \"Requests.\") \\"
+                "include/vigil/core/s.h:1: names http \\(a layer above core\\)")
+expect_rejected(core_names_tls include/vigil/core/t.h "struct TlsCounters;" "names Tls")
+expect_rejected(core_names_uring src/core/u.cc "  stats.uring_enters = 0;" "src/core/u.cc:1: names uring")
+expect_rejected(core_names_mail src/core/m.h "#define VIGIL_MAIL_TOTALS(TOTAL)" "names MAIL")
+expect_rejected(event_names_http include/vigil/event/n.h "void count(HttpCounters& c);"
+                "names Http \\(a layer above event\\)")
+expect_rejected(event_names_mail src/event/o.cc "  mail_counters()->sessions.add();" "names mail")
+
 # And what is allowed passes.
 set(_root ${WORK}/allowed)
 file(REMOVE_RECURSE ${_root})
 file(WRITE ${_root}/src/server/ok.cc "#include \"http/conf.h\"\n#include \"stream/proxy.h\"\n#include <vector>\n")
 file(WRITE ${_root}/src/mail/ok.cc "#include \"codec/response_parser.h\"\n#include \"upstream/relay.h\"\n")
+# Comments may name any layer; words that merely contain a name do not count;
+# event names its own TLS and io_uring.
+file(WRITE ${_root}/src/core/ok.cc "// HTTP, TLS, io_uring and mail count in their layers.\nint during = 0;  // http\n/* TLS\n * mail */\n")
+file(WRITE ${_root}/include/vigil/event/ok.h "struct TlsCounters;\nint uring_enters = 0;\n")
 file(WRITE ${_root}/src/http/ok.cc "#include \"upstream/upstream.h\"\n#include \"vigil/event/loop.h\"\n#include \"local.h\"\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${_root} -P ${_check} RESULT_VARIABLE _rc ERROR_VARIABLE _err)
 if(NOT _rc EQUAL 0)

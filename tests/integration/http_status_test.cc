@@ -18,6 +18,113 @@ using test::Client;
 using test::Response;
 using test::VigilServer;
 
+// What /metrics shows (MetricsLayoutIsStable), as it was when every figure
+// was in one list in the core: each layer's figures moved to that layer
+// without a byte of this changing.
+constexpr std::string_view kMetricsLayout = R"layout(# HELP vigil_connections_active Client connections open now.
+# TYPE vigil_connections_active gauge
+vigil_connections_active N
+# HELP vigil_connections_accepted_total Client connections accepted.
+# TYPE vigil_connections_accepted_total counter
+vigil_connections_accepted_total N
+# HELP vigil_connections_handled_total Accepted connections that got a connection slot.
+# TYPE vigil_connections_handled_total counter
+vigil_connections_handled_total N
+# HELP vigil_http_requests_total HTTP requests started.
+# TYPE vigil_http_requests_total counter
+vigil_http_requests_total N
+# HELP vigil_connections_reading Connections reading a request header.
+# TYPE vigil_connections_reading gauge
+vigil_connections_reading N
+# HELP vigil_connections_writing Connections with a request being answered.
+# TYPE vigil_connections_writing gauge
+vigil_connections_writing N
+# HELP vigil_connections_waiting Idle keep-alive connections.
+# TYPE vigil_connections_waiting gauge
+vigil_connections_waiting N
+# HELP vigil_tls_handshakes_total TLS handshakes completed.
+# TYPE vigil_tls_handshakes_total counter
+vigil_tls_handshakes_total N
+# HELP vigil_tls_handshakes_failed_total TLS handshakes that failed (alert, garbage, timeout, reset).
+# TYPE vigil_tls_handshakes_failed_total counter
+vigil_tls_handshakes_failed_total N
+# HELP vigil_tls_sessions_reused_total TLS handshakes that resumed a session.
+# TYPE vigil_tls_sessions_reused_total counter
+vigil_tls_sessions_reused_total N
+# HELP vigil_http_open_file_cache_hits_total Static file lookups answered by open_file_cache.
+# TYPE vigil_http_open_file_cache_hits_total counter
+vigil_http_open_file_cache_hits_total N
+# HELP vigil_http_open_file_cache_misses_total Static file lookups under open_file_cache that opened the file.
+# TYPE vigil_http_open_file_cache_misses_total counter
+vigil_http_open_file_cache_misses_total N
+# HELP vigil_mail_sessions_total Mail proxy sessions started.
+# TYPE vigil_mail_sessions_total counter
+vigil_mail_sessions_total N
+# HELP vigil_mail_auth_ok_total Mail logins the auth_http server accepted.
+# TYPE vigil_mail_auth_ok_total counter
+vigil_mail_auth_ok_total N
+# HELP vigil_mail_auth_failed_total Mail logins the auth_http server refused.
+# TYPE vigil_mail_auth_failed_total counter
+vigil_mail_auth_failed_total N
+# HELP vigil_mail_relayed_total Mail sessions logged in to their backend and relayed.
+# TYPE vigil_mail_relayed_total counter
+vigil_mail_relayed_total N
+# HELP vigil_mail_limited_total Mail connections refused by mail_limit_conn.
+# TYPE vigil_mail_limited_total counter
+vigil_mail_limited_total N
+# HELP vigil_worker_loop_iterations_total Event loop passes.
+# TYPE vigil_worker_loop_iterations_total counter
+vigil_worker_loop_iterations_total{worker="0",pid="P"} N
+# HELP vigil_worker_events_total Events the backend reported.
+# TYPE vigil_worker_events_total counter
+vigil_worker_events_total{worker="0",pid="P"} N
+# HELP vigil_worker_events_per_wait Events reported per loop pass, on average.
+# TYPE vigil_worker_events_per_wait gauge
+vigil_worker_events_per_wait{worker="0",pid="P"} N
+# HELP vigil_worker_empty_waits_total Waits that returned no event.
+# TYPE vigil_worker_empty_waits_total counter
+vigil_worker_empty_waits_total{worker="0",pid="P"} N
+# HELP vigil_worker_timers_expired_total Timers that expired.
+# TYPE vigil_worker_timers_expired_total counter
+vigil_worker_timers_expired_total{worker="0",pid="P"} N
+# HELP vigil_worker_posted_events_total Posted events run.
+# TYPE vigil_worker_posted_events_total counter
+vigil_worker_posted_events_total{worker="0",pid="P"} N
+# HELP vigil_worker_accepted_total Connections this worker accepted.
+# TYPE vigil_worker_accepted_total counter
+vigil_worker_accepted_total{worker="0",pid="P"} N
+# HELP vigil_worker_accept_mutex_acquired_total Times the accept mutex was taken.
+# TYPE vigil_worker_accept_mutex_acquired_total counter
+vigil_worker_accept_mutex_acquired_total{worker="0",pid="P"} N
+# HELP vigil_worker_connections_used Connection slots in use.
+# TYPE vigil_worker_connections_used gauge
+vigil_worker_connections_used{worker="0",pid="P"} N
+# HELP vigil_worker_connections_max worker_connections.
+# TYPE vigil_worker_connections_max gauge
+vigil_worker_connections_max{worker="0",pid="P"} N
+# HELP vigil_worker_uring_sqes_submitted_total io_uring requests submitted (zero on other backends).
+# TYPE vigil_worker_uring_sqes_submitted_total counter
+vigil_worker_uring_sqes_submitted_total{worker="0",pid="P"} N
+# HELP vigil_worker_uring_cqes_reaped_total io_uring completions reaped.
+# TYPE vigil_worker_uring_cqes_reaped_total counter
+vigil_worker_uring_cqes_reaped_total{worker="0",pid="P"} N
+# HELP vigil_worker_uring_enters_total io_uring_enter calls.
+# TYPE vigil_worker_uring_enters_total counter
+vigil_worker_uring_enters_total{worker="0",pid="P"} N
+# HELP vigil_worker_uring_enters_per_pass io_uring_enter calls per loop pass, on average.
+# TYPE vigil_worker_uring_enters_per_pass gauge
+vigil_worker_uring_enters_per_pass{worker="0",pid="P"} N
+# HELP vigil_worker_uring_buffer_ring_misses_total Receives that found the provided buffer ring empty.
+# TYPE vigil_worker_uring_buffer_ring_misses_total counter
+vigil_worker_uring_buffer_ring_misses_total{worker="0",pid="P"} N
+# HELP vigil_worker_uring_file_sends_total File ranges sent through the ring (READ+SEND or SPLICE pairs).
+# TYPE vigil_worker_uring_file_sends_total counter
+vigil_worker_uring_file_sends_total{worker="0",pid="P"} N
+# HELP vigil_worker_uring_file_fallbacks_total File ranges a ring connection sent with sendfile() (no file send free).
+# TYPE vigil_worker_uring_file_fallbacks_total counter
+vigil_worker_uring_file_fallbacks_total{worker="0",pid="P"} N
+)layout";
+
 struct StubStatus {
   long active = -1, accepts = -1, handled = -1, requests = -1, reading = -1, writing = -1,
        waiting = -1;
@@ -181,6 +288,26 @@ TEST_F(HttpStatus, MetricsIsPrometheusTextWithWorkerLoopFigures) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r2.body, m, std::regex("vigil_http_requests_total (\\d+)")));
   EXPECT_GE(std::stod(m[1]), values["vigil_http_requests_total"] + 6);
+}
+
+// The layout of /metrics, figure by figure: every name, HELP and TYPE line in
+// its place, whichever layer counts the figure (values and pids aside).
+TEST_F(HttpStatus, MetricsLayoutIsStable) {
+  ASSERT_TRUE(start()) << server_.output();
+  Response r = test::get(port_, test::simple_get("/metrics"));
+  ASSERT_EQ(r.status, 200);
+  static const std::regex value(" [0-9.]+$");
+  static const std::regex pid("pid=\"\\d+\"");
+  std::istringstream in(r.body);
+  std::string line, layout;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("#")) {
+      line = std::regex_replace(line, value, " N");
+      line = std::regex_replace(line, pid, "pid=\"P\"");
+    }
+    layout += line + "\n";
+  }
+  EXPECT_EQ(layout, kMetricsLayout);
 }
 
 TEST_F(HttpStatus, AccessLogIsCombinedAndFlushedWithinASecond) {

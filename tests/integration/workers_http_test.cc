@@ -54,6 +54,13 @@ long accepted_by(const std::string& metrics, pid_t pid) {
   return std::stol(m[1]);
 }
 
+// A total of /metrics (one sample, no labels), or -1.
+long total_of(const std::string& metrics, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(metrics, m, std::regex("\n" + name + " (\\d+)\n"))) return -1;
+  return std::stol(m[1]);
+}
+
 // One HTTP/1.0 request on a fresh connection: the whole response, "" on failure.
 std::string http_get(int port, const std::string& path) {
   int fd = test::send_request(port, "GET " + path + " HTTP/1.0\r\nHost: t\r\n\r\n");
@@ -165,7 +172,8 @@ TEST(WorkersHttp, ReloadUnderLoadLosesNoRequest) {
 // Two workers on one shared socket (io_uring: each has a multishot accept on
 // it, and the kernel wakes only the first; the backend moves a busy one to
 // the back every 16 connections) and on reuseport sockets: both take a fair
-// part of one client's connections, and none is lost or left waiting.
+// part of one client's connections, and none is lost or left waiting. The
+// totals are every worker's: each layer's block is in the shared zone.
 TEST(WorkersHttp, TwoWorkersShareTheConnections) {
   for (const std::string options : {"", " reuseport"}) {
     Harness h;
@@ -190,6 +198,8 @@ TEST(WorkersHttp, TwoWorkersShareTheConnections) {
       shares += " " + std::to_string(n);
     }
     EXPECT_EQ(total, kConnections + 1) << metrics;
+    EXPECT_EQ(total_of(metrics, "vigil_connections_accepted_total"), kConnections + 1) << metrics;
+    EXPECT_EQ(total_of(metrics, "vigil_http_requests_total"), kConnections + 1) << metrics;
     for (pid_t pid : workers) {
       EXPECT_GE(accepted_by(metrics, pid), kConnections / 10)
           << "listen" << options << ", per worker:" << shares;

@@ -42,9 +42,9 @@
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
 #include "event/event_conf.h"
+#include "http/core/counters.h"
 #include "server/modules.h"
 #include "server/runtime.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 #include "vigil/event/listening.h"
@@ -124,9 +124,9 @@ std::string pid_body() {
 
 std::string metrics_body() {
   std::string out;
-  SharedCounters* sc = shared_counters();
+  const WorkerSlot* slots = worker_slots();
   for (std::size_t i = 0; i < kMaxWorkers; ++i) {
-    const WorkerSlot& s = sc->workers[i];
+    const WorkerSlot& s = slots[i];
     pid_t pid = s.pid.load();
     if (pid == 0) continue;
     out += "slot " + std::to_string(i) + " pid " + std::to_string(pid) + " accepted " +
@@ -135,7 +135,7 @@ std::string metrics_body() {
            std::to_string(s.connections_max.load()) + " iterations " +
            std::to_string(s.iterations.load()) + "\n";
   }
-  out += "requests " + std::to_string(sc->requests.get()) + "\n";
+  out += "requests " + std::to_string(http::http_counters()->requests.get()) + "\n";
   return out;
 }
 
@@ -194,7 +194,7 @@ void on_read(Event& rev) {
     if (c.reusable) {
       c.loop->pool().reusable(c, false);
       ++c.requests;
-      shared_counters()->requests.add();
+      http::http_counters()->requests.add();
     }
     if (head_complete(r)) return handle(c, r);
   }

@@ -21,13 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "vigil/core/counters.h"
 #include "vigil/core/process_mutex.h"
 #include "vigil/core/result.h"
-#include "vigil/core/stats.h"
 #include "vigil/event/backend.h"
 #include "vigil/event/pool.h"
 #include "vigil/event/posted.h"
+#include "vigil/event/stats.h"
 #include "vigil/event/timer.h"
 
 namespace vigil {
@@ -44,14 +43,6 @@ struct EventLoopConfig {
   bool multi_accept = false;
   Msec accept_mutex_delay = 500;
   Msec timer_resolution = 0;  // 0: refresh the time after every wait
-};
-
-// Figures for /metrics and the tests: the LOOP entries of VIGIL_WORKER_STATS
-// (vigil/core/stats.h), where each is described. A new one is a line there.
-struct LoopStats {
-#define VIGIL_LOOP_FIELD(member, ...) std::uint64_t member = 0;
-  VIGIL_WORKER_STATS(VIGIL_LOOP_FIELD, VIGIL_STATS_SKIP, VIGIL_STATS_SKIP)
-#undef VIGIL_LOOP_FIELD
 };
 
 class EventLoop {

@@ -51,7 +51,7 @@ class ConnectionPool {
   std::size_t size() const { return n_; }
   std::size_t free_count() const { return free_n_; }
   std::size_t reusable_count() const { return reusable_n_; }
-  // The pool's figures in /metrics (VIGIL_WORKER_STATS's POOL entries).
+  // The pool's figures in /metrics (VIGIL_LOOP_STATS's POOL entries, vigil/event/stats.h).
   std::uint64_t connections_used() const { return n_ - free_n_; }
   std::uint64_t connections_max() const { return n_; }
   Connection* connections() { return connections_.get(); }

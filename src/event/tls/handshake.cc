@@ -13,9 +13,9 @@
 
 #include "event/tls/buffers.h"
 #include "event/tls/context.h"
+#include "event/tls/counters.h"
 #include "event/tls/socket_bio.h"
 #include "event/tls/tls.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -84,10 +84,10 @@ void finish(Connection& c, TlsHandshake result) {
   loop.del_timer(*c.read);
   loop.del_timer(*c.write);
   TlsHandshakeDone done = t.done;
-  SharedCounters* counters = shared_counters();
+  TlsCounters* counters = tls_counters();
   if (result == TlsHandshake::kOk) {
-    counters->tls_handshakes.add();
-    if (SSL_session_reused(t.ssl) == 1) counters->tls_sessions_reused.add();
+    counters->handshakes.add();
+    if (SSL_session_reused(t.ssl) == 1) counters->sessions_reused.add();
     t.handshaked = 1;
     // tls_recv and tls_send do not clear the error queue before each call
     // (tls_io.cc): whatever a successful handshake left there (a ticket that
@@ -101,7 +101,7 @@ void finish(Connection& c, TlsHandshake result) {
     // the last read and OpenSSL holds nothing (that read would meet EAGAIN).
     c.read->ready = t.drained && !c.read->pending_eof && SSL_has_pending(t.ssl) == 0 ? 0 : 1;
   } else if (result == TlsHandshake::kFailed) {
-    counters->tls_handshakes_failed.add();
+    counters->handshakes_failed.add();
   } else if (result == TlsHandshake::kPlain) {
     SSL_free(t.ssl);
     t.ssl = nullptr;

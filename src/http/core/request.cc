@@ -11,13 +11,13 @@
 #include "http/access/access.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
+#include "http/core/counters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
 #include "http/proxy/proxy.h"
 #include "http/rewrite/return.h"
 #include "http/static/try_files.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -313,7 +313,7 @@ void process_request(Request& r) {
   Connection& c = *r.c;
   EventLoop& loop = *c.loop;
 
-  SharedCounters* counters = shared_counters();
+  HttpCounters* counters = http_counters();
   counters->reading.add(-1);
   counters->writing.add();
   r.stat_reading = false;

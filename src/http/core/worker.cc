@@ -5,9 +5,9 @@
 #include <new>
 
 #include "http/core/request.h"
-#include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
+#include "vigil/event/stats.h"
 
 namespace vigil::http {
 namespace {
@@ -137,7 +137,7 @@ void HttpWorker::put_request(Request* r) {
 
 void HttpWorker::publish_stats() {
   if (index_ < 0 || static_cast<std::size_t>(index_) >= kMaxWorkers) return;
-  WorkerSlot& slot = shared_counters()->workers[index_];
+  WorkerSlot& slot = worker_slots()[index_];
   const pid_t pid = ::getpid();
   const pid_t owner = slot.pid.load(std::memory_order_acquire);
   if (owner != 0 && owner != pid) return;  // the process model publishes this slot

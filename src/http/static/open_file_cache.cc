@@ -10,8 +10,8 @@
 #include <new>
 
 #include "core/fault.h"
+#include "http/core/counters.h"
 #include "http/static/disable_symlinks.h"
-#include "vigil/core/counters.h"
 #include "vigil/event/loop.h"
 
 namespace vigil::http {
@@ -216,7 +216,7 @@ void OpenFileCache::open(std::string_view name, const OpenFileParams& p, Msec no
   const DisableSymlinks rules = p.loc != nullptr ? p.loc->disable_symlinks : DisableSymlinks::kOff;
   const std::string_view from =
       p.loc != nullptr ? std::string_view(p.loc->disable_symlinks_from) : std::string_view();
-  SharedCounters& counters = *shared_counters();
+  OpenFileCacheCounters& counters = *open_file_cache_counters();
 
   CachedFile* e = find(name, hash);
   if (e != nullptr) {
@@ -228,13 +228,13 @@ void OpenFileCache::open(std::string_view name, const OpenFileParams& p, Msec no
     const bool usable = e->fd != -1 || e->info.is_dir || (e->info.err != 0 && p.errors);
     if (current && usable) {
       ++hits_;
-      counters.open_file_cache_hits.add();
+      counters.hits.add();
       hand_out(*e, info, ref);
       return;
     }
   }
   ++misses_;
-  counters.open_file_cache_misses.add();
+  counters.misses.add();
   int fd = -1;
   open_and_stat(name.data(), p.loc, info, fd);
 

@@ -1,11 +1,14 @@
 // stub_status (nginx's ngx_http_stub_status_module, same text to the byte)
-// and metrics: the same totals plus every worker's event-loop figures, in the
-// Prometheus text exposition format (version 0.0.4).
+// and metrics, in the Prometheus text exposition format (version 0.0.4):
+// every layer's totals (each a CounterBlock, in the order the server lists
+// them: this module knows none but its own), every worker's event-loop
+// figures (vigil/event/stats.h), then the upstream servers'.
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
 
+#include "http/core/counters.h"
 #include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
@@ -13,6 +16,7 @@
 #include "http/core/worker.h"
 #include "upstream/upstream.h"
 #include "vigil/core/counters.h"
+#include "vigil/event/stats.h"
 
 namespace vigil::http {
 namespace {
@@ -67,7 +71,8 @@ bool take_buffer(Request& r, std::size_t size) {
   return r.obuf != nullptr;
 }
 
-// The DERIVED figures of VIGIL_WORKER_STATS, each named by its entry.
+// The DERIVED figures of VIGIL_WORKER_STATS (vigil/event/stats.h), each
+// named by its entry.
 double events_per_wait(const WorkerSlot& w) {
   const double it = static_cast<double>(get(w.iterations));
   return it > 0 ? static_cast<double>(get(w.events)) / it : 0.0;
@@ -91,13 +96,14 @@ int stub_status_handler(Request& r) {
   if (r.line.method != Method::kGet && r.line.method != Method::kHead) return 405;
   if (!take_buffer(r, 512)) return 500;
   const SharedCounters& s = *shared_counters();
+  const HttpCounters& h = *http_counters();
   TextBuf t(r.obuf, r.obuf_size);
   // nginx's exact layout, trailing spaces included.
   t.printf(
       "Active connections: %llu \nserver accepts handled requests\n %llu %llu %llu \n"
       "Reading: %llu Writing: %llu Waiting: %llu \n",
-      get(s.active), get(s.accepted), get(s.handled), get(s.requests), get(s.reading),
-      get(s.writing), get(s.waiting));
+      get(s.active), get(s.accepted), get(s.handled), get(h.requests), get(h.reading),
+      get(h.writing), get(h.waiting));
   return send_generated(r, t.size(), "text/plain");
 }
 
@@ -107,19 +113,21 @@ int metrics_handler(Request& r) {
   HttpWorker& w = *r.hc->worker;
   w.publish_stats();  // this worker's figures are fresh; the others publish their own
 
-  const SharedCounters& s = *shared_counters();
+  const WorkerSlot* slots = worker_slots();
   std::size_t workers = 0;
-  for (const auto& slot : s.workers) {
-    if (slot.pid.load(std::memory_order_acquire) != 0) ++workers;
+  for (std::size_t i = 0; i < kMaxWorkers; ++i) {
+    if (slots[i].pid.load(std::memory_order_acquire) != 0) ++workers;
   }
   const ConfScope* root = w.servers().main_scope;
   const std::size_t upstreams = root != nullptr ? upstream::metrics_bytes_max(*root) : 0;
   if (!take_buffer(r, 8192 + 2048 * workers + upstreams)) return 500;
   TextBuf t(r.obuf, r.obuf_size);
 
-#define VIGIL_METRIC_TOTAL(member, name, type, help) metric(t, name, type, help, get(s.member));
-  VIGIL_SHARED_TOTALS(VIGIL_METRIC_TOTAL)
-#undef VIGIL_METRIC_TOTAL
+  for (const CounterBlock* block : counter_blocks()) {
+    for (const CounterFigure& f : block->figures()) {
+      metric(t, f.metric, f.type, f.help, static_cast<unsigned long long>(block->value(f)));
+    }
+  }
 
   // Per worker: a HELP/TYPE header, then one sample per worker slot in use.
   struct PerWorker {
@@ -140,7 +148,7 @@ int metrics_handler(Request& r) {
   for (const PerWorker& m : kPer) {
     t.printf("# HELP %s %s\n# TYPE %s %s\n", m.name, m.help, m.name, m.type);
     for (std::size_t i = 0; i < kMaxWorkers; ++i) {
-      const WorkerSlot& slot = s.workers[i];
+      const WorkerSlot& slot = slots[i];
       const pid_t pid = slot.pid.load(std::memory_order_acquire);
       if (pid == 0) continue;
       t.printf("%s{worker=\"%zu\",pid=\"%d\"} ", m.name, i, static_cast<int>(pid));

@@ -12,14 +12,14 @@
 #include <new>
 #include <type_traits>
 
-#include "http/access/limit_conn.h"
-#include "http/upstream/upstream.h"
-#include "http/core/request.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
+#include "http/access/limit_conn.h"
+#include "http/core/counters.h"
+#include "http/core/request.h"
 #include "http/core/worker.h"
 #include "http/static/open_file_cache.h"
-#include "vigil/core/counters.h"
+#include "http/upstream/upstream.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -39,7 +39,7 @@ HttpConnection& http_of(Connection& c) {
 void set_reusable(HttpConnection& hc, bool on) {
   hc.c->loop->pool().reusable(*hc.c, on);
   if (on != hc.waiting) {
-    shared_counters()->waiting.add(on ? 1 : -1);
+    http_counters()->waiting.add(on ? 1 : -1);
     hc.waiting = on;
   }
 }
@@ -68,7 +68,7 @@ void free_request(Request& r) {
   r.fields_big = false;
   r.uri_mem = nullptr;
   r.big_header = r.obuf = nullptr;
-  SharedCounters* counters = shared_counters();
+  HttpCounters* counters = http_counters();
   if (r.stat_reading) counters->reading.add(-1);
   if (r.stat_writing) counters->writing.add(-1);
   r.stat_reading = r.stat_writing = false;
@@ -108,7 +108,7 @@ void start_request(HttpConnection& hc) {
   hc.request = r;
   ++c.requests;
 
-  SharedCounters* counters = shared_counters();
+  HttpCounters* counters = http_counters();
   counters->requests.add();
   counters->reading.add();
   r->stat_reading = true;
@@ -401,7 +401,7 @@ void close_connection(HttpConnection& hc) {
   if (hc.request != nullptr) free_request(*hc.request);
   release_buffer(hc);
   if (hc.waiting) {
-    shared_counters()->waiting.add(-1);
+    http_counters()->waiting.add(-1);
     hc.waiting = false;
   }
   c.loop->pool().close_connection(c);

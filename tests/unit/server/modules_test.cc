@@ -5,12 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/core_module.h"
 #include "event/event_conf.h"
 #include "http/core/conf.h"
 #include "stream/stream_conf.h"
+#include "vigil/core/counters.h"
+#include "vigil/event/stats.h"
 
 namespace vigil {
 namespace {
@@ -84,6 +89,40 @@ TEST(ServerModules, LoadOptionsCarryTheEmbeddedConfiguration) {
   ConfLoadOptions bare;
   EXPECT_TRUE(bare.embedded_text.empty());
   EXPECT_EQ(bare.modules, nullptr);
+}
+
+// Every layer's totals, then the event layer's per-worker figures: each
+// name once, as Prometheus would have it, and every counter of a block shown.
+TEST(ServerModules, CounterBlocksShowEveryCounterUnderAUniqueName) {
+  struct Figure {
+    std::string name, type, help;
+  };
+  std::vector<Figure> all;
+  for (const CounterBlock* block : server_counter_blocks()) {
+    EXPECT_EQ(block->figures().size() * sizeof(SharedCounter), block->size())
+        << "a counter /metrics does not show, in the block of " << block->figures()[0].metric;
+    std::set<std::size_t> offsets;
+    for (const CounterFigure& f : block->figures()) {
+      all.push_back({f.metric, f.type, f.help});
+      EXPECT_TRUE(offsets.insert(f.offset).second) << "two figures on one counter: " << f.metric;
+      EXPECT_EQ(f.offset % sizeof(SharedCounter), 0u) << f.metric;
+      EXPECT_LT(f.offset, block->size()) << f.metric;
+    }
+  }
+  EXPECT_EQ(server_counter_blocks()[0], &shared_counter_block()) << "connections first";
+#define COLLECT(member, name, type, help) all.push_back({name, type, help});
+  VIGIL_WORKER_STATS(COLLECT, COLLECT, COLLECT)
+#undef COLLECT
+  std::set<std::string> names;
+  const std::regex valid("vigil_[a-z_]+");
+  for (const Figure& f : all) {
+    EXPECT_TRUE(std::regex_match(f.name, valid)) << f.name;
+    EXPECT_TRUE(names.insert(f.name).second) << "twice: " << f.name;
+    EXPECT_TRUE(f.type == "counter" || f.type == "gauge") << f.name;
+    EXPECT_EQ(f.type == "counter", f.name.ends_with("_total")) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+  }
+  EXPECT_GE(all.size(), 34u) << "17 totals and 17 per-worker figures at least";
 }
 
 }  // namespace
