@@ -270,8 +270,8 @@ def scenario(name, port, args):
     elif name == "imap_ssl_cert":
         # args: the client's certificate and key files.
         imap_login(port, "ssl", args)
-    elif name == "imap_ssl_refused":
-        # args: the greeting expected instead of "* OK", [certificate, key].
+    elif name == "ssl_refused":
+        # args: the one line expected instead of the greeting, [certificate, key].
         ctx = tls_context()
         if len(args) > 1:
             ctx.load_cert_chain(args[1], args[2])

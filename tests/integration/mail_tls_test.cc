@@ -105,7 +105,11 @@ TEST_F(MailTls, ClientCertificateHeadersToAuthHttp) {
                     "  ssl_verify_client on;\n }\n"
                     " server {\n  listen 127.0.0.1:0;\n  protocol imap;\n  starttls on;\n"
                     "  ssl_verify_client optional;\n  auth_http_pass_client_cert off;\n }\n"
-                    " server {\n  listen 127.0.0.1:0 ssl;\n  protocol imap;\n }\n"))
+                    " server {\n  listen 127.0.0.1:0 ssl;\n  protocol imap;\n }\n"
+                    " server {\n  listen 127.0.0.1:0 ssl;\n  protocol pop3;\n"
+                    "  ssl_verify_client on;\n }\n"
+                    " server {\n  listen 127.0.0.1:0 ssl;\n  protocol smtp;\n"
+                    "  ssl_verify_client optional;\n }\n"))
       << server_.output();
   const std::string crt = conf + "/client.crt", key = conf + "/client.key";
   // The serial as OpenSSL prints it (hex), the SHA-1 fingerprint in lower
@@ -125,9 +129,14 @@ TEST_F(MailTls, ClientCertificateHeadersToAuthHttp) {
   EXPECT_TRUE(peers_saw("AUTH-SSL on protocol=TLSv1.3 cipher=TLS_")) << peers_output();
   EXPECT_TRUE(peers_saw(facts + " cert=" + fp)) << peers_output();
   // None, or one of another CA: the protocol's error instead of the greeting.
-  expect_client("imap_ssl_refused", server_.port(0), {"* BYE No required SSL certificate"});
-  expect_client("imap_ssl_refused", server_.port(0),
+  expect_client("ssl_refused", server_.port(0), {"* BYE No required SSL certificate"});
+  expect_client("ssl_refused", server_.port(0),
                 {"* BYE SSL certificate error", conf + "/stranger.crt", conf + "/stranger.key"});
+  // POP3's and SMTP's words for the same (optional: none is fine, a bad one is not).
+  expect_client("ssl_refused", server_.port(3), {"-ERR No required SSL certificate"});
+  expect_client(
+      "ssl_refused", server_.port(4),
+      {"421 4.7.1 SSL certificate error", conf + "/stranger.crt", conf + "/stranger.key"});
   EXPECT_TRUE(server_.wait_output("client sent no required SSL certificate", 5000));
   EXPECT_TRUE(server_.wait_output("client SSL certificate verify error", 5000));
 
