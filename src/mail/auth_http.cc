@@ -5,6 +5,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include <string>
 
 #include "codec/response_parser.h"
+#include "event/tls/tls.h"
 #include "mail/counters.h"
 #include "mail/session_internal.h"
 #include "vigil/core/log.h"
@@ -57,6 +63,65 @@ std::string unescape(std::string_view v) {
   return out;
 }
 
+namespace {
+
+// What an OpenSSL printer wrote into a memory BIO (nginx's ngx_ssl_get_*
+// print the same way); "" when it failed.
+template <class Print>
+std::string bio_text(Print&& print) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  if (bio == nullptr || !print(bio.get())) return {};
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(bio.get(), &data);
+  return len > 0 ? std::string(data, static_cast<std::size_t>(len)) : std::string();
+}
+
+// The client certificate's Auth-SSL-* lines, when the server asked for one
+// (ssl_verify_client), as nginx's ngx_mail_auth_http_create_request: the
+// verification result always, the certificate's facts when one was sent.
+void client_cert_headers(const Session& s, std::string& r) {
+  SSL* ssl = s.c->ssl->ssl;
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr) {
+    r += "Auth-SSL-Verify: NONE\r\n";
+    return;
+  }
+  const long rc = SSL_get_verify_result(ssl);
+  r += "Auth-SSL-Verify: ";
+  r += rc == X509_V_OK ? std::string("SUCCESS")
+                       : std::string("FAILED:") + X509_verify_cert_error_string(rc);
+  r += "\r\n";
+  // RFC 2253 names ("CN=b,O=a"), as nginx's $ssl_client_s_dn.
+  const auto name = [&](X509_NAME* n) {
+    return bio_text([n](BIO* b) { return X509_NAME_print_ex(b, n, 0, XN_FLAG_RFC2253) >= 0; });
+  };
+  const auto line = [&r](const char* field, const std::string& value) {
+    if (!value.empty()) r += std::string(field) + ": " + value + "\r\n";
+  };
+  line("Auth-SSL-Subject", name(X509_get_subject_name(cert)));
+  line("Auth-SSL-Issuer", name(X509_get_issuer_name(cert)));
+  line("Auth-SSL-Serial",
+       bio_text([cert](BIO* b) { return i2a_ASN1_INTEGER(b, X509_get0_serialNumber(cert)) > 0; }));
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (X509_digest(cert, EVP_sha1(), md, &mdlen) == 1) {
+    std::string hex;
+    for (unsigned int i = 0; i < mdlen; ++i) {
+      char buf[3];
+      std::snprintf(buf, sizeof buf, "%02x", md[i]);
+      hex += buf;
+    }
+    line("Auth-SSL-Fingerprint", hex);
+  }
+  if (s.conf->auth_http_pass_client_cert) {
+    // The PEM, its newlines and spaces %-escaped onto one line.
+    line("Auth-SSL-Cert",
+         escape(bio_text([cert](BIO* b) { return PEM_write_bio_X509(b, cert) == 1; })));
+  }
+}
+
+}  // namespace
+
 void build_auth_request(Session& s) {
   const MailSrvConf& cf = *s.conf;
   std::string& r = s.auth_req;
@@ -78,7 +143,14 @@ void build_auth_request(Session& s) {
     r += "Auth-SMTP-From: " + s.smtp_from + "\r\n";
     r += "Auth-SMTP-To: " + s.smtp_to + "\r\n";
   }
-  if (s.tls) r += "Auth-SSL: on\r\n";
+  if (s.tls && s.c->ssl != nullptr && s.c->ssl->ssl != nullptr) {
+    r += "Auth-SSL: on\r\n";
+    if (std::string_view v = tls_protocol(*s.c); !v.empty())
+      r += "Auth-SSL-Protocol: " + std::string(v) + "\r\n";
+    if (std::string_view v = tls_cipher(*s.c); !v.empty())
+      r += "Auth-SSL-Cipher: " + std::string(v) + "\r\n";
+    if (cf.ssl.verify != TlsVerify::kOff) client_cert_headers(s, r);
+  }
   for (const auto& [name, value] : cf.auth_http_headers) r += name + ": " + value + "\r\n";
   r += "\r\n";
 }

@@ -237,17 +237,7 @@ Module* make_mail_module() {
          srv.msec(&MailSrvConf::auth_http_timeout, 60000));
   m->add("auth_http_header", kAny, Arity::exactly(2), srv.custom(set_header)).multiple = true;
   m->add("auth_http_pass_client_cert", kAny, Arity::on_off(),
-         srv.custom([](const DirectiveCall& call, MailSrvConf& s) {
-           // The certificate headers are not sent yet: "on" must not pass silently.
-           if (iequals(call.arg(0), "off")) {
-             s.auth_http_pass_client_cert = false;
-             return Status::ok();
-           }
-           if (iequals(call.arg(0), "on")) {
-             return call.error("\"auth_http_pass_client_cert on\" is not supported");
-           }
-           return call.invalid_value(0, ", it must be \"on\" or \"off\"");
-         }));
+         srv.flag(&MailSrvConf::auth_http_pass_client_cert, false));
   m->add("mail_limit_conn", kAny, Arity::exactly(1),
          srv.number<unsigned>(&MailSrvConf::limit_conn, 0));
   m->add("starttls", kAny, Arity::exactly(1),

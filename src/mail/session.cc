@@ -666,10 +666,40 @@ void client_handler(Event& ev) {
 
 // ---- STARTTLS / ssl ---------------------------------------------------------
 
+// ssl_verify_client after a handshake (nginx's ngx_mail_verify_cert): a
+// certificate that failed verification, or none with "on", gets the
+// protocol's error and the session is closed. False then.
+bool client_cert_ok(Session& s) {
+  const int st = tls_client_verify_status(*s.c);  // logs why
+  if (st == 0) return true;
+  // A session that failed must not be resumed to skip the check.
+  SSL* ssl = s.c->ssl->ssl;
+  SSL_CTX_remove_session(SSL_get_SSL_CTX(ssl), SSL_get0_session(ssl));
+  const bool none = st == 496;
+  switch (s.proto) {
+    case Protocol::kImap:
+      reply(s, none ? "* BYE No required SSL certificate\r\n" : "* BYE SSL certificate error\r\n");
+      break;
+    case Protocol::kPop3:
+      reply(s, none ? "-ERR No required SSL certificate\r\n" : "-ERR SSL certificate error\r\n");
+      break;
+    default:
+      reply(s, none ? "421 4.7.1 No required SSL certificate\r\n"
+                    : "421 4.7.1 SSL certificate error\r\n");
+      break;
+  }
+  s.c->read->handler = client_handler;
+  s.c->write->handler = client_handler;
+  s.quit = true;
+  flush(s);
+  return false;
+}
+
 void tls_done(Connection& c, TlsHandshake result) {
   Session& s = *static_cast<Session*>(c.data);
   guarded(s, [&] {
     if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
+    if (!client_cert_ok(s)) return;
     c.read->handler = client_handler;
     c.write->handler = client_handler;
     // After STARTTLS: forget everything said in plain text (RFC 3207 §4.2).
@@ -731,6 +761,7 @@ void ssl_listen_done(Connection& c, TlsHandshake result) {
   guarded(s, [&] {
     if (result != TlsHandshake::kOk) return finalize(s, "SSL handshake failed");
     s.tls = true;
+    if (!client_cert_ok(s)) return;
     start_session(s);
   });
 }

@@ -170,8 +170,8 @@ TEST_F(MailImap, ConfigurationErrors) {
       {"auth_http 127.0.0.1:1; server { protocol pop3; }", "no \"listen\" is defined for server"},
       {"auth_http 127.0.0.1:1; server { listen 127.0.0.1:1; protocol imap; imap_auth none; }",
        "invalid value \"none\""},
-      {"auth_http 127.0.0.1:1; auth_http_pass_client_cert on; server { listen 127.0.0.1:1; }",
-       "\"auth_http_pass_client_cert on\" is not supported"},
+      {"auth_http 127.0.0.1:1; auth_http_pass_client_cert yes; server { listen 127.0.0.1:1; }",
+       "invalid value \"yes\""},
       {"auth_http https://127.0.0.1/a; server { listen 127.0.0.1:1; protocol imap; }",
        "https is not supported in \"auth_http\""},
   };

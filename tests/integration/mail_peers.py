@@ -54,6 +54,19 @@ class AuthHandler(BaseHTTPRequestHandler):
         emit("AUTH method=%s user=%s pass=%s proto=%s attempt=%s client=%s host=%s x=%s path=%s"
              % (method, user, password, proto, h.get("Auth-Login-Attempt"), h.get("Client-IP"),
                 h.get("Client-Host"), h.get("X-Test", "-"), self.path))
+        if h.get("Auth-SSL"):
+            # The client's TLS facts; a certificate passed whole
+            # (auth_http_pass_client_cert) must be the one fingerprinted.
+            pem = urllib.parse.unquote(h.get("Auth-SSL-Cert", ""))
+            cert_sha1 = hashlib.sha1(ssl.PEM_cert_to_DER_cert(pem)).hexdigest() if pem else "-"
+            emit("AUTH-SSL %s protocol=%s cipher=%s verify=%s subject=%s issuer=%s serial=%s "
+                 "fingerprint=%s cert=%s"
+                 % (h.get("Auth-SSL"), h.get("Auth-SSL-Protocol", "-"), h.get("Auth-SSL-Cipher", "-"),
+                    h.get("Auth-SSL-Verify", "-"), h.get("Auth-SSL-Subject", "-"),
+                    h.get("Auth-SSL-Issuer", "-"), h.get("Auth-SSL-Serial", "-"),
+                    h.get("Auth-SSL-Fingerprint", "-"), cert_sha1))
+            if pem and cert_sha1 != h.get("Auth-SSL-Fingerprint"):
+                user = "certificate mismatch"
         ok = False
         if method in ("plain", "login") and user == "alice" and password == "secret":
             ok = True
@@ -224,15 +237,18 @@ def tls_context():
     return ctx
 
 
-def imap_login(port, tls=None):
+def imap_login(port, tls=None, cert=None):
+    ctx = tls_context()
+    if cert:
+        ctx.load_cert_chain(cert[0], cert[1])
     if tls == "ssl":
-        m = imaplib.IMAP4_SSL("127.0.0.1", port, ssl_context=tls_context())
+        m = imaplib.IMAP4_SSL("127.0.0.1", port, ssl_context=ctx)
     else:
         m = imaplib.IMAP4("127.0.0.1", port)
     check("IMAP4REV1" in m.capabilities, "capabilities %r" % (m.capabilities,))
     if tls == "starttls":
         check("STARTTLS" in m.capabilities, "STARTTLS advertised")
-        typ, _ = m.starttls(ssl_context=tls_context())
+        typ, _ = m.starttls(ssl_context=ctx)
         check(typ == "OK", "starttls")
     typ, data = m.login("alice", "secret")
     check(typ == "OK", "login %r" % (data,))
@@ -250,7 +266,20 @@ def scenario(name, port, args):
     elif name == "imap_ssl":
         imap_login(port, "ssl")
     elif name == "imap_starttls":
-        imap_login(port, "starttls")
+        imap_login(port, "starttls", args if args else None)
+    elif name == "imap_ssl_cert":
+        # args: the client's certificate and key files.
+        imap_login(port, "ssl", args)
+    elif name == "ssl_refused":
+        # args: the one line expected instead of the greeting, [certificate, key].
+        ctx = tls_context()
+        if len(args) > 1:
+            ctx.load_cert_chain(args[1], args[2])
+        c = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+        f = c.makefile("rb")
+        line = f.readline()
+        check(line == args[0].encode() + b"\r\n", "greeting %r" % line)
+        check(f.readline() == b"", "closed")
     elif name == "imap_authenticate":
         # AUTHENTICATE PLAIN through imaplib's authenticate().
         m = imaplib.IMAP4("127.0.0.1", port)
