@@ -38,12 +38,23 @@ stop_server() {
   sleep 0.3
 }
 
+# The one proxy a script started (PROXY_PID), stopped and waited for.
+stop_proxy() {
+  kill "$PROXY_PID" 2>/dev/null || true
+  wait "$PROXY_PID" 2>/dev/null || true
+  PROXY_PID=
+  sleep 0.3
+}
+
+# CPU time (clock ticks, user + system) used so far by one process.
+pid_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # CPU time (clock ticks) used so far by the server processes and their children.
 server_ticks() {
   local total=0 p
   for p in "${SERVER_PIDS[@]}" $(for q in "${SERVER_PIDS[@]}"; do pgrep -P "$q" || true; done); do
     [[ -r /proc/$p/stat ]] || continue
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    total=$((total + $(pid_ticks "$p")))
   done
   echo "$total"
 }

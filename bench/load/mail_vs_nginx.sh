@@ -130,13 +130,6 @@ start_proxy() {
   PIDS+=($!)
   wait_port "$PORT"
 }
-stop_proxy() {
-  kill "$PROXY_PID" 2>/dev/null || true
-  wait "$PROXY_PID" 2>/dev/null || true
-  PROXY_PID=
-  sleep 0.3
-}
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 
 # run_load: "sessions/s cpu-us/session failed peers-cpu-%" for one run.
@@ -150,10 +143,10 @@ run_load() {
     strace -c -f -o "$STRACE.$PROXY_NAME" -p "$PROXY_PID" 2>/dev/null &
     perf_pid=$!
   fi
-  t0=$(ticks "$PROXY_PID") b0=$(ticks "$BACKEND_PID") a0=$(ticks "$AUTH_PID")
+  t0=$(pid_ticks "$PROXY_PID") b0=$(pid_ticks "$BACKEND_PID") a0=$(pid_ticks "$AUTH_PID")
   out=$("${PIN_PEERS[@]}" python3 "$LOAD" client "$PORT" "$CONC" "$DURATION")
   [[ -z $perf_pid ]] || { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
-  t1=$(ticks "$PROXY_PID") b1=$(ticks "$BACKEND_PID") a1=$(ticks "$AUTH_PID")
+  t1=$(pid_ticks "$PROXY_PID") b1=$(pid_ticks "$BACKEND_PID") a1=$(pid_ticks "$AUTH_PID")
   # "sessions N failed F seconds S cpu C"
   read -r _ n _ f _ secs _ ccpu <<<"$out"
   awk -v n="$n" -v f="$f" -v s="$secs" -v t=$((t1 - t0)) -v p=$((b1 - b0 + a1 - a0)) -v hz="$HZ" -v c="$ccpu" \

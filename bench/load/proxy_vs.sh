@@ -193,23 +193,14 @@ start_proxy() {  # name mode
   wait_port "$PORT"
 }
 
-stop_proxy() {
-  kill "$PROXY_PID" 2>/dev/null || true
-  wait "$PROXY_PID" 2>/dev/null || true
-  PROXY_PID=
-  sleep 0.3
-}
-
-proxy_ticks() { awk '{print $14 + $15}' "/proc/$PROXY_PID/stat"; }
-
 # run_wrk CONNS PATH [wrk args]: prints "req/s p99-ms cpu-us/req errors".
 run_wrk() {
   local conns=$1 path=$2
   shift 2
   local out t0 t1
-  t0=$(proxy_ticks)
+  t0=$(pid_ticks "$PROXY_PID")
   out=$("${PIN_WRK[@]}" wrk -t1 -c"$conns" -d"${DURATION}s" --latency "$@" "http://127.0.0.1:$PORT$path" 2>&1)
-  t1=$(proxy_ticks)
+  t1=$(pid_ticks "$PROXY_PID")
   local errors=0
   if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
     errors=1
