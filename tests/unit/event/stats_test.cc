@@ -4,8 +4,6 @@
 // (with every layer's totals: tests/unit/server/modules_test.cc).
 #include <gtest/gtest.h>
 
-#include <regex>
-#include <set>
 #include <string>
 
 #include "vigil/core/counters.h"
@@ -43,27 +41,6 @@ TEST(Stats, PublishCopiesEveryLoopAndPoolFigure) {
   EXPECT_EQ(slot.connections_max.load(), 37u);
   EXPECT_EQ(slot.pid.load(), 0) << "the pid is the caller's to set";
   loop.pool().free(*c);
-}
-
-TEST(Stats, MetricNamesAreUniqueAndFollowPrometheusConventions) {
-  struct Figure {
-    std::string name, type, help;
-  };
-  std::vector<Figure> all;
-#define COLLECT(member, name, type, help) all.push_back({name, type, help});
-  VIGIL_SHARED_TOTALS(COLLECT)
-  VIGIL_WORKER_STATS(COLLECT, COLLECT, COLLECT)
-#undef COLLECT
-  std::set<std::string> names;
-  const std::regex valid("vigil_[a-z_]+");
-  for (const Figure& f : all) {
-    EXPECT_TRUE(std::regex_match(f.name, valid)) << f.name;
-    EXPECT_TRUE(names.insert(f.name).second) << "twice: " << f.name;
-    EXPECT_TRUE(f.type == "counter" || f.type == "gauge") << f.name;
-    EXPECT_EQ(f.type == "counter", f.name.ends_with("_total")) << f.name;
-    EXPECT_FALSE(f.help.empty()) << f.name;
-  }
-  EXPECT_GE(all.size(), 20u) << "3 connection totals and 17 per-worker figures at least";
 }
 
 }  // namespace
