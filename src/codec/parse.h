@@ -93,6 +93,7 @@ struct HeaderField {
   std::string_view name;   // a token, case as received
   std::string_view value;  // leading and trailing OWS removed (RFC 9112 §5.1)
   HeaderId id = HeaderId::kOther;
+  bool omit = false;  // left out when a response head is written from a list of fields
 };
 
 class RequestParser {

@@ -11,6 +11,7 @@
 namespace vigil::http {
 
 struct AddHeaderList;
+struct HeaderField;  // codec/parse.h
 
 struct HeadersOut {
   int status = 200;
@@ -27,6 +28,20 @@ struct HeadersOut {
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;
+
+  // A relayed response (the upstream core): the backend's reason phrase
+  // (empty: the standard one), and its remaining fields, written as they are
+  // after the ones above, in order; a field marked `omit` is left out.
+  // The producer has taken out what the fields above say (Content-Length,
+  // Content-Type) and what must not pass (hop-by-hop, hidden fields). The
+  // views (and content_type's) are valid until the head is written: the
+  // backend's head buffer is reused for the body afterwards.
+  std::string_view reason;
+  const HeaderField* fields = nullptr;
+  std::uint32_t nfields = 0;
+  bool own_server = true;  // our Server: field (false: the backend's passes, proxy_pass_header)
+  bool own_date = true;    // our Date: field
+  bool upgrade = false;    // a 101 to a tunnel: "Connection: upgrade", no body, no keep-alive
 };
 
 }  // namespace vigil::http

@@ -1,8 +1,7 @@
 // The response from the backend (nginx's ngx_http_proxy_process_status_line,
 // _process_header, _input_filter_init and the chunked/length filters): the
 // head is parsed strictly with codec/response_parser; the body's end is
-// found per read, the chunked coding taken off for a client that cannot
-// have it. The core (upstream_relay.cc) reads, relays and decides.
+// found per read, and the chunked coding taken off. The core (upstream_relay.cc) reads, relays and decides.
 #include <cstdio>
 #include <cstring>
 
@@ -98,8 +97,9 @@ bool input_filter_init(Upstream& u) {
 }
 
 // Accounts for `n` new body bytes at p (the end of `b`): where the body
-// ends, and the chunked coding taken off for a client that cannot have it.
-// False on a malformed body.
+// ends, and the chunked coding taken off (the client's framing is chosen by
+// HTTP/1's head writer and made by the chunked body filter). False on a
+// malformed body.
 bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n) {
   auto& ps = static_cast<ProxyState&>(u);
   switch (ps.resp.body) {
@@ -122,12 +122,12 @@ bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n) {
       return true;
     case BodyKind::kChunked: {
       std::size_t pos = 0;
-      char* w = p;  // decode_chunked: the data is moved down to w
+      char* w = p;  // the data is moved down to w, the framing taken off
       while (pos < n) {
         std::size_t used = 0;
         std::string_view data;
         ChunkStatus st = ps.resp_chunked.parse(std::string_view(p + pos, n - pos), used, data);
-        if (st == ChunkStatus::kData && ps.decode_chunked) {
+        if (st == ChunkStatus::kData) {
           std::memmove(w, data.data(), data.size());
           w += data.size();
         }
@@ -141,7 +141,7 @@ bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n) {
         }
         return false;
       }
-      b.last = ps.decode_chunked ? w : p + pos;
+      b.last = w;
       return true;
     }
   }

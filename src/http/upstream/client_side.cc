@@ -8,10 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "codec/head_writer.h"
 #include "event/tls/tls.h"
 #include "http/core/worker.h"
-#include "http/filters/add_header.h"
+#include "http/core/filters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -266,156 +265,69 @@ void read_body_ahead(Upstream& u) {
   body_phase(u);
 }
 
-bool build_client_head(Upstream& u, bool upgrade) {
+int send_client_head(Upstream& u, bool upgrade) {
   Request& r = *u.r;
   const UpstreamConf& p = *u.conf;
-  const HttpLocConf& loc = *r.loc;
+  HeadersOut& h = r.headers_out;
+  h = HeadersOut{};
+  h.status = u.resp.status;
+  h.reason = u.resp.reason;
+  h.upgrade = upgrade;
+  // HEAD, 1xx, 204, 304: no body, and the length the backend gave is said.
+  const BodyKind body = u.resp.body;
+  r.header_only = body == BodyKind::kNone;
+  h.content_length =
+      body == BodyKind::kLength || body == BodyKind::kNone ? u.resp.content_length : -1;
+  for (const auto& name : p.pass_headers) {
+    if (name == "server") h.own_server = false;
+    if (name == "date") h.own_date = false;
+  }
+  // Which fields pass, decided over the whole list before any is marked
+  // (the Connection fields name others, and are hop-by-hop themselves).
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    HeaderField& f = u.fields[i];
+    f.omit = !(upgrade && f.id == HeaderId::kUpgrade) &&
+             (hop_by_hop(f.name) || hidden(p, f.name) ||
+              named_by_connection(u.fields, u.nfields, f.name));
+  }
   const std::string_view prefix = u.redirect_from;
-  const std::string_view replacement = u.redirect_to;
-
-  r.status = u.resp.status;  // before the lengths: add_header may use $status
-  std::size_t need = 256 + u.resp.reason.size() + replacement.size() +
-                     add_headers_length(r, r.loc->add_headers.get(), u.resp.status);
   for (std::uint32_t i = 0; i < u.nfields; ++i) {
-    need += u.fields[i].name.size() + u.fields[i].value.size() + 4;
-  }
-  char* mem = head_memory(r, need);
-  if (mem == nullptr) return false;
-  if ((u.resp.body == BodyKind::kClose && !u.encode_chunked) || upgrade ||
-      status_closes(u.resp.status)) {
-    r.keepalive = false;
-  } else {
-    r.keepalive = r.check.keep_alive && !r.lingering && !r.c->close && loc.keepalive_timeout > 0 &&
-                  r.c->requests < loc.keepalive_requests;
-  }
-
-  HeadWriter o{mem};
-  o.put("HTTP/1.1 ");
-  o.put_uint(static_cast<std::uint64_t>(u.resp.status));
-  *o.p++ = ' ';
-  o.put(u.resp.reason.empty() ? reason_phrase(u.resp.status) : u.resp.reason);
-  o.put("\r\n");
-  bool pass_server = false, pass_date = false;
-  for (const auto& h : p.pass_headers) {
-    pass_server = pass_server || h == "server";
-    pass_date = pass_date || h == "date";
-  }
-  if (!pass_server) o.put(server_field(loc));
-  if (!pass_date) {
-    o.put("Date: ");
-    o.put(clock::imf_fixdate());
-    o.put("\r\n");
-  }
-  for (std::uint32_t i = 0; i < u.nfields; ++i) {
-    const HeaderField& f = u.fields[i];
-    if (upgrade && f.id == HeaderId::kUpgrade) {
-      o.put("Upgrade: ");
-      o.put(f.value);
-      o.put("\r\n");
-      continue;
+    HeaderField& f = u.fields[i];
+    if (f.omit) continue;
+    switch (f.id) {
+      case HeaderId::kContentLength:  // the head writer says the length, or frames the body
+        f.omit = true;
+        continue;
+      case HeaderId::kContentType:
+        h.content_type = f.value;
+        f.omit = true;
+        continue;
+      default:
+        break;
     }
-    if (hop_by_hop(f.name) || hidden(p, f.name) || named_by_connection(u.fields, u.nfields, f.name))
-      continue;
-    o.put(f.name);
-    o.put(": ");
-    if (!prefix.empty() && iequals(f.name, "location") && f.value.starts_with(prefix)) {
-      o.put(replacement);
-      o.put(f.value.substr(prefix.size()));
-    } else {
-      o.put(f.value);
+    if (prefix.empty() || !iequals(f.name, "location") || !f.value.starts_with(prefix)) continue;
+    // proxy_redirect: the Location with the replacement for the prefix.
+    const std::string_view rest = f.value.substr(prefix.size());
+    const std::size_t n = u.redirect_to.size() + rest.size();
+    if (n > u.location_mem_size) {
+      BufferCache& cache = r.hc->worker->buffers();
+      if (u.location_mem != nullptr) cache.put(u.location_mem, u.location_mem_size);
+      u.location_mem_size = static_cast<std::uint32_t>((n + 4095) & ~std::size_t{4095});
+      u.location_mem = cache.get(u.location_mem_size);
+      if (u.location_mem == nullptr) {
+        u.location_mem_size = 0;
+        return 500;
+      }
     }
-    o.put("\r\n");
+    std::memcpy(u.location_mem, u.redirect_to.data(), u.redirect_to.size());
+    std::memcpy(u.location_mem + u.redirect_to.size(), rest.data(), rest.size());
+    h.location = std::string_view(u.location_mem, n);
+    h.location_as_is = true;
+    f.omit = true;
   }
-  o.p = write_add_headers(r, r.loc->add_headers.get(), u.resp.status, o.p);
-  if (u.client_chunked) o.put("Transfer-Encoding: chunked\r\n");
-  if (upgrade) {
-    o.put("Connection: upgrade\r\n");
-  } else if (r.keepalive) {
-    o.put("Connection: keep-alive\r\n");
-  } else {
-    o.put("Connection: close\r\n");
-  }
-  o.put("\r\n");
-  r.hbuf.last = o.p;
-  r.header_size = o.p - mem;
-  return true;
-}
-
-bool send_to_client(Upstream& u, bool& progress, std::size_t& moved) {
-  Request& r = *u.r;
-  Connection& c = *r.c;
-  // The head, then the ring from its oldest buffer, then the last chunk.
-  std::size_t k = 0;
-  if (!r.hbuf.empty()) u.ring_chain[k++].buf = &r.hbuf;
-  for (std::uint32_t i = u.ring_head;; i = (i + 1) % u.nring) {
-    if (!u.ring[i].empty()) u.ring_chain[k++].buf = &u.ring[i];
-    if (i == u.ring_tail) break;
-  }
-  if (!u.last_chunk_buf.empty()) u.ring_chain[k++].buf = &u.last_chunk_buf;
-  if (k == 0 || !c.write->ready || c.write->delayed) return true;
-  // limit_rate applies to a proxied response as to any other (the head and
-  // any chunked framing count, as the bytes on the wire).
-  const off_t allowed = rate_allowance(r);
-  if (allowed == 0) return true;  // delayed: the timer resumes the relay
-  for (std::size_t i = 0; i < k; ++i) {
-    u.ring_chain[i].next = i + 1 < k ? &u.ring_chain[i + 1] : nullptr;
-  }
-  const off_t before = c.sent;
-  Chain* rest = c.send_chain(c, &u.ring_chain[0], allowed > 0 ? allowed : 0);
-  if (rest == kChainError) return false;
-  if (c.sent != before) {
-    progress = true;
-    moved += static_cast<std::size_t>(c.sent - before);
-  }
-  // Sent buffers become free, oldest first.
-  while (u.ring_head != u.ring_tail && u.ring[u.ring_head].empty()) {
-    Buf& h = u.ring[u.ring_head];
-    h.pos = h.last = h.start;
-    u.ring_head = (u.ring_head + 1) % u.nring;
-  }
-  Buf& t = u.ring[u.ring_tail];
-  if (u.ring_head == u.ring_tail && t.empty()) t.pos = t.last = t.start;
-  return true;
-}
-
-bool wait_client(Upstream& u, bool all_sent) {
-  Request& r = *u.r;
-  Connection& c = *r.c;
-  EventLoop& loop = *c.loop;
-  if (c.write->delayed) {
-    // limit_rate: the delay's timer is set; the socket may be writable.
-  } else if (!all_sent) {
-    if (!c.write->ready) loop.add_timer(*c.write, r.loc->send_timeout);
-  } else {
-    loop.del_timer(*c.write);
-  }
-  return static_cast<bool>(loop.handle_write_event(*c.write));
-}
-
-void write_chunk_line(char* at, std::size_t n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 7; i >= 0; --i) {
-    at[i] = kHex[n & 0xf];
-    n >>= 4;
-  }
-  at[8] = '\r';
-  at[9] = '\n';
-}
-
-// The head before the bytes is no longer needed (the client's head is
-// built), so the chunk starts at b.start; a head is at least 16 bytes
-// ("HTTP/1.1 200" and two CRLFs), more than the chunk's framing needs.
-bool frame_first_chunk(Buf& b) {
-  const std::size_t n = static_cast<std::size_t>(b.last - b.pos);
-  if (n == 0) return true;
-  if (static_cast<std::size_t>(b.pos - b.start) < kChunkRoom) return false;
-  std::memmove(b.start + kChunkLine, b.pos, n);
-  write_chunk_line(b.start, n);
-  b.pos = b.start;
-  b.last = b.start + kChunkLine + n;
-  *b.last++ = '\r';
-  *b.last++ = '\n';
-  return true;
+  h.fields = u.fields;
+  h.nfields = u.nfields;
+  return send_header(r);
 }
 
 bool tunnel_client_start(Upstream& u) {

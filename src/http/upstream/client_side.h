@@ -28,23 +28,12 @@ void read_body_ahead(Upstream& u);
 int read_request_body(Upstream& u);
 
 // ---- the response ---------------------------------------------------------------------
-// The client's response head (status line, filtered fields) into r.hbuf;
-// `upgrade`: a 101 tunnel. False when out of memory.
-bool build_client_head(Upstream& u, bool upgrade);
-// Sends what is ready (r.hbuf, the ring from its oldest buffer, the last
-// chunk) to the client; sent buffers become free. Adds the bytes sent to
-// `moved`. False when the client connection failed.
-bool send_to_client(Upstream& u, bool& progress, std::size_t& moved);
-// After a relay pass: everything sent, or wait for the client to drain
-// (send_timeout). False when the client connection failed.
-bool wait_client(Upstream& u, bool all_sent);
-// encode_chunked (a close-delimited body to an HTTP/1.1 client): each read
-// becomes a chunk, kChunkLine bytes of size line before it, CRLF after it.
-inline constexpr std::size_t kChunkLine = 10;  // 8 hex digits, CRLF
-inline constexpr std::size_t kChunkRoom = kChunkLine + 2;
-void write_chunk_line(char* at, std::size_t n);
-// The body bytes that came with the head (b.pos..b.last) become one chunk.
-bool frame_first_chunk(Buf& b);
+// The client's response head: r.headers_out from the backend's status and
+// fields (hop-by-hop and hidden ones left out, proxy_redirect applied), then
+// send_header (the header filters, HTTP/1's head writer). The body goes
+// through output_filter (upstream_relay.cc). `upgrade`: a 101 tunnel. 0, or
+// the status send_header answered (500: out of memory).
+int send_client_head(Upstream& u, bool upgrade);
 
 // ---- the 101 tunnel's client half -----------------------------------------------------
 // Gets the client -> backend buffer (u.body) with the bytes the client sent

@@ -78,11 +78,12 @@ struct UpstreamProtocol {
   std::size_t (*body_output)(Upstream& u, Chain* out, std::size_t k);
   // Parses the response head in [b.pos, b.last), moving b.pos on.
   HeadResult (*process_header)(Upstream& u, Buf& b);
-  // The response is accepted for the client: how its body ends (u.resp_done,
-  // u.client_chunked...). False: the request ends with an error.
+  // The response is accepted for the client: how its body ends
+  // (u.resp_done...). False: the request ends with an error.
   bool (*input_filter_init)(Upstream& u);
-  // `n` new body bytes at p (the end of `b`): where the body ends, framing
-  // taken off. False on a malformed body.
+  // `n` new body bytes at p (the end of `b`): where the body ends, with the
+  // protocol's framing taken off (b.last moves back over it); the client's
+  // framing is the output filters'. False on a malformed body.
   bool (*input_filter)(Upstream& u, Buf& b, char* p, std::size_t n);
   // The request ends: give back what the protocol holds (before the state
   // memory goes back to the cache).
@@ -138,26 +139,26 @@ struct Upstream {
   bool upstream_eof = false;
   bool premature = false;  // the backend closed (or failed) before the body's end
   bool upstream_reusable = true;
-  bool decode_chunked = false;  // the client gets the body without the chunked coding
-  bool client_chunked = false;  // the client gets the body chunked (Transfer-Encoding: chunked)
-  // A body that ends at the backend's close, to an HTTP/1.1 client: each read
-  // becomes a chunk (room for its size line before it and CRLF after it), and
-  // the last chunk follows the close, so the client connection stays open.
-  bool encode_chunked = false;
-  char last_chunk[5] = {'0', '\r', '\n', '\r', '\n'};
-  Buf last_chunk_buf;
   // proxy_redirect default: a Location starting with redirect_from is sent
   // with redirect_to instead (the protocol sets them in input_filter_init).
   std::string_view redirect_from;
   std::string_view redirect_to;
+  char* location_mem = nullptr;  // the rewritten Location (a worker buffer)
+  std::uint32_t location_mem_size = 0;
 
-  // The ring of response buffers: data in [head_i .. tail_i] (cyclic).
+  // The ring of response buffers: data in [ring_head .. ring_tail] (cyclic).
+  // What was passed to the client's output filter chain is sealed, buffers
+  // [ring_head .. sealed_end], until the writer has sent it all: reads go to
+  // the buffers after it (one response buffer: none until it is sent).
   Buf ring[kMaxRing];
   std::uint32_t nring = 1;
   std::uint32_t ring_head = 0;
   std::uint32_t ring_tail = 0;
-  Chain ring_chain[kMaxRing + 2];  // the head, the ring, the last chunk
-  Chain* client_pending = nullptr;
+  std::uint32_t sealed_end = 0;
+  bool sealed = false;      // buffers are with the writer
+  bool last_passed = false;  // the end of the body went to the filters
+  Chain ring_chain[kMaxRing + 1];  // the sealed buffers, then the end mark
+  Buf end_mark;                    // an empty last buffer: the end with no data
 
   // The tunnel after a 101 (client -> backend direction uses `body`).
   bool upgrade_sent = false;  // the request asks for an Upgrade

@@ -8,6 +8,7 @@
 // each side waits for the other.
 #include <cstring>
 
+#include "http/core/filters.h"
 #include "http/core/worker.h"
 #include "http/upstream/client_side.h"
 #include "http/upstream/upstream.h"
@@ -67,46 +68,76 @@ void on_head(Upstream& u) {
       (u.resp.body == BodyKind::kLength && u.resp.content_length == 0)) {
     u.resp_done = true;
   }
-  // How the client gets the body (client framing).
-  const bool chunked_ok = body_framing(r, -1) == BodyFraming::kChunked;
-  if (u.resp.body == BodyKind::kChunked) {
-    if (chunked_ok) {
-      u.client_chunked = true;
-    } else {
-      u.decode_chunked = true;  // an HTTP/1.0 client: the body ends at close
-    }
-  } else if (u.resp.body == BodyKind::kClose && chunked_ok) {
-    u.client_chunked = true;
-    u.encode_chunked = true;
+  if (!u.request_sent) {
+    // The backend answered before taking the whole request: it will not
+    // read the rest, and a client body not read to its end closes the
+    // client connection (the head says so).
+    u.upstream_reusable = false;
+    if (!u.body_in_done) r.lingering = true;
   }
-  if (!u.protocol->input_filter_init(u) || !build_client_head(u, false)) {
+  if (!u.protocol->input_filter_init(u) || send_client_head(u, false) != 0) {
     finish(u, true);
     return;
   }
-  if (u.decode_chunked) r.keepalive = false;
   u.nring = u.conf->buffering ? u.conf->buffers_num : 1;
   if (u.nring > kMaxRing) u.nring = kMaxRing;
   u.stage = Stage::kRelay;
   // Body bytes that came with the head are accounted for like later ones.
-  if (u.encode_chunked && !frame_first_chunk(b)) {
-    finish(u, true);
-    return;
-  }
-  char* body_start = b.pos;
-  const std::size_t n = static_cast<std::size_t>(b.last - b.pos);
-  if (!u.protocol->input_filter(u, b, body_start, n)) {
+  if (!u.protocol->input_filter(u, b, b.pos, static_cast<std::size_t>(b.last - b.pos))) {
     log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream sent invalid chunked response");
     finish(u, true);
     return;
   }
-  if (!u.request_sent) {
-    // The backend answered before taking the whole request: it will not
-    // read the rest, and the client's unread body ends the connection.
-    u.upstream_reusable = false;
-    if (!u.body_in_done) r.lingering = true;
-    r.keepalive = false;
-  }
   relay(u);
+}
+
+// The writer has sent everything passed to it: the sealed buffers are
+// empty, and free for reads again.
+void unseal(Upstream& u) {
+  for (std::uint32_t i = u.ring_head;; i = (i + 1) % u.nring) {
+    Buf& b = u.ring[i];
+    b.pos = b.last = b.start;
+    b.last_buf = false;
+    if (i == u.sealed_end) break;
+  }
+  u.ring_head = u.sealed_end == u.ring_tail ? u.ring_tail : (u.sealed_end + 1) % u.nring;
+  u.sealed = false;
+}
+
+// Hands what the ring holds to the output filter chain, with the end of the
+// body when it is here (never for a body cut short), as one chain: the
+// chunked filter makes it one chunk. With nothing to pass the head goes out
+// alone. The buffers stay sealed until the writer has sent them.
+int pass_to_client(Upstream& u) {
+  std::size_t k = 0;
+  for (std::uint32_t i = u.ring_head;; i = (i + 1) % u.nring) {
+    if (!u.ring[i].empty()) u.ring_chain[k++].buf = &u.ring[i];
+    if (i == u.ring_tail) break;
+  }
+  if (k > 0) {
+    u.sealed = true;
+    u.sealed_end = u.ring_tail;
+  }
+  if (u.resp_done && !u.last_passed) {
+    u.last_passed = true;
+    if (k > 0) {
+      u.ring_chain[k - 1].buf->last_buf = true;
+    } else {
+      u.end_mark = Buf{};
+      u.end_mark.last_buf = true;
+      u.ring_chain[k++].buf = &u.end_mark;
+    }
+  }
+  for (std::size_t i = 0; i < k; ++i) {
+    u.ring_chain[i].next = i + 1 < k ? &u.ring_chain[i + 1] : nullptr;
+  }
+  return output_filter(*u.r, k > 0 ? &u.ring_chain[0] : nullptr);
+}
+
+// The tail buffer can take a read: not with the writer, and not full.
+bool tail_open(const Upstream& u) {
+  const Buf& t = u.ring[u.ring_tail];
+  return !(u.sealed && u.ring_tail == u.sealed_end) && t.last < t.end;
 }
 
 }  // namespace
@@ -232,43 +263,52 @@ void relay(Upstream& u) {
   std::size_t moved = 0;
   for (;;) {
     bool progress = false;
-    if (!send_to_client(u, progress, moved)) {
-      finish(u, true);
-      return;
-    }
-    // From the backend, while a buffer has room (filling the ring before the
-    // next write makes that write one large writev).
-    while (!u.resp_done && !u.upstream_eof && u.u != nullptr && u.u->read->ready) {
-      Buf* t = &u.ring[u.ring_tail];
-      // encode_chunked: a read needs room for its chunk's framing and a byte.
-      const std::size_t need = u.encode_chunked ? kChunkRoom + 1 : 1;
-      if (static_cast<std::size_t>(t->end - t->last) < need) {
-        const std::uint32_t next = (u.ring_tail + 1) % u.nring;
-        if (next != u.ring_head && ring_alloc(u, next)) {
-          u.ring_tail = next;
-          t = &u.ring[next];
-          t->pos = t->last = t->start;
-        } else {
-          t = nullptr;
-        }
+    const off_t sent = c.sent;
+    // To the client: the writer goes on with what it holds (when the socket
+    // can take it), and once it holds nothing it gets what the ring has.
+    if (r.pending != nullptr && c.write->ready && !c.write->delayed) {
+      if (output_filter(r, nullptr) == kBodyError) {
+        finish(u, true);
+        return;
       }
-      if (t == nullptr) break;  // the ring is full
-      char* at = t->last;
-      const std::size_t frame = u.encode_chunked ? kChunkLine : 0;
-      const long n =
-          u.u->recv(*u.u, at + frame, static_cast<std::size_t>(t->end - t->last) - need + 1);
-      if (n > 0 && u.encode_chunked) {
-        write_chunk_line(at, static_cast<std::size_t>(n));
-        at[kChunkLine + n] = '\r';
-        at[kChunkLine + n + 1] = '\n';
-        t->last += kChunkRoom + n;
+    }
+    if (r.pending == nullptr) {
+      if (u.sealed) unseal(u);
+      bool any = !r.hbuf.empty() || (u.resp_done && !u.last_passed);
+      for (std::uint32_t i = u.ring_head; !any; i = (i + 1) % u.nring) {
+        any = !u.ring[i].empty();
+        if (i == u.ring_tail) break;
+      }
+      if (any) {
+        const int rc = pass_to_client(u);
+        if (rc == kBodyError) {
+          finish(u, true);
+          return;
+        }
+        if (rc == kBodyOk && u.sealed) unseal(u);
+        progress = true;
+      }
+    }
+    if (c.sent != sent) moved += static_cast<std::size_t>(c.sent - sent);
+    // From the backend, while a buffer has room (filling the ring while the
+    // writer is busy makes its next write one large writev).
+    while (!u.resp_done && !u.upstream_eof && u.u != nullptr && u.u->read->ready) {
+      if (!tail_open(u)) {
+        const std::uint32_t next = (u.ring_tail + 1) % u.nring;
+        if (next == u.ring_head || !ring_alloc(u, next)) break;  // the ring is full
+        u.ring_tail = next;
+        Buf& t = u.ring[next];
+        t.pos = t.last = t.start;
+        t.last_buf = false;
+      }
+      Buf& t = u.ring[u.ring_tail];
+      char* at = t.last;
+      const long n = u.u->recv(*u.u, at, static_cast<std::size_t>(t.end - t.last));
+      if (n > 0) {
+        t.last += n;
         moved += static_cast<std::size_t>(n);
         progress = true;
-      } else if (n > 0) {
-        t->last += n;
-        moved += static_cast<std::size_t>(n);
-        progress = true;
-        if (!u.protocol->input_filter(u, *t, at, static_cast<std::size_t>(n))) {
+        if (!u.protocol->input_filter(u, t, at, static_cast<std::size_t>(n))) {
           log_error(u, static_cast<int>(LogLevel::kError), 0,
                     "upstream sent invalid chunked response");
           finish(u, true);
@@ -279,10 +319,6 @@ void relay(Upstream& u) {
         progress = true;
         if (n == 0 && u.resp.body == BodyKind::kClose) {
           u.resp_done = true;
-          if (u.encode_chunked) {
-            u.last_chunk_buf.reset(u.last_chunk, sizeof u.last_chunk);
-            u.last_chunk_buf.last = u.last_chunk_buf.start + sizeof u.last_chunk;
-          }
         } else {
           u.premature = true;
           log_error(u, static_cast<int>(LogLevel::kError), 0,
@@ -299,23 +335,21 @@ void relay(Upstream& u) {
     }
   }
 
-  bool all_sent = r.hbuf.empty() && u.last_chunk_buf.empty();
-  for (std::uint32_t i = 0; i < u.nring && all_sent; ++i) all_sent = u.ring[i].empty();
-  if (all_sent && (u.resp_done || u.premature)) {
-    // A body cut short is never presented as complete: the client connection
-    // closes (the length or the chunked coding it was promised tells it).
-    finish(u, u.premature);
-    return;
+  if (r.pending == nullptr && (u.last_passed || (u.premature && !u.sealed))) {
+    // All sent. A body cut short is never presented as complete: the client
+    // connection closes (the length or the chunked coding it was promised
+    // tells it).
+    bool empty = true;
+    for (std::uint32_t i = 0; i < u.nring && empty; ++i) empty = u.ring[i].empty();
+    if (empty) {
+      finish(u, u.premature);
+      return;
+    }
   }
-  if (!wait_client(u, all_sent)) {
-    finish(u, true);
-    return;
-  }
+  // The writer armed the client's write event (send_timeout, limit_rate's
+  // delay) when it holds bytes; the backend is read when a buffer has room.
   if (u.u != nullptr && !u.resp_done && !u.upstream_eof) {
-    Buf& t = u.ring[u.ring_tail];
-    const std::size_t need = u.encode_chunked ? kChunkRoom + 1 : 1;
-    const bool room = static_cast<std::size_t>(t.end - t.last) >= need ||
-                      (u.ring_tail + 1) % u.nring != u.ring_head;
+    const bool room = tail_open(u) || (u.ring_tail + 1) % u.nring != u.ring_head;
     if (room && !u.u->read->ready) {
       loop.add_timer(*u.u->read, u.conf->read_timeout);
     } else {

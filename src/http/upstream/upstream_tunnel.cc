@@ -13,7 +13,7 @@ namespace vigil::http::upstream_core {
 
 void start_tunnel(Upstream& u) {
   u.stage = Stage::kTunnel;
-  if (!build_client_head(u, true)) {
+  if (send_client_head(u, true) != 0) {
     finish(u, true);
     return;
   }

@@ -201,8 +201,8 @@ bool write_header(Request& r) {
     // reading requests, and read (lingering) what is still coming.
     r.lingering = true;
   }
-  r.keepalive = r.check.keep_alive && !r.lingering && !c.close && loc.keepalive_timeout > 0 &&
-                c.requests < loc.keepalive_requests;
+  r.keepalive = r.check.keep_alive && !r.lingering && !c.close && !h.upgrade &&
+                loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests;
   // The body's framing (no body: a HEAD, 1xx, 204, 304).
   const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
   const BodyFraming framing = body_framing(r, h.content_length);
@@ -211,7 +211,10 @@ bool write_header(Request& r) {
 
   std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
-                     add_headers_length(r, h.add_headers, h.status);
+                     h.reason.size() + add_headers_length(r, h.add_headers, h.status);
+  for (std::uint32_t i = 0; i < h.nfields; ++i) {
+    if (!h.fields[i].omit) need += h.fields[i].name.size() + h.fields[i].value.size() + 4;
+  }
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
 
@@ -219,12 +222,14 @@ bool write_header(Request& r) {
   o.put("HTTP/1.1 ");
   o.put_uint(static_cast<std::uint64_t>(h.status));
   *o.p++ = ' ';
-  o.put(reason_phrase(h.status));
+  o.put(h.reason.empty() ? reason_phrase(h.status) : h.reason);
   o.put("\r\n");
-  o.put(server_field(loc));
-  o.put("Date: ");
-  o.put(clock::imf_fixdate());
-  o.put("\r\n");
+  if (h.own_server) o.put(server_field(loc));
+  if (h.own_date) {
+    o.put("Date: ");
+    o.put(clock::imf_fixdate());
+    o.put("\r\n");
+  }
   if (!h.content_type.empty()) {
     o.put("Content-Type: ");
     o.put(h.content_type);
@@ -268,7 +273,9 @@ bool write_header(Request& r) {
   }
   if (r.chunked_out) o.put("Transfer-Encoding: chunked\r\n");
   if (h.allow) o.put("Allow: GET, HEAD\r\n");
-  if (r.keepalive) {
+  if (h.upgrade) {
+    o.put("Connection: upgrade\r\n");
+  } else if (r.keepalive) {
     o.put("Connection: keep-alive\r\n");
     if (loc.keepalive_header > 0) {
       o.put("Keep-Alive: timeout=");
@@ -284,6 +291,14 @@ bool write_header(Request& r) {
     o.put("\r\n");
   }
   if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
+  for (std::uint32_t i = 0; i < h.nfields; ++i) {
+    const HeaderField& f = h.fields[i];
+    if (f.omit) continue;
+    o.put(f.name);
+    o.put(": ");
+    o.put(f.value);
+    o.put("\r\n");
+  }
   o.p = write_add_headers(r, h.add_headers, h.status, o.p);
   o.put("\r\n");
 
