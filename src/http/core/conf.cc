@@ -479,7 +479,14 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   PhaseEngine& phases = final_conf.servers->phases;
   register_phase_handlers(phases);
   phases.build();
-  for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
+  FilterChains& filters = final_conf.servers->filters;
+  if (!register_filters(filters, *final_conf.servers)) {
+    return Status::error("too many HTTP filters");
+  }
+  for (HttpSrvConf* srv : final_conf.servers->servers) {
+    srv->phases = &phases;
+    srv->filters = &filters;
+  }
   // One table per open_file_cache directive that some location uses.
   for (const HttpLocConf* loc : final_conf.servers->locations) {
     const OpenFileCacheConf* fc = loc->open_file_cache.get();

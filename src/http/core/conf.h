@@ -38,6 +38,7 @@ namespace vigil::http {
 
 class HttpServers;
 class PhaseEngine;
+struct FilterChains;
 struct Request;
 struct TryFiles;
 }  // namespace vigil::http
@@ -180,6 +181,7 @@ struct HttpSrvConf {
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
   const PhaseEngine* phases = nullptr;  // the configuration's (HttpServers::phases)
+  const FilterChains* filters = nullptr;  // the configuration's (HttpServers::filters)
 };
 
 // The last conf spec of the module, kept in the http scope only: its init

@@ -2,18 +2,34 @@
 // filter chain and output_filter (filters.h).
 #include "http/core/filters.h"
 
-#include <span>
-
 #include "http/core/request.h"
 
 namespace vigil::http {
 
-std::span<const HeaderFilter> header_filters();  // modules.cc
+bool HeaderFilterChain::add(HeaderFilter f) {
+  if (n_ == kMaxFilters) return false;
+  filters_[n_++] = f;
+  return true;
+}
+
+int HeaderFilterChain::run(Request& r) const {
+  for (std::uint32_t i = 0; i < n_; ++i) {
+    if (const int rc = filters_[i](r); rc != 0) return rc;
+  }
+  return 0;
+}
+
+bool HeaderFilterChain::contains(HeaderFilter f) const {
+  for (std::uint32_t i = 0; i < n_; ++i) {
+    if (filters_[i] == f) return true;
+  }
+  return false;
+}
+
+BodyWriter FilterChains::write_filter_entry() { return write_filter; }
 
 int send_header(Request& r) {
-  for (HeaderFilter f : header_filters()) {
-    if (const int rc = f(r); rc != 0) return rc;
-  }
+  if (const int rc = r.hc->srv->filters->header.run(r); rc != 0) return rc;
   return write_header(r) ? 0 : 500;
 }
 
@@ -29,15 +45,13 @@ bool BodyFilterChain::add(BodyFilter f) {
   return true;
 }
 
-int output_filter(Request& r, Chain* in) {
-  // Built on first use, before any request (a worker's first response);
-  // read-only afterwards, so every loop thread may share it.
-  static const BodyFilterChain chain = [] {
-    BodyFilterChain c(write_filter);
-    register_body_filters(c);
-    return c;
-  }();
-  return chain.run(r, in);
+bool BodyFilterChain::contains(BodyFilter f) const {
+  for (std::uint32_t i = 0; i < n_; ++i) {
+    if (filters_[i] == f) return true;
+  }
+  return false;
 }
+
+int output_filter(Request& r, Chain* in) { return r.hc->srv->filters->body.run(r, in); }
 
 }  // namespace vigil::http

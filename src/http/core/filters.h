@@ -40,6 +40,23 @@ int send_header(Request& r);
 // A header filter: 0 to go on, or a status that ends the response.
 using HeaderFilter = int (*)(Request& r);
 
+// The header filters of a configuration, in the order they run; filled when
+// the configuration is loaded (register_filters), read-only afterwards.
+class HeaderFilterChain {
+ public:
+  static constexpr std::uint32_t kMaxFilters = 8;
+  // Adds `f` after the filters added before it; false when the chain is full.
+  bool add(HeaderFilter f);
+  // 0, or the first status a filter answered.
+  int run(Request& r) const;
+  std::uint32_t size() const { return n_; }
+  bool contains(HeaderFilter f) const;
+
+ private:
+  HeaderFilter filters_[kMaxFilters] = {};
+  std::uint32_t n_ = 0;
+};
+
 // The filters, in the order they run (modules.cc).
 int not_modified_header_filter(Request& r);  // filters/not_modified.cc
 int range_header_filter(Request& r);         // filters/range.cc
@@ -87,6 +104,7 @@ class BodyFilterChain {
   // Runs `in` through every filter, then the writer.
   int run(Request& r, Chain* in) const { return BodyFilterNext(*this, 0)(r, in); }
   std::uint32_t size() const { return n_; }
+  bool contains(BodyFilter f) const;
 
  private:
   friend class BodyFilterNext;
@@ -95,11 +113,25 @@ class BodyFilterChain {
   BodyWriter writer_;
 };
 
-// Every producer's entry (nginx's ngx_http_output_filter): the HTTP/1 chain.
+// Every producer's entry (nginx's ngx_http_output_filter): the
+// configuration's body filters, then HTTP/1's final writer.
 int output_filter(Request& r, Chain* in);
 
-// Adds the modules' body filters to a protocol's chain, in order (modules.cc).
-void register_body_filters(BodyFilterChain& chain);
+// The filters of one loaded configuration (HttpServers::filters; every
+// server of it points at them). A module's filter is in the chains only when
+// the configuration uses the module (add_header, and gzip once it exists, are
+// inserted by their directives), so an unused filter costs nothing per
+// request.
+struct FilterChains {
+  HeaderFilterChain header;
+  BodyFilterChain body{write_filter_entry()};
+  static BodyWriter write_filter_entry();
+};
+
+class HttpServers;
+// Fills the chains for a configuration, in the order the filters run
+// (modules.cc); false when a chain is full.
+bool register_filters(FilterChains& chains, const HttpServers& servers);
 
 // The built-in body filters.
 int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next);  // filters/chunked.cc

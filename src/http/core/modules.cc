@@ -9,6 +9,8 @@
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/core/servers.h"
+#include "http/filters/add_header.h"
 #include "http/empty_gif/empty_gif.h"
 #include "http/rewrite/return.h"
 #include "http/static/try_files.h"
@@ -25,24 +27,17 @@ std::span<const HttpModule* const> http_modules() {
   return kModules;
 }
 
-// The header filters, in the order they run (send_header, filters.h): the
-// preconditions first (a 304 or 412 is decided on the whole
-// representation), then Range, then the fields add_header adds to whatever
-// status came out.
-std::span<const HeaderFilter> header_filters() {
-  static constexpr HeaderFilter kFilters[] = {
-      not_modified_header_filter,
-      range_header_filter,
-      add_header_filter,
-  };
-  return kFilters;
-}
-
-// The body filters, in the order they run (output_filter, filters.h), before
-// HTTP/1's final writer: a module that changes the body (gzip) adds its
-// filter here, before chunked, which frames what the others made.
-void register_body_filters(BodyFilterChain& chain) {
-  chain.add(chunked_body_filter);
+// The filters, in the order they run (send_header and output_filter,
+// filters.h). Header filters: the preconditions first (a 304 or 412 is
+// decided on the whole representation), then Range, then the fields
+// add_header adds to whatever status came out, only when some location of
+// the configuration has add_header. Body filters, before HTTP/1's final
+// writer: a module that changes the body (gzip) adds its filter before
+// chunked, which frames what the others made, when its directive is used.
+bool register_filters(FilterChains& chains, const HttpServers& servers) {
+  bool ok = chains.header.add(not_modified_header_filter) && chains.header.add(range_header_filter);
+  if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
+  return ok && chains.body.add(chunked_body_filter);
 }
 
 void register_phase_handlers(PhaseEngine& engine) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "http/core/conf.h"
+#include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "vigil/core/result.h"
 
@@ -57,6 +58,8 @@ class HttpServers {
   const ConfScope* main_scope = nullptr;
   // Every module's phase handlers, laid out once (phases.h).
   PhaseEngine phases;
+  // Every module's header and body filters this configuration uses (filters.h).
+  FilterChains filters;
 
   // Groups the servers by address, checks default_server and listen options,
   // and builds the name tables.

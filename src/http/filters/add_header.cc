@@ -19,6 +19,8 @@
 #include "http/core/filters.h"
 #include "http/filters/add_header.h"
 
+#include "http/core/servers.h"
+
 #include <cstring>
 #include <memory>
 
@@ -119,6 +121,13 @@ char* write_add_headers(const Request& r, const AddHeaderList* list, int status,
     *p++ = '\n';
   }
   return p;
+}
+
+bool uses_add_header(const HttpServers& servers) {
+  for (const HttpLocConf* loc : servers.locations) {
+    if (loc->add_headers != nullptr && !loc->add_headers->headers.empty()) return true;
+  }
+  return false;
 }
 
 }  // namespace vigil::http

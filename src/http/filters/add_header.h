@@ -30,4 +30,9 @@ std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int 
 // returns the new end.
 char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p);
 
+class HttpServers;
+// Some location of the configuration adds fields: the add_header filter
+// belongs in its header filter chain (modules.cc).
+bool uses_add_header(const HttpServers& servers);
+
 }  // namespace vigil::http
