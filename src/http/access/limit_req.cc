@@ -87,11 +87,9 @@ LimitReqOutcome limit_req_lookup(LimitTable& t, std::uint64_t hash, std::string_
 
 namespace {
 
-void delay_handler(Event& wev) {
-  Connection& c = *wev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  if (hc.request == nullptr) return;
-  Request& r = *hc.request;
+void delay_handler(Request& r) {
+  Connection& c = *r.c;
+  Event& wev = *c.write;
   if (!wev.timedout) {
     // Writable before the delay is over: wait for the timer.
     if (!c.loop->handle_write_event(wev)) terminate_request(r, 0);
@@ -99,7 +97,7 @@ void delay_handler(Event& wev) {
   }
   wev.timedout = 0;
   wev.delayed = 0;
-  wev.handler = write_handler;
+  r.write_event_handler = write_handler;
   run_phases(r);  // limit_req's step again: it lets the request through now
 }
 
@@ -161,7 +159,7 @@ bool limit_req_pass(Request& r) {
   // reading stays blocked, the worker serves others meanwhile.
   Event& wev = *c.write;
   wev.delayed = 1;
-  wev.handler = delay_handler;
+  r.write_event_handler = delay_handler;
   c.loop->add_timer(wev, delay);
   return false;
 }

@@ -26,23 +26,16 @@ namespace vigil::http {
 // The read side while the response is written: an edge-triggered backend
 // keeps quiet on its own; a level-triggered one would wake us for every
 // pipelined byte, so the read event is taken out (nginx's ngx_http_block_reading).
-void block_reading(Event& rev) {
-  Connection& c = *rev.owner<Connection>();
+void block_reading(Request& r) {
+  Connection& c = *r.c;
+  Event& rev = *c.read;
   EventLoop& loop = *c.loop;
   if (c.close) {  // told to close (shutdown timeout): the response is abandoned
-    auto& hc = *static_cast<HttpConnection*>(c.data);
-    if (hc.request != nullptr) {
-      terminate_request(*hc.request, 0);
-    } else {
-      close_connection(hc);
-    }
+    terminate_request(r, 0);
     return;
   }
   if (!(loop.capabilities() & kCapClear) && rev.active) {
-    if (!loop.backend().del(rev, 0)) {
-      auto& hc = *static_cast<HttpConnection*>(c.data);
-      if (hc.request != nullptr) terminate_request(*hc.request, 0);
-    }
+    if (!loop.backend().del(rev, 0)) terminate_request(r, 0);
   }
 }
 
@@ -87,10 +80,10 @@ int discard_from_buffer(Request& r) {
 // The body arrives after the head: read it into a fresh buffer (the head's
 // buffers are still pointed into) that is reused from its start whenever it
 // is all consumed. Bytes past the body are the next request and stay there.
-void discard_body_handler(Event& rev) {
-  Connection& c = *rev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  Request& r = *hc.request;
+void discard_body_handler(Request& r) {
+  Connection& c = *r.c;
+  Event& rev = *c.read;
+  HttpConnection& hc = *r.hc;
   EventLoop& loop = *c.loop;
   if (c.close) {
     terminate_request(r, 0);
@@ -128,7 +121,7 @@ void discard_body_handler(Event& rev) {
     const int rc = discard_from_buffer(r);
     if (rc == 0) continue;
     loop.del_timer(rev);
-    rev.handler = block_reading;
+    r.read_event_handler = block_reading;
     if (rc == 1) {
       r.body_discarded = true;
       run_phases(r);  // the step that asked for the discard runs again
@@ -144,7 +137,6 @@ void discard_body_handler(Event& rev) {
 // Errors are answered here, which also returns false.
 bool discard_body(Request& r) {
   HttpConnection& hc = *r.hc;
-  Connection& c = *r.c;
   r.phase = Phase::kBody;
   if (r.body_chunked) {
     ChunkedLimits limits;
@@ -179,8 +171,8 @@ bool discard_body(Request& r) {
   hc.buffer.reset(mem, size);
   hc.large = false;
 
-  c.read->handler = discard_body_handler;
-  discard_body_handler(*c.read);
+  r.read_event_handler = discard_body_handler;
+  discard_body_handler(r);
   return false;
 }
 
@@ -319,8 +311,8 @@ void process_request(Request& r) {
   r.stat_reading = false;
   r.stat_writing = true;
   loop.del_timer(*c.read);
-  c.read->handler = block_reading;
-  c.write->handler = write_handler;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
 
   r.check = r.checker->finish();
   if (!r.check.ok()) {

@@ -198,6 +198,14 @@ struct Request {
   // protocol's state, proxy::ProxyState, derives from it).
   upstream_core::Upstream* upstream = nullptr;
 
+  // The request's own event handlers (nginx's r->read_event_handler and
+  // r->write_event_handler). The transport owns the client connection's
+  // handlers and calls these when the request's side of it can be read or
+  // written, or its timer fired (the flags are on r.c->read and r.c->write);
+  // request-level code sets these, never the connection's.
+  void (*read_event_handler)(Request& r) = nullptr;
+  void (*write_event_handler)(Request& r) = nullptr;
+
   HeaderField field_inline[kInlineFields];
   char header_mem[kHeaderInline];
 };
@@ -209,6 +217,10 @@ void close_connection(HttpConnection& hc);  // frees everything, closes fd
 void set_keepalive(HttpConnection& hc, const HttpLocConf& loc);
 void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc);
 void empty_handler(Event& ev);
+// The client connection's handler for both events while a request runs
+// (nginx's ngx_http_request_handler): it calls the request's
+// read_event_handler or write_event_handler.
+void request_handler(Event& ev);
 // Gives the request's memory back to the worker (buffers, file, counters).
 void release_request(Request& r);
 // close(2) of a file being served, logged if it fails.
@@ -247,8 +259,9 @@ bool set_request_uri_and_args(Request& r, std::string_view target);
 // location's content handler.
 int find_config_handler(Request& r);
 int location_content_handler(Request& r);
-// The read handler while a response is written (nginx's ngx_http_block_reading).
-void block_reading(Event& rev);
+// The request's read handler while a response is written (nginx's
+// ngx_http_block_reading).
+void block_reading(Request& r);
 
 // nginx's internal statuses for TLS clients, answered as 400 with a page
 // that says why, and the connection closed.
@@ -286,8 +299,8 @@ BodyFraming body_framing(const Request& r, std::int64_t length);
 // range; empty for none) goes through output_filter as the whole body; the
 // request is finished when it is sent.
 void send_response(Request& r);
-// The client's write handler while such a response drains.
-void write_handler(Event& wev);
+// The request's write handler while such a response drains.
+void write_handler(Request& r);
 // HTTP/1's final writer, the end of the body filter chain (filters.h): queues
 // `in` after the head and what still waits, and sends within the write
 // budget and limit_rate (sendfile, or reading the file when it is off).

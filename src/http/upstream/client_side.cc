@@ -79,8 +79,8 @@ void body_failed(Upstream& u, int status) {
     return;
   }
   u.stage = Stage::kDone;
-  r.c->read->handler = block_reading;
-  r.c->write->handler = write_handler;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
   finalize_error(r, status);
 }
 
@@ -140,10 +140,9 @@ bool hidden(const UpstreamConf& p, std::string_view name) {
 int client_start(Upstream& u) {
   Request& r = *u.r;
   const UpstreamConf& conf = *u.conf;
-  Connection& c = *r.c;
   HttpWorker& w = *r.hc->worker;
-  c.read->handler = client_read_handler;
-  c.write->handler = client_write_handler;
+  r.read_event_handler = client_read_handler;
+  r.write_event_handler = client_write_handler;
 
   const bool has_body = r.body_chunked || r.body_rest > 0;
   if (has_body && !conf.pass_request_body) {
@@ -386,8 +385,8 @@ void answer(Upstream& u, int status) {
   u.stage = Stage::kDone;
   if (!u.body_in_done) r.lingering = true;  // the rest of the body is not read
   c.loop->del_timer(*c.read);
-  c.read->handler = block_reading;
-  c.write->handler = write_handler;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
   finalize_error(r, status);
 }
 
@@ -395,8 +394,8 @@ void answer_intercepted(Upstream& u, int status) {
   Request& r = *u.r;
   u.stage = Stage::kDone;
   if (!u.body_in_done) r.lingering = true;
-  r.c->read->handler = block_reading;
-  r.c->write->handler = write_handler;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
   finalize_error(r, status);
 }
 
@@ -406,8 +405,8 @@ void client_finish(Upstream& u, bool error) {
   EventLoop& loop = *c.loop;
   loop.del_timer(*c.read);
   loop.del_timer(*c.write);
-  c.read->handler = block_reading;
-  c.write->handler = write_handler;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
   if (error) {
     terminate_request(r, 0);
     return;
@@ -419,12 +418,12 @@ void client_finish(Upstream& u, bool error) {
   finalize_request(r);
 }
 
-void client_read_handler(Event& ev) {
-  Connection& c = *ev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  Request* r = hc.request;
-  if (r == nullptr || r->upstream == nullptr) {
-    block_reading(ev);
+void client_read_handler(Request& req) {
+  Request* r = &req;
+  Connection& c = *r->c;
+  Event& ev = *c.read;
+  if (r->upstream == nullptr) {
+    block_reading(*r);
     return;
   }
   Upstream& u = *r->upstream;
@@ -470,16 +469,16 @@ void client_read_handler(Event& ev) {
       check_broken(u, ev);
       return;
     case Stage::kDone:
-      block_reading(ev);
+      block_reading(*r);
       return;
   }
 }
 
-void client_write_handler(Event& ev) {
-  Connection& c = *ev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  Request* r = hc.request;
-  if (r == nullptr || r->upstream == nullptr) return;
+void client_write_handler(Request& req) {
+  Request* r = &req;
+  Connection& c = *r->c;
+  Event& ev = *c.write;
+  if (r->upstream == nullptr) return;
   Upstream& u = *r->upstream;
   if (ev.delayed) {
     // limit_rate: only the delay's timer resumes the relay.

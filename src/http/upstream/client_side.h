@@ -51,8 +51,8 @@ void answer_intercepted(Upstream& u, int status);
 // Ends the request on the client side after the upstream is let go.
 void client_finish(Upstream& u, bool error);
 
-// The client connection's handlers while the upstream request runs.
-void client_read_handler(Event& ev);
-void client_write_handler(Event& ev);
+// The request's event handlers while the upstream request runs.
+void client_read_handler(Request& r);
+void client_write_handler(Request& r);
 
 }  // namespace vigil::http::upstream_core

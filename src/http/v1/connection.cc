@@ -200,6 +200,17 @@ Status set_tcp_option(Connection& c, int level, int name, int value, const char*
 
 void empty_handler(Event&) {}
 
+void request_handler(Event& ev) {
+  HttpConnection& hc = http_of(*ev.owner<Connection>());
+  Request* r = hc.request;
+  if (r == nullptr) return;
+  if (ev.write) {
+    r->write_event_handler(*r);
+  } else {
+    r->read_event_handler(*r);
+  }
+}
+
 void close_file(Connection& c, int fd) {
   if (::close(fd) == -1) {
     VIGIL_LOG(*c.log, kAlert, errno, "*%llu close() of a file failed",

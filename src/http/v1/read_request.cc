@@ -171,6 +171,9 @@ void process_request_headers(Request& r) {
         store_field(r, f);
         continue;
       case ParseStatus::kHeadersDone:
+        // From here the request's own handlers take the events.
+        r.c->read->handler = request_handler;
+        r.c->write->handler = request_handler;
         process_request(r);
         return;
       case ParseStatus::kAgain:

@@ -151,9 +151,11 @@ int write_filter(Request& r, Chain* in) {
 }
 
 void send_response(Request& r) {
-  Connection& c = *r.c;
   r.phase = Phase::kWriting;
-  c.write->handler = write_handler;
+  // An error answered while the head was still being read comes here
+  // before the request's handlers took the connection's events.
+  r.c->write->handler = request_handler;
+  r.write_event_handler = write_handler;
   if (r.header_only) r.bbuf = Buf{};
   if (file_left(r) && r.bbuf.empty()) {
     // sendfile off: the first piece goes out with the head in one writev.
@@ -169,11 +171,9 @@ void send_response(Request& r) {
   after_write(r, output_filter(r, &r.out[1]));
 }
 
-void write_handler(Event& wev) {
-  Connection& c = *wev.owner<Connection>();
-  auto& hc = *static_cast<HttpConnection*>(c.data);
-  if (hc.request == nullptr) return;
-  Request& r = *hc.request;
+void write_handler(Request& r) {
+  Connection& c = *r.c;
+  Event& wev = *c.write;
   if (wev.delayed) {
     // limit_rate: only the timer resumes a delayed response.
     if (!wev.timedout) {
