@@ -13,6 +13,9 @@
 #   stream64k    the same with the 64 KiB file
 #   http50       HTTP proxy, 12 B, 50 keep-alive client connections
 #   http500      HTTP proxy, 12 B, 500 keep-alive client connections
+#   http500ka    the same with nginx's and Vigil's idle upstream pool sized for
+#                the clients (keepalive 512 instead of 64), as HAProxy's
+#                uncapped pool of idle server connections is by default
 #   http64k      HTTP proxy, 64 KiB, 50 connections
 #   httpclose    HTTP proxy, 12 B, a new client connection per request
 #   https50      HTTP proxy to the backend over TLS (proxy_pass https://, HAProxy
@@ -39,7 +42,7 @@ VIGIL=${VIGIL:-$ROOT/build/release/vigil}
 NGINX=${NGINX:-/usr/sbin/nginx}
 HAPROXY=${HAPROXY:-haproxy}
 NGINX_STREAM_MODULE=${NGINX_STREAM_MODULE:-/usr/lib/nginx/modules/ngx_stream_module.so}
-ALL_CASES="stream50 stream64k http50 http500 http64k httpclose https50 https64k"
+ALL_CASES="stream50 stream64k http50 http500 http500ka http64k httpclose https50 https64k"
 CASES=${CASES:-$ALL_CASES}
 
 # shellcheck source=common.sh
@@ -95,7 +98,7 @@ upstream_scheme() { if [[ $1 == https ]]; then echo https; else echo http; fi; }
 # ---- the proxies ----------------------------------------------------------
 # The stream or http block nginx and Vigil both get (the same directives mean
 # the same thing to both).
-proxy_block() {  # mode: stream | http | https
+proxy_block() {  # mode: stream | http | httpka | https
   if [[ $1 == stream ]]; then
     cat <<EOF
 stream {
@@ -108,7 +111,7 @@ EOF
 http {
     access_log off;
     keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive 64; keepalive_requests 1000000; }
+    upstream backend { server 127.0.0.1:$(upstream_port "$1"); keepalive $([[ $1 == httpka ]] && echo 512 || echo 64); keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         location / {
@@ -270,6 +273,7 @@ for c in "${RUN_CASES[@]}"; do
     stream64k) bench_case stream64k stream 50 /big.bin ;;
     http50) bench_case http50 http 50 /small.txt ;;
     http500) bench_case http500 http 500 /small.txt ;;
+    http500ka) bench_case http500ka httpka 500 /small.txt ;;
     http64k) bench_case http64k http 50 /big.bin ;;
     httpclose) bench_case httpclose http 50 /small.txt -H "Connection: close" ;;
     https50) bench_case https50 https 50 /small.txt ;;
@@ -283,6 +287,7 @@ label() {
     stream64k) echo "stream (TCP) proxy, 64 KiB, 50 keep-alive conns" ;;
     http50) echo "http proxy, 12 B, 50 keep-alive conns" ;;
     http500) echo "http proxy, 12 B, 500 keep-alive conns" ;;
+    http500ka) echo "http proxy, 12 B, 500 keep-alive conns, upstream keepalive 512" ;;
     http64k) echo "http proxy, 64 KiB, 50 keep-alive conns" ;;
     httpclose) echo "http proxy, 12 B, new client connection per request" ;;
     https50) echo "http proxy, TLS to the backend, 12 B, 50 keep-alive conns" ;;
