@@ -161,6 +161,44 @@ TEST_F(RequestBody, PipelinedRequestAfterAChunkedBody) {
   EXPECT_EQ(backend_.requests(), 4);
 }
 
+// A body that fits the buffer is sent again to the next server; one that
+// streamed through it (refilled from its start) cannot be, and the client
+// gets the first server's answer.
+TEST_F(RequestBody, RetryReplaysABodyThatFitsTheBuffer) {
+  Backend refuses(
+      [](BackendConn& c, const BackendRequest&) { return c.send(backend_response(503, "no")); });
+  ASSERT_TRUE(start("location /fits { proxy_pass http://g; client_body_buffer_size 8k; " +
+                        std::string("proxy_next_upstream http_503 non_idempotent; }\n") +
+                        "location /streams { proxy_pass http://g; client_body_buffer_size 1k; "
+                        "proxy_request_buffering off; proxy_http_version 1.1; "
+                        "proxy_next_upstream http_503 non_idempotent; }",
+                    "upstream g { server " + refuses.address() + " max_fails=0; server " +
+                        backend_.address() + " max_fails=0; }"))
+      << server_.output();
+  const std::string body = pattern(6000);
+  for (int i = 0; i < 2; ++i) {  // round robin: one of the two starts at the refusing server
+    Client c(port_);
+    ASSERT_TRUE(c.send("POST /fits HTTP/1.1\r\nHost: h\r\nContent-Length: 6000\r\n\r\n"));
+    ASSERT_TRUE(send_in_pieces(c, body, 1500));
+    EXPECT_EQ(c.read_response().body, "got 6000") << i;
+    EXPECT_EQ(backend_.last().body, body) << i;
+  }
+  ASSERT_EQ(refuses.requests(), 1);
+  EXPECT_EQ(refuses.last().body, body);
+  int refused = 0;
+  for (int i = 0; i < 2; ++i) {
+    Client c(port_);
+    ASSERT_TRUE(c.send("POST /streams HTTP/1.1\r\nHost: h\r\nContent-Length: 6000\r\n\r\n"));
+    ASSERT_TRUE(send_in_pieces(c, body, 1500));
+    Response r = c.read_response();
+    if (r.status == 503) ++refused;
+    EXPECT_EQ(backend_.last().body, body) << i;
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(refuses.requests(), 2);
+  EXPECT_EQ(refuses.last().body, body);
+}
+
 // A handler that answers without the body throws it away, and the
 // connection serves the next request: Content-Length and chunked, the
 // body arriving after the head.
