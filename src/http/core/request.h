@@ -5,7 +5,8 @@
 //
 //   accept -> init_connection -> wait_request_handler (first byte)
 //     -> process_request_line -> process_request_headers -> process_request
-//     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
+//     -> run_phases (phases.h: rewrite, limits, access, try_files, content;
+//        the content handler reads or discards the body, request_body.h)
 //     -> send_header (header filters, write_header)
 //     -> output_filter (body filters, write_filter as the socket drains) -> finalize_request
 //     -> keep-alive (wait_request_handler again), lingering close, or close.
