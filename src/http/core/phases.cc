@@ -49,7 +49,7 @@ void run_phases(Request& r) {
     // A status: the request ends with it. A body still unread is left to
     // the lingering close.
     if (rc >= 100) {
-      if (!r.body_discarded && (r.check.chunked || r.check.content_length > 0)) {
+      if (!r.body.discarded && (r.check.chunked || r.check.content_length > 0)) {
         r.lingering = true;
       }
       finalize_error(r, rc);

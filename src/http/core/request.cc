@@ -1,8 +1,7 @@
 // A request once its head is read (nginx's ngx_http_process_request,
-// ngx_http_discard_request_body, ngx_http_finalize_request): choose the
-// server and location, throw away any body, run the location's handler,
-// and end the request.
-#include <cerrno>
+// ngx_http_finalize_request): choose the server and location, run the
+// phases, and end the request. The body is read or thrown away through
+// request_body.h, by the handler that answers.
 #include <cstring>
 
 #include "codec/tokens.h"
@@ -40,141 +39,6 @@ void block_reading(Request& r) {
 }
 
 namespace {
-
-// Consumes body bytes from hc.buffer. Returns 1 when the body is over, 0 when
-// more is needed, or an HTTP status (400, 413) for a bad body.
-int discard_from_buffer(Request& r) {
-  Buf& b = r.hc->buffer;
-  if (!r.body_chunked) {
-    const std::int64_t have = b.last - b.pos;
-    const std::int64_t take = have < r.body_rest ? have : r.body_rest;
-    b.pos += take;
-    r.body_rest -= take;
-    return r.body_rest == 0 ? 1 : 0;
-  }
-  for (;;) {
-    std::size_t used = 0;
-    std::string_view data;
-    ChunkStatus st = r.chunked.parse(
-        std::string_view(b.pos, static_cast<std::size_t>(b.last - b.pos)), used, data);
-    b.pos += used;
-    switch (st) {
-      case ChunkStatus::kData:
-        continue;
-      case ChunkStatus::kAgain:
-        return 0;
-      case ChunkStatus::kDone:
-        return 1;
-      case ChunkStatus::kTooLarge:
-        VIGIL_LOG(*r.c->log, kError, 0, "*%llu client intended to send too large chunked body",
-                  static_cast<unsigned long long>(r.c->number));
-        return 413;
-      case ChunkStatus::kBadRequest:
-        VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent invalid chunked body: %s",
-                  static_cast<unsigned long long>(r.c->number), r.chunked.error());
-        return 400;
-    }
-  }
-}
-
-// The body arrives after the head: read it into a fresh buffer (the head's
-// buffers are still pointed into) that is reused from its start whenever it
-// is all consumed. Bytes past the body are the next request and stay there.
-void discard_body_handler(Request& r) {
-  Connection& c = *r.c;
-  Event& rev = *c.read;
-  HttpConnection& hc = *r.hc;
-  EventLoop& loop = *c.loop;
-  if (c.close) {
-    terminate_request(r, 0);
-    return;
-  }
-  if (rev.timedout) {
-    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
-              static_cast<unsigned long long>(c.number));
-    c.timedout = 1;
-    terminate_request(r, 408);
-    return;
-  }
-  for (;;) {
-    Buf& b = hc.buffer;
-    if (b.pos == b.last) b.pos = b.last = b.start;
-    long n = kIoAgain;
-    if (rev.ready) n = c.recv(c, b.last, static_cast<std::size_t>(b.end - b.last));
-    if (n == kIoAgain) {
-      if (!loop.handle_read_event(rev)) {
-        terminate_request(r, 500);
-        return;
-      }
-      loop.add_timer(rev, r.loc->client_body_timeout);
-      return;
-    }
-    if (n <= 0) {
-      if (n == 0) {
-        VIGIL_LOG(*c.log, kInfo, 0, "*%llu client prematurely closed connection",
-                  static_cast<unsigned long long>(c.number));
-      }
-      terminate_request(r, 400);
-      return;
-    }
-    b.last += n;
-    const int rc = discard_from_buffer(r);
-    if (rc == 0) continue;
-    loop.del_timer(rev);
-    r.read_event_handler = block_reading;
-    if (rc == 1) {
-      r.body_discarded = true;
-      run_phases(r);  // the step that asked for the discard runs again
-    } else {
-      finalize_error(r, rc);
-    }
-    return;
-  }
-}
-
-// Starts throwing the body away; true when it is already gone (all of it
-// was in the buffer), false when the read handler finishes it later.
-// Errors are answered here, which also returns false.
-bool discard_body(Request& r) {
-  HttpConnection& hc = *r.hc;
-  r.phase = Phase::kBody;
-  if (r.body_chunked) {
-    ChunkedLimits limits;
-    if (r.loc->client_max_body_size > 0) limits.max_body = r.loc->client_max_body_size;
-    r.chunked = ChunkedParser(limits);
-  }
-  int rc = discard_from_buffer(r);
-  if (rc == 1) return true;
-  if (rc != 0) {
-    finalize_error(r, rc);
-    return false;
-  }
-
-  // The client may wait for a word before sending the body we must read to
-  // keep the connection.
-  if (!send_continue(r)) {
-    terminate_request(r, 0);
-    return false;
-  }
-
-  // Move to a fresh buffer for the body (see discard_body_handler).
-  Buf& old = hc.buffer;
-  const std::size_t size = hc.srv->client_header_buffer_size;
-  char* mem = hc.worker->buffers().get(size);
-  if (mem == nullptr) {
-    terminate_request(r, 500);
-    return false;
-  }
-  r.retired[r.nretired] = old.start;
-  r.retired_size[r.nretired] = static_cast<std::uint32_t>(old.end - old.start);
-  ++r.nretired;
-  hc.buffer.reset(mem, size);
-  hc.large = false;
-
-  r.read_event_handler = discard_body_handler;
-  discard_body_handler(r);
-  return false;
-}
 
 // Keeps the normalised path as $uri: a view of the raw path when they are
 // the same (the common case), else a copy (the scratch is reused).
@@ -246,20 +110,6 @@ bool set_request_uri_and_args(Request& r, std::string_view target) {
   std::memcpy(mem, uri.data(), uri.size());
   r.uri = std::string_view(mem, uri.size());
   return true;
-}
-
-int discard_request_body(Request& r) {
-  if (r.body_discarded) return kPhaseNext;
-  if (!r.check.chunked && r.check.content_length <= 0) {
-    r.body_discarded = true;
-    return kPhaseNext;
-  }
-  r.body_chunked = r.check.chunked;
-  r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
-  if (!discard_body(r)) return kPhaseSuspended;  // read later, or an error was answered
-  r.body_discarded = true;
-  r.phase = Phase::kWriting;
-  return kPhaseNext;
 }
 
 int find_config_handler(Request& r) {

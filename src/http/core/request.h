@@ -5,7 +5,8 @@
 //
 //   accept -> init_connection -> wait_request_handler (first byte)
 //     -> process_request_line -> process_request_headers -> process_request
-//     -> run_phases (phases.h: rewrite, limits, access, try_files, content)
+//     -> run_phases (phases.h: rewrite, limits, access, try_files, content;
+//        the content handler reads or discards the body, request_body.h)
 //     -> send_header (header filters, write_header)
 //     -> output_filter (body filters, write_filter as the socket drains) -> finalize_request
 //     -> keep-alive (wait_request_handler again), lingering close, or close.
@@ -22,12 +23,12 @@
 #include <optional>
 #include <string_view>
 
-#include "codec/chunked.h"
 #include "codec/header_check.h"
 #include "codec/parse.h"
 #include "http/core/conf.h"
 #include "http/core/headers_out.h"
 #include "http/core/module.h"
+#include "http/core/request_body.h"
 #include "http/core/servers.h"
 #include "vigil/core/buffer.h"
 #include "vigil/event/connection.h"
@@ -138,10 +139,7 @@ struct Request {
   bool logged = false;
   bool continue_sent = false;
 
-  // The request body, read and thrown away (a static server takes none).
-  std::int64_t body_rest = 0;  // Content-Length bytes still to read
-  bool body_chunked = false;
-  ChunkedParser chunked;
+  RequestBody body;  // the request body as it is read or thrown away (request_body.h)
 
   // The response: header, then the body (memory or file range), as a chain.
   Buf hbuf;
@@ -163,7 +161,6 @@ struct Request {
   off_t sent_start = 0;          // c->sent when the request started
   int redirects = 0;             // internal redirects (try_files, error_page)
   std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
-  bool body_discarded = false;   // the request body was read and thrown away
   bool uri_redirected = false;   // r.uri is an internal redirect's (try_files), not the client's
   // Each HttpModule's per-request state (module.h), null until it sets it:
   // memory the module owns for the request's life (a worker buffer, given
@@ -243,11 +240,6 @@ void finalize_error(Request& r, int status);
 // Closes the connection because of `status` without answering (408, 499...):
 // the access log records it.
 void terminate_request(Request& r, int status);
-// Reads and throws away the request body (a handler that answers without
-// one calls it first, so the connection can be kept). kPhaseNext: no body
-// is left; kPhaseSuspended: it is being read and run_phases(r) enters the
-// calling step again once it is gone (or the request ended with an error).
-int discard_request_body(Request& r);
 // Sets r.uri to `uri` (which must not lie in the request's URI buffer),
 // keeping the arguments: the URI of an internal redirect. False when it does
 // not fit large_client_header_buffers' size or no buffer could be had.

@@ -35,9 +35,7 @@ constexpr upstream_core::UpstreamProtocol kHttp1{
 namespace {
 
 int proxy_content(Request& r) {
-  // The proxy reads the body itself, as it streams it to the backend.
-  r.body_chunked = r.check.chunked;
-  r.body_rest = r.check.content_length > 0 ? r.check.content_length : 0;
+  // The proxy reads the body (request_body.h) as it streams it to the backend.
   return start(r);
 }
 
@@ -60,7 +58,7 @@ int start(Request& r) {
   ps->state_size = sizeof(ProxyState);
   // HTTP/1.0 has no chunked coding and we keep no temporary files: a chunked
   // body is read ahead into the body buffer, its length counted.
-  ps->buffer_body = r.body_chunked && conf.http_version == 1000;
+  ps->buffer_body = r.check.chunked && conf.http_version == 1000;
   return upstream_core::start(*ps);
 }
 

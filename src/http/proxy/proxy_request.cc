@@ -139,10 +139,10 @@ int create_request(Upstream& u) {
   auto& ps = static_cast<ProxyState&>(u);
   Request& r = *ps.r;
   if (ps.body_out) {
-    if (ps.body_in_done) {
+    if (r.body.done) {
       ps.body_frame = BodyOut::kLength;
-      ps.body_length = static_cast<std::int64_t>(ps.body.last - ps.body.pos);
-    } else if (!ps.body_chunked_in) {
+      ps.body_length = static_cast<std::int64_t>(r.body.buf.last - r.body.buf.pos);
+    } else if (!r.body.chunked_in) {
       ps.body_frame = BodyOut::kLength;
       ps.body_length = r.check.content_length;
     } else if (ps.pconf().http_version == 1001) {
@@ -161,7 +161,7 @@ int create_request(Upstream& u) {
 
 std::size_t body_output(Upstream& u, Chain* out, std::size_t k) {
   auto& ps = static_cast<ProxyState&>(u);
-  Buf& b = ps.body;
+  Buf& b = ps.r->body.buf;
   if (!b.empty()) {
     if (ps.body_frame == BodyOut::kChunked) {
       int len = std::snprintf(ps.chunk_head, sizeof ps.chunk_head, "%zx\r\n", b.size());
@@ -169,7 +169,7 @@ std::size_t body_output(Upstream& u, Chain* out, std::size_t k) {
       ps.chunk_head_buf.last = ps.chunk_head + len;
       out[k++].buf = &ps.chunk_head_buf;
       out[k++].buf = &b;
-      const bool last = ps.body_in_done;
+      const bool last = ps.r->body.done;
       const char* tail = last ? kChunkEndLast : kChunkEnd;
       const std::size_t tlen = last ? sizeof kChunkEndLast - 1 : sizeof kChunkEnd - 1;
       ps.chunk_tail_buf.reset(const_cast<char*>(tail), tlen);
@@ -179,7 +179,7 @@ std::size_t body_output(Upstream& u, Chain* out, std::size_t k) {
     } else {
       out[k++].buf = &b;
     }
-  } else if (ps.body_in_done && ps.body_frame == BodyOut::kChunked && !ps.last_chunk_queued) {
+  } else if (ps.r->body.done && ps.body_frame == BodyOut::kChunked && !ps.last_chunk_queued) {
     ps.chunk_tail_buf.reset(const_cast<char*>(kLastChunk), sizeof kLastChunk - 1);
     ps.chunk_tail_buf.last = ps.chunk_tail_buf.start + sizeof kLastChunk - 1;
     out[k++].buf = &ps.chunk_tail_buf;

@@ -17,82 +17,47 @@
 namespace vigil::http::upstream_core {
 namespace {
 
-// Moves body bytes from the client's header buffer (what arrived with the
-// head) into u.body.
-void take_buffered(Upstream& u, Buf& hb) {
-  Buf& b = u.body;
-  const std::size_t room = static_cast<std::size_t>(b.end - b.last);
-  const std::size_t have = static_cast<std::size_t>(hb.last - hb.pos);
-  if (!u.body_chunked_in) {
-    std::size_t n = have < room ? have : room;
-    if (static_cast<std::int64_t>(n) > u.body_rest) n = static_cast<std::size_t>(u.body_rest);
-    std::memcpy(b.last, hb.pos, n);
-    b.last += n;
-    hb.pos += n;
-    u.body_rest -= static_cast<std::int64_t>(n);
-    if (u.body_rest == 0) u.body_in_done = true;
+// The body cannot be read: answer (or close) and let go of the backend.
+void body_failed(Upstream& u) {
+  Request& r = *u.r;
+  const RequestBody& rb = r.body;
+  if (rb.status == 408 || r.c->close) {  // timed out, or the connection is closing
+    end_attempt(u, 0);
+    u.stage = Stage::kDone;
+    terminate_request(r, rb.status);
     return;
   }
-}
-
-// Decodes chunked input [p, p + n) into u.body at b.last (the data never
-// overtakes the input, so p may lie inside the body buffer itself). Returns
-// the bytes consumed, or -1 with `status` set (400, 413).
-long decode_chunked(Upstream& u, const char* p, std::size_t n, int& status) {
-  Buf& b = u.body;
-  std::size_t pos = 0;
-  while (pos < n && !u.body_in_done) {
-    std::size_t used = 0;
-    std::string_view data;
-    ChunkStatus st = u.body_chunked.parse(std::string_view(p + pos, n - pos), used, data);
-    pos += used;
-    switch (st) {
-      case ChunkStatus::kData:
-        std::memmove(b.last, data.data(), data.size());
-        b.last += data.size();
-        continue;
-      case ChunkStatus::kAgain:
-        break;
-      case ChunkStatus::kDone:
-        u.body_in_done = true;
-        break;
-      case ChunkStatus::kTooLarge:
-        status = 413;
-        return -1;
-      case ChunkStatus::kBadRequest:
-        status = 400;
-        return -1;
-    }
-    if (st == ChunkStatus::kAgain) break;
-  }
-  return static_cast<long>(pos);
-}
-
-// The body cannot be read: answer (or close) and let go of the backend.
-void body_failed(Upstream& u, int status) {
-  Request& r = *u.r;
-  u.r->lingering = true;
+  r.lingering = true;
   if (u.u != nullptr || u.stage != Stage::kBody) {
     u.stage = Stage::kDone;
-    u.body_in_done = true;
     finish(u, true);
     return;
   }
   u.stage = Stage::kDone;
   r.read_event_handler = block_reading;
   r.write_event_handler = write_handler;
-  finalize_error(r, status);
+  finalize_error(r, rb.status);
 }
 
 // Reads the body ahead (*_request_buffering) until it is all here or the
 // buffer is full.
 void body_phase(Upstream& u) {
-  const int rc = read_request_body(u);
+  const int rc = read_client_body(u);
   if (rc < 0) return;
-  if (u.body_in_done || u.body.last == u.body.end) {
-    u.r->c->loop->del_timer(*u.r->c->read);
-    begin_connect(u);
+  const RequestBody& rb = u.r->body;
+  if (rb.done || rb.buf.last == rb.buf.end) begin_connect(u);
+}
+
+void client_read(Upstream& u, Event& ev);
+
+// The body reader's news (request_body.h).
+void body_ready(Request& r) {
+  Upstream& u = *r.upstream;
+  if (r.body.failed) {
+    body_failed(u);
+    return;
   }
+  client_read(u, *r.c->read);
 }
 
 void check_broken(Upstream& u, Event& rev) {
@@ -140,123 +105,27 @@ bool hidden(const UpstreamConf& p, std::string_view name) {
 int client_start(Upstream& u) {
   Request& r = *u.r;
   const UpstreamConf& conf = *u.conf;
-  HttpWorker& w = *r.hc->worker;
   r.read_event_handler = client_read_handler;
   r.write_event_handler = client_write_handler;
 
-  const bool has_body = r.body_chunked || r.body_rest > 0;
+  const bool has_body = has_request_body(r);
   if (has_body && !conf.pass_request_body) {
     r.lingering = true;  // the body is not read: the connection closes after the response
   }
   if (!has_body || !conf.pass_request_body) return 0;
-  const std::size_t size = r.loc->client_body_buffer_size;
-  char* b = w.buffers().get(size);
-  if (b == nullptr) return 500;
-  u.body.reset(b, size);
-  u.body_cap = static_cast<std::uint32_t>(size);
-  u.body_in = true;
-  u.body_in_done = false;
-  u.body_chunked_in = r.body_chunked;
-  u.body_rest = r.body_rest;
-  if (r.body_chunked) {
-    ChunkedLimits limits;
-    if (r.loc->client_max_body_size > 0) limits.max_body = r.loc->client_max_body_size;
-    u.body_chunked = ChunkedParser(limits);
-  }
-  return 0;
+  return start_request_body(r, r.loc->client_body_buffer_size, body_ready);
 }
 
-int read_request_body(Upstream& u) {
+int read_client_body(Upstream& u) {
   Request& r = *u.r;
-  Connection& c = *r.c;
-  HttpConnection& hc = *r.hc;
-  EventLoop& loop = *c.loop;
-  Buf& b = u.body;
-  if (u.body_in_done) return 1;
-  if (b.pos == b.last && b.last != b.start) {
-    b.pos = b.last = b.start;
+  Buf& b = r.body.buf;
+  if (!r.body.done && b.pos == b.last && b.last != b.start) {
+    b.pos = b.last = b.start;  // all sent: refilled from its start
     u.body_replayable = false;
   }
-  Buf& hb = hc.buffer;
-  for (;;) {
-    if (u.body_in_done || b.last == b.end) return 1;
-    if (hb.start != nullptr && hb.pos < hb.last) {
-      if (u.body_chunked_in) {
-        const std::size_t room = static_cast<std::size_t>(b.end - b.last);
-        std::size_t have = static_cast<std::size_t>(hb.last - hb.pos);
-        if (have > room) have = room;
-        int status = 0;
-        long used = decode_chunked(u, hb.pos, have, status);
-        if (used < 0) {
-          VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid chunked body: %s",
-                    static_cast<unsigned long long>(c.number), u.body_chunked.error());
-          body_failed(u, status);
-          return -1;
-        }
-        hb.pos += used;
-      } else {
-        take_buffered(u, hb);
-      }
-      continue;
-    }
-    // The client may wait for "100 Continue" before it sends the body. The
-    // backend is not asked: we read the body.
-    if (!send_continue(r)) {
-      body_failed(u, 400);
-      return -1;
-    }
-    long n = kIoAgain;
-    char* at = b.last;
-    std::size_t room = static_cast<std::size_t>(b.end - b.last);
-    if (!u.body_chunked_in && static_cast<std::int64_t>(room) > u.body_rest) {
-      room = static_cast<std::size_t>(u.body_rest);
-    }
-    if (c.read->ready) n = c.recv(c, at, room);
-    if (n == kIoAgain) {
-      loop.add_timer(*c.read, r.loc->client_body_timeout);
-      if (!loop.handle_read_event(*c.read)) {
-        body_failed(u, 500);
-        return -1;
-      }
-      return b.pos < b.last ? 1 : 0;
-    }
-    if (n <= 0) {
-      if (n == 0) {
-        VIGIL_LOG(*c.log, kInfo, 0, "*%llu client prematurely closed connection",
-                  static_cast<unsigned long long>(c.number));
-      }
-      body_failed(u, 400);
-      return -1;
-    }
-    loop.del_timer(*c.read);
-    if (!u.body_chunked_in) {
-      b.last += n;
-      u.body_rest -= n;
-      if (u.body_rest == 0) u.body_in_done = true;
-      continue;
-    }
-    int status = 0;
-    long used = decode_chunked(u, at, static_cast<std::size_t>(n), status);
-    if (used < 0) {
-      VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid chunked body: %s",
-                static_cast<unsigned long long>(c.number), u.body_chunked.error());
-      body_failed(u, status);
-      return -1;
-    }
-    if (used < n) {
-      // Bytes after the chunked body (a pipelined request) landed in the
-      // body buffer: keep them when the header buffer can take them, else
-      // the connection closes after this response.
-      const std::size_t extra = static_cast<std::size_t>(n - used);
-      if (hb.start != nullptr && hb.pos == hb.last &&
-          extra <= static_cast<std::size_t>(hb.end - hb.last)) {
-        std::memmove(hb.last, at + used, extra);
-        hb.last += extra;
-      } else {
-        r.lingering = true;
-      }
-    }
-  }
+  const int rc = read_request_body(r);
+  if (rc < 0) body_failed(u);
+  return rc;
 }
 
 void read_body_ahead(Upstream& u) {
@@ -332,25 +201,27 @@ int send_client_head(Upstream& u, bool upgrade) {
 bool tunnel_client_start(Upstream& u) {
   Request& r = *u.r;
   HttpConnection& hc = *r.hc;
-  // The client -> backend direction uses the body buffer (a GET has none yet).
-  if (u.body.start == nullptr) {
+  // The client -> backend direction uses the body buffer (a GET has none
+  // yet): given back with the request, as the body's.
+  Buf& up = r.body.buf;
+  if (up.start == nullptr) {
     const std::size_t size = r.loc->client_body_buffer_size;
     char* mem = hc.worker->buffers().get(size);
     if (mem == nullptr) return false;
-    u.body.reset(mem, size);
-    u.body_cap = static_cast<std::uint32_t>(size);
+    up.reset(mem, size);
+    r.body.size = static_cast<std::uint32_t>(size);
   }
-  u.body.pos = u.body.last = u.body.start;
+  up.pos = up.last = up.start;
   // Bytes the client sent after its request head belong to the new protocol.
   Buf& hb = hc.buffer;
   if (hb.start != nullptr && hb.pos < hb.last) {
     std::size_t n = static_cast<std::size_t>(hb.last - hb.pos);
-    if (n > u.body.free_space()) n = u.body.free_space();
-    std::memcpy(u.body.last, hb.pos, n);
-    u.body.last += n;
+    if (n > up.free_space()) n = up.free_space();
+    std::memcpy(up.last, hb.pos, n);
+    up.last += n;
     hb.pos += n;
   }
-  u.body_in_done = true;
+  r.body.done = true;  // what follows is the tunnel's
   // The head goes out first, then what the backend sent after its 101.
   Connection& c = *r.c;
   while (!r.hbuf.empty()) {
@@ -383,7 +254,7 @@ void answer(Upstream& u, int status) {
   Request& r = *u.r;
   Connection& c = *r.c;
   u.stage = Stage::kDone;
-  if (!u.body_in_done) r.lingering = true;  // the rest of the body is not read
+  if (!r.body.done) r.lingering = true;  // the rest of the body is not read
   c.loop->del_timer(*c.read);
   r.read_event_handler = block_reading;
   r.write_event_handler = write_handler;
@@ -393,7 +264,7 @@ void answer(Upstream& u, int status) {
 void answer_intercepted(Upstream& u, int status) {
   Request& r = *u.r;
   u.stage = Stage::kDone;
-  if (!u.body_in_done) r.lingering = true;
+  if (!r.body.done) r.lingering = true;
   r.read_event_handler = block_reading;
   r.write_event_handler = write_handler;
   finalize_error(r, status);
@@ -447,12 +318,20 @@ void client_read_handler(Request& req) {
     terminate_request(*r, 408);
     return;
   }
+  client_read(u, ev);
+}
+
+namespace {
+
+// A client read event for the stage the upstream request is in (the body
+// reader's handler comes here too, while it has the event).
+void client_read(Upstream& u, Event& ev) {
   switch (u.stage) {
     case Stage::kBody:
       body_phase(u);
       return;
     case Stage::kSending:
-      if (!u.body_in_done) {
+      if (!u.r->body.done) {
         send_request(u);
         return;
       }
@@ -465,14 +344,16 @@ void client_read_handler(Request& req) {
     case Stage::kHandshake:
     case Stage::kHead:
     case Stage::kRelay:
-      if (!u.body_in_done) return;  // unread body: reading it would mean sending it
+      if (!u.r->body.done) return;  // unread body: reading it would mean sending it
       check_broken(u, ev);
       return;
     case Stage::kDone:
-      block_reading(*r);
+      block_reading(*u.r);
       return;
   }
 }
+
+}  // namespace
 
 void client_write_handler(Request& req) {
   Request* r = &req;

@@ -1,8 +1,8 @@
 #pragma once
 // The client-facing half of an upstream request, in one file so it can be
 // swapped for the filter chain / transport interface as one piece: the
-// client connection's handlers while the backend works, reading the request
-// body from the client, the client's response head, sending the ring of
+// client connection's handlers while the backend works, the request body
+// (through the request-body API), the client's response head, sending the ring of
 // response buffers to the client and waiting for it to drain, the tunnel's
 // client half, and the end of the request on the client side. The core
 // (upstream.cc, upstream_tunnel.cc) calls only the functions below.
@@ -14,18 +14,20 @@
 namespace vigil::http::upstream_core {
 
 // ---- the request and its body ---------------------------------------------------------
-// Takes the client connection's events for the upstream request and gets the
-// request body ready to be read (one client_body_buffer_size buffer). 0, or a
-// status for the client (500: no memory).
+// Takes the client connection's events for the upstream request and starts
+// reading the request body through the request-body API (request_body.h,
+// one client_body_buffer_size buffer in r.body.buf). 0, or a status for the
+// client (500: no memory).
 int client_start(Upstream& u);
 // Reads the body before connecting (*_request_buffering, or a body the
 // protocol cannot stream); begin_connect follows when it is all here or the
 // buffer is full.
 void read_body_ahead(Upstream& u);
-// Reads body bytes from the client into u.body. Returns 1 when the body
-// buffer has data or the body is complete, 0 when waiting for the client,
-// -1 when the request was ended (error answered or client gone).
-int read_request_body(Upstream& u);
+// Reads body bytes into r.body.buf (refilled from its start once all of it
+// was sent: the body can no longer be replayed). Returns 1 when the buffer
+// has data or the body is complete, 0 when waiting for the client, -1 when
+// the request was ended (error answered or client gone).
+int read_client_body(Upstream& u);
 
 // ---- the response ---------------------------------------------------------------------
 // The client's response head: r.headers_out from the backend's status and
@@ -36,7 +38,7 @@ int read_request_body(Upstream& u);
 int send_client_head(Upstream& u, bool upgrade);
 
 // ---- the 101 tunnel's client half -----------------------------------------------------
-// Gets the client -> backend buffer (u.body) with the bytes the client sent
+// Gets the client -> backend buffer (r.body.buf) with the bytes the client sent
 // after its head, and starts sending the 101 head. False on failure.
 bool tunnel_client_start(Upstream& u);
 // The 101 head still on its way: sends it. 1: sent, 0: waiting for the

@@ -61,7 +61,8 @@ bool within_timeout(const Upstream& u) {
 bool rewind_request(Upstream& u) {
   if (!u.body_replayable) return false;
   u.head.pos = u.head.start;
-  if (u.body.start != nullptr) u.body.pos = u.body.start;
+  Buf& body = u.r->body.buf;
+  if (body.start != nullptr) body.pos = body.start;
   u.pending = nullptr;
   u.request_sent = false;
   u.resp = ResponseHead{};
@@ -156,7 +157,7 @@ void log_error(Upstream& u, int level, int err, const char* what) {
 int start(Upstream& u) {
   u.start_msec = clock::current_msec();
   if (const int rc = client_start(u); rc != 0) return rc;
-  if (u.body_in && (u.conf->request_buffering || u.buffer_body)) {
+  if (u.r->body.started && !u.r->body.done && (u.conf->request_buffering || u.buffer_body)) {
     read_body_ahead(u);
     return 0;
   }
@@ -166,10 +167,10 @@ int start(Upstream& u) {
 
 void begin_connect(Upstream& u) {
   Request& r = *u.r;
-  if (u.body_in) {
+  if (r.body.started && r.body.buf.start != nullptr) {
     u.body_out = true;
     // Streamed as it arrives: what went out cannot be sent again.
-    if (!u.body_in_done) u.body_replayable = false;
+    if (!r.body.done) u.body_replayable = false;
   }
   if (const int status = u.protocol->create_request(u); status != 0) {
     answer(u, status);
@@ -326,7 +327,6 @@ void release(Request& r) {
   if (u->u != nullptr) end_attempt(*u, 0);
   BufferCache& cache = r.hc->worker->buffers();
   if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);
-  if (u->body.start != nullptr) cache.put(u->body.start, u->body_cap);
   if (u->hash_key_mem != nullptr) cache.put(u->hash_key_mem, u->hash_key_mem_size);
   if (u->location_mem != nullptr) cache.put(u->location_mem, u->location_mem_size);
   release_ring(*u);

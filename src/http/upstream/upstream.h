@@ -22,9 +22,10 @@
 // parses the response head and decodes the body framing.
 //
 // Memory per request is bounded by configuration: the request head, one
-// client_body_buffer_size buffer, buffer_size for the response head, and
-// buffers_num buffers for the body (one with buffering off). No temporary
-// files: when the buffers are full the upstream is not read.
+// client_body_buffer_size buffer (the request's, request_body.h),
+// buffer_size for the response head, and buffers_num buffers for the body
+// (one with buffering off). No temporary files: when the buffers are full
+// the upstream is not read.
 
 #include <cstddef>
 #include <cstdint>
@@ -72,8 +73,8 @@ struct UpstreamProtocol {
   int (*create_request)(Upstream& u);
   // Another attempt follows: reset what the protocol keeps per attempt.
   void (*reinit_request)(Upstream& u);
-  // Queues the body buffer u.body (with its framing) at out[k...]; returns
-  // the new k. Called once per body buffer; with an empty buffer and the
+  // Queues the body buffer u.r->body.buf (with its framing) at out[k...];
+  // returns the new k. Called once per body buffer; with an empty buffer and the
   // body complete, for the end of the body (a last chunk).
   std::size_t (*body_output)(Upstream& u, Chain* out, std::size_t k);
   // Parses the response head in [b.pos, b.last), moving b.pos on.
@@ -115,16 +116,10 @@ struct Upstream {
   std::uint32_t uri_off = 0;  // the URI inside the head (for log lines)
   std::uint32_t uri_len = 0;
 
-  // The request body: read from the client, kept in `body` until sent.
-  bool body_out = false;     // a body goes to the backend
-  bool body_in = false;      // the client sends a body
-  bool body_in_done = true;  // all of it has been read from the client
-  bool body_chunked_in = false;
-  std::int64_t body_rest = 0;  // Content-Length bytes still to read from the client
-  ChunkedParser body_chunked;
-  Buf body;
-  std::uint32_t body_cap = 0;
-  bool body_replayable = true;  // `body` holds the body from its first byte
+  // The request body is read through request_body.h into r->body.buf and
+  // kept there until sent.
+  bool body_out = false;        // a body goes to the backend
+  bool body_replayable = true;  // r->body.buf holds it from its first byte: a retry may send it
   bool buffer_body = false;     // the protocol cannot stream this body: read it ahead
   Chain out[4];
   Chain* pending = nullptr;  // what is left of the current send
@@ -160,7 +155,7 @@ struct Upstream {
   Chain ring_chain[kMaxRing + 1];  // the sealed buffers, then the end mark
   Buf end_mark;                    // an empty last buffer: the end with no data
 
-  // The tunnel after a 101 (client -> backend direction uses `body`).
+  // The tunnel after a 101 (client -> backend direction uses r->body.buf).
   bool upgrade_sent = false;  // the request asks for an Upgrade
   bool client_eof = false;
   bool tunnel_up_shut = false;

@@ -73,7 +73,7 @@ void on_head(Upstream& u) {
     // read the rest, and a client body not read to its end closes the
     // client connection (the head says so).
     u.upstream_reusable = false;
-    if (!u.body_in_done) r.lingering = true;
+    if (!r.body.done) r.lingering = true;
   }
   if (!u.protocol->input_filter_init(u) || send_client_head(u, false) != 0) {
     finish(u, true);
@@ -145,20 +145,21 @@ bool tail_open(const Upstream& u) {
 void send_request(Upstream& u) {
   Connection& c = *u.u;
   EventLoop& loop = *u.r->c->loop;
+  Buf& body = u.r->body.buf;
   for (;;) {
     if (u.pending == nullptr) {
       std::size_t k = 0;
       if (!u.head.empty()) u.out[k++].buf = &u.head;
       if (u.body_out) {
-        if (u.body.empty() && !u.body_in_done && k == 0) {
-          const int rc = read_request_body(u);
+        if (body.empty() && !u.r->body.done && k == 0) {
+          const int rc = read_client_body(u);
           if (rc < 0) return;
           if (rc == 0) return;  // the client's read event brings us back
         }
         k = u.protocol->body_output(u, u.out, k);
       }
       if (k == 0) {
-        if (u.body_out && !u.body_in_done) continue;  // read more
+        if (u.body_out && !u.r->body.done) continue;  // read more
         // All sent: now the response (which may have started already).
         u.request_sent = true;
         loop.del_timer(*c.write);
@@ -191,8 +192,8 @@ void send_request(Upstream& u) {
       continue;
     }
     // This piece went out: an emptied body buffer is refilled from its start.
-    if (!u.body_in_done && u.body.empty() && u.body.start != nullptr) {
-      u.body.pos = u.body.last = u.body.start;
+    if (!u.r->body.done && body.empty() && body.start != nullptr) {
+      body.pos = body.last = body.start;
       u.body_replayable = false;
     }
   }

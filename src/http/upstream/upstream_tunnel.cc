@@ -38,12 +38,12 @@ void tunnel(Upstream& u) {
   if (head == 0) return;
   bool progress = false;
   Buf& down = u.ring[0];
-  if (!upstream::relay(c, up, u.body, u.client_eof, u.tunnel_up_shut, progress) ||
+  if (!upstream::relay(c, up, u.r->body.buf, u.client_eof, u.tunnel_up_shut, progress) ||
       !upstream::relay(up, c, down, u.upstream_eof, u.tunnel_down_shut, progress)) {
     finish(u, false);
     return;
   }
-  if (u.client_eof && u.upstream_eof && u.body.empty() && down.empty()) {
+  if (u.client_eof && u.upstream_eof && u.r->body.buf.empty() && down.empty()) {
     finish(u, false);
     return;
   }

@@ -58,6 +58,7 @@ void free_request(Request& r) {
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
   upstream_core::release(r);
+  if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
   release_file(r);
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
   r.nretired = 0;
