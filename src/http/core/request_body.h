@@ -55,7 +55,6 @@ struct RequestBody {
   std::int64_t rest = 0;   // Content-Length bytes still to come
   ChunkedParser chunked;
   RequestBodyHandler handler = nullptr;
-  EventHandler transport_handler = nullptr;  // HTTP/1: the read handler given back at the end
   int status = 0;            // why reading failed: 400, 408, 413, 500 (0: the connection closes)
   bool chunked_in = false;   // the client sends it chunked
   bool started = false;      // start_request_body was called: a handler takes the body

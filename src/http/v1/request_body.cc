@@ -4,8 +4,8 @@
 // the header buffer; bytes after a chunked body are the next request and go
 // back there. While a body is read the client's read event is this file's:
 // timeouts (client_body_timeout) and the connection closing are told to the
-// reader's handler, and the read handler that was there is given back once
-// the body is read.
+// reader's handler, and the event goes back to the request's handlers
+// (request_handler) once the body is read.
 #include "http/core/request_body.h"
 
 #include <cerrno>
@@ -51,7 +51,7 @@ void body_event(Event& rev);
 // Reading is over, one way or the other: the read event goes back.
 void give_back(Request& r) {
   Event& rev = *r.c->read;
-  if (rev.handler == body_event) rev.handler = r.body.transport_handler;
+  if (rev.handler == body_event) rev.handler = request_handler;
 }
 
 int fail(Request& r, int status, bool gone) {
@@ -292,7 +292,6 @@ int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler)
   rb.buf.reset(mem, size);
   rb.size = static_cast<std::uint32_t>(size);
   Event& rev = *r.c->read;
-  rb.transport_handler = rev.handler;
   rev.handler = body_event;
   return 0;
 }
