@@ -218,6 +218,11 @@ void empty_handler(Event& ev);
 // (nginx's ngx_http_request_handler): it calls the request's
 // read_event_handler or write_event_handler.
 void request_handler(Event& ev);
+// While the request reads nothing from its client (a proxied request whose
+// body is read): whether the client went away (nginx's
+// ngx_http_upstream_check_broken_connection), `err` the error if any.
+// Pipelined input is not a close: it waits for the next request.
+bool client_gone(Request& r, int& err);
 // Gives the request's memory back to the worker (buffers, file, counters).
 void release_request(Request& r);
 // close(2) of a file being served, logged if it fails.

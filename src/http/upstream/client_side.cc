@@ -1,16 +1,14 @@
-// The client-facing half of an upstream request (client_side.h): everything
-// that touches the client connection while a backend works. Kept together so
-// the filter chain / transport interface can replace it as one file.
+// The client-facing half of an upstream request (client_side.h): the
+// request's event handlers while a backend works, the request body through
+// the body API, the response head through send_header, and the end of the
+// request. The client connection itself is the transport's (http/v1/).
 #include "http/upstream/client_side.h"
-
-#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "event/tls/tls.h"
-#include "http/core/worker.h"
 #include "http/core/filters.h"
+#include "http/core/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -48,7 +46,7 @@ void body_phase(Upstream& u) {
   if (rb.done || rb.buf.last == rb.buf.end) begin_connect(u);
 }
 
-void client_read(Upstream& u, Event& ev);
+void client_read(Upstream& u);
 
 // The body reader's news (request_body.h).
 void body_ready(Request& r) {
@@ -57,29 +55,13 @@ void body_ready(Request& r) {
     body_failed(u);
     return;
   }
-  client_read(u, *r.c->read);
+  client_read(u);
 }
 
-void check_broken(Upstream& u, Event& rev) {
-  Connection& c = *u.r->c;
-  if (!rev.ready && !rev.eof) return;
-  // Under TLS the next request may be inside OpenSSL already, where the
-  // socket shows nothing: it is pipelined input, and readiness must stay.
-  char ch;
-  const ssize_t n = tls_has_pending(c) ? 1 : ::recv(c.fd, &ch, 1, MSG_PEEK);
-  if (n > 0) {
-    // Pipelined input: it waits for the next request. A level-triggered
-    // backend would report it again and again.
-    if (!(c.loop->capabilities() & kCapClear) && rev.active) (void)c.loop->backend().del(rev, 0);
-    return;
-  }
-  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    rev.ready = 0;
-    return;
-  }
-  rev.eof = 1;
-  log_error(u, static_cast<int>(LogLevel::kInfo), n == -1 ? errno : 0,
-            "client prematurely closed connection");
+void check_broken(Upstream& u) {
+  int err = 0;
+  if (!client_gone(*u.r, err)) return;
+  log_error(u, static_cast<int>(LogLevel::kInfo), err, "client prematurely closed connection");
   end_attempt(u, 0);
   u.stage = Stage::kDone;
   terminate_request(*u.r, 499);
@@ -318,14 +300,14 @@ void client_read_handler(Request& req) {
     terminate_request(*r, 408);
     return;
   }
-  client_read(u, ev);
+  client_read(u);
 }
 
 namespace {
 
 // A client read event for the stage the upstream request is in (the body
 // reader's handler comes here too, while it has the event).
-void client_read(Upstream& u, Event& ev) {
+void client_read(Upstream& u) {
   switch (u.stage) {
     case Stage::kBody:
       body_phase(u);
@@ -335,7 +317,7 @@ void client_read(Upstream& u, Event& ev) {
         send_request(u);
         return;
       }
-      check_broken(u, ev);
+      check_broken(u);
       return;
     case Stage::kTunnel:
       tunnel(u);
@@ -345,7 +327,7 @@ void client_read(Upstream& u, Event& ev) {
     case Stage::kHead:
     case Stage::kRelay:
       if (!u.r->body.done) return;  // unread body: reading it would mean sending it
-      check_broken(u, ev);
+      check_broken(u);
       return;
     case Stage::kDone:
       block_reading(*u.r);

@@ -1,11 +1,11 @@
 #pragma once
-// The client-facing half of an upstream request, in one file so it can be
-// swapped for the filter chain / transport interface as one piece: the
-// client connection's handlers while the backend works, the request body
-// (through the request-body API), the client's response head, sending the ring of
-// response buffers to the client and waiting for it to drain, the tunnel's
-// client half, and the end of the request on the client side. The core
-// (upstream.cc, upstream_tunnel.cc) calls only the functions below.
+// The client-facing half of an upstream request: the request's event
+// handlers while the backend works, the request body (through the
+// request-body API), the client's response head (through send_header; the
+// body goes through output_filter from upstream_relay.cc), the tunnel's
+// client half, and the end of the request on the client side. The client
+// connection belongs to the transport (http/v1/). The core (upstream.cc,
+// upstream_relay.cc, upstream_tunnel.cc) calls only the functions below.
 
 #include <cstddef>
 
@@ -14,7 +14,7 @@
 namespace vigil::http::upstream_core {
 
 // ---- the request and its body ---------------------------------------------------------
-// Takes the client connection's events for the upstream request and starts
+// Sets the request's event handlers for the upstream request and starts
 // reading the request body through the request-body API (request_body.h,
 // one client_body_buffer_size buffer in r.body.buf). 0, or a status for the
 // client (500: no memory).

@@ -201,6 +201,30 @@ Status set_tcp_option(Connection& c, int level, int name, int value, const char*
 
 void empty_handler(Event&) {}
 
+bool client_gone(Request& r, int& err) {
+  Connection& c = *r.c;
+  Event& rev = *c.read;
+  err = 0;
+  if (!rev.ready && !rev.eof) return false;
+  // Under TLS the next request may be inside OpenSSL already, where the
+  // socket shows nothing: it is pipelined input, and readiness must stay.
+  char ch;
+  const ssize_t n = tls_has_pending(c) ? 1 : ::recv(c.fd, &ch, 1, MSG_PEEK);
+  if (n > 0) {
+    // Pipelined input: it waits for the next request. A level-triggered
+    // backend would report it again and again.
+    if (!(c.loop->capabilities() & kCapClear) && rev.active) (void)c.loop->backend().del(rev, 0);
+    return false;
+  }
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    rev.ready = 0;
+    return false;
+  }
+  rev.eof = 1;
+  if (n == -1) err = errno;
+  return true;
+}
+
 void request_handler(Event& ev) {
   HttpConnection& hc = http_of(*ev.owner<Connection>());
   Request* r = hc.request;
