@@ -18,7 +18,6 @@
 #include "event/listen_conf.h"
 #include "event/tls/tls_conf.h"
 #include "http/access/access.h"
-#include "http/proxy/proxy_conf.h"
 #include "http/core/types.h"
 #include "http/core/variables.h"
 #include "upstream/upstream.h"
@@ -138,7 +137,6 @@ struct HttpLocConf {
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
-  ProxyConf proxy;
   std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
   bool server_tokens = true;
 
