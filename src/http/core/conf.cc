@@ -317,7 +317,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.disable_symlinks_from = parent.disable_symlinks_from;
   }
   if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
-  merge_add_headers(ctx, parent, child);
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -538,7 +537,7 @@ Module* make_http_module() {
   add_limit_rate_directives(*m, loc);
   add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
-  add_header_directives(*m, loc);
+  m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));

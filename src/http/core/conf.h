@@ -97,7 +97,6 @@ struct AccessLogConf {
 };
 
 struct ReturnConf;     // return.h
-struct AddHeaderList;  // add_header.h
 
 struct ErrorPage {
   int status = 0;
@@ -137,8 +136,7 @@ struct HttpLocConf {
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
-  std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
-  bool server_tokens = true;
+  bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
 
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
@@ -203,9 +201,6 @@ upstream::UpstreamSpecs http_upstream_specs();
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
-// add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
-void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
-void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);
 void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.

@@ -10,6 +10,7 @@
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/empty_gif/empty_gif.h"
+#include "http/filters/add_header.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/return.h"
 #include "http/static/try_files.h"
@@ -21,7 +22,7 @@ std::span<const HttpModule* const> http_modules() {
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
       &rewrite_module(),   &limit_req_module(), &limit_conn_module(), &access_module(),
-      &try_files_module(), &empty_gif_module(), &proxy_module(),
+      &try_files_module(), &empty_gif_module(), &add_header_module(), &proxy_module(),
   };
   return kModules;
 }

@@ -275,7 +275,7 @@ bool build_client_head(Upstream& u, bool upgrade) {
 
   r.status = u.resp.status;  // before the lengths: add_header may use $status
   std::size_t need = 256 + u.resp.reason.size() + replacement.size() +
-                     add_headers_length(r, r.loc->add_headers.get(), u.resp.status);
+                     add_headers_length(r, add_header_list(*r.loc), u.resp.status);
   for (std::uint32_t i = 0; i < u.nfields; ++i) {
     need += u.fields[i].name.size() + u.fields[i].value.size() + 4;
   }
@@ -326,7 +326,7 @@ bool build_client_head(Upstream& u, bool upgrade) {
     }
     o.put("\r\n");
   }
-  o.p = write_add_headers(r, r.loc->add_headers.get(), u.resp.status, o.p);
+  o.p = write_add_headers(r, add_header_list(*r.loc), u.resp.status, o.p);
   if (u.client_chunked) o.put("Transfer-Encoding: chunked\r\n");
   if (upgrade) {
     o.put("Connection: upgrade\r\n");
