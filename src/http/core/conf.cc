@@ -312,10 +312,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
-  if (!ctx.is_set("disable_symlinks")) {
-    child.disable_symlinks = parent.disable_symlinks;
-    child.disable_symlinks_from = parent.disable_symlinks_from;
-  }
   if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
@@ -535,7 +531,6 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
-  add_disable_symlinks_directive(*m, loc);
   add_open_file_cache_directives(*m, loc);
   m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
   add_hash_size_directives(*m, loc, fin);

@@ -61,9 +61,6 @@ struct ContentHandler {
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
 
-// disable_symlinks off | on | if_not_owner (static_file.cc).
-enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
-
 // open_file_cache max=N [inactive=time] (open_file_cache.cc): one per
 // directive; locations that inherit it share it, and each worker builds its
 // own table for it (`index` into HttpServers::file_caches).
@@ -141,8 +138,6 @@ struct HttpLocConf {
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
   std::size_t limit_rate_after = 0;
-  DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
-  std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
   std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
   std::uint32_t open_file_cache_valid = 60;  // seconds
   std::uint32_t open_file_cache_min_uses = 1;
@@ -199,7 +194,6 @@ upstream::UpstreamSpecs http_upstream_specs();
 
 // limit_rate's directives, added to the http module (limit_rate.cc).
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
-void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
 void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
 void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 

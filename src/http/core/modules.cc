@@ -13,6 +13,7 @@
 #include "http/filters/add_header.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/return.h"
+#include "http/static/disable_symlinks.h"
 #include "http/static/try_files.h"
 
 namespace vigil::http {
@@ -21,8 +22,9 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &rewrite_module(),   &limit_req_module(), &limit_conn_module(), &access_module(),
-      &try_files_module(), &empty_gif_module(), &add_header_module(), &proxy_module(),
+      &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
+      &access_module(),     &try_files_module(),        &empty_gif_module(),
+      &add_header_module(), &disable_symlinks_module(), &proxy_module(),
   };
   return kModules;
 }
