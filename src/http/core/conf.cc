@@ -312,7 +312,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
-  if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -440,13 +439,6 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   register_phase_handlers(phases);
   phases.build();
   for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
-  // One table per open_file_cache directive that some location uses.
-  for (const HttpLocConf* loc : final_conf.servers->locations) {
-    const OpenFileCacheConf* fc = loc->open_file_cache.get();
-    if (fc == nullptr || fc->index != -1) continue;
-    fc->index = static_cast<int>(final_conf.servers->file_caches.size());
-    final_conf.servers->file_caches.push_back(fc);
-  }
   const ConfScope* root = &ctx.scope();
   while (root->parent() != nullptr) root = root->parent();
   final_conf.servers->main_scope = root;
@@ -531,7 +523,6 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
-  add_open_file_cache_directives(*m, loc);
   m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
@@ -566,6 +557,16 @@ const Module& http_module() {
 upstream::UpstreamSpecs http_upstream_specs() {
   (void)http_module();
   return g_upstream_specs;
+}
+
+HttpServers* http_servers(const ConfEnv& env, const ConfScope& scope) {
+  const Module& m = http_module();  // sets g_final_spec
+  const std::size_t at = env.modules != nullptr ? env.modules->index_of(m) : ModuleRegistry::npos;
+  if (at == ModuleRegistry::npos) return nullptr;
+  for (const ConfScope* s = &scope; s != nullptr; s = s->parent()) {
+    if (auto* f = static_cast<HttpFinalConf*>(s->conf(at, g_final_spec))) return f->servers.get();
+  }
+  return nullptr;
 }
 
 const HttpServers* http_servers(const Configuration& conf) {

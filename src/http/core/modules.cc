@@ -14,6 +14,7 @@
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/return.h"
 #include "http/static/disable_symlinks.h"
+#include "http/static/open_file_cache_conf.h"
 #include "http/static/try_files.h"
 
 namespace vigil::http {
@@ -24,7 +25,8 @@ std::span<const HttpModule* const> http_modules() {
   static const HttpModule* const kModules[] = {
       &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
       &access_module(),     &try_files_module(),        &empty_gif_module(),
-      &add_header_module(), &disable_symlinks_module(), &proxy_module(),
+      &add_header_module(), &disable_symlinks_module(), &open_file_cache_module(),
+      &proxy_module(),
   };
   return kModules;
 }
