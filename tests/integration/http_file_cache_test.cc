@@ -5,8 +5,9 @@
 // entry (counted in /metrics), a large file sent to a slow reader arrives
 // intact while its entry is evicted and the file replaced, Range and
 // conditional requests use the cached size and mtime, directory redirects and
-// index files, disable_symlinks still refuses links, and a reload starts
-// with new tables.
+// index files, disable_symlinks still refuses links, a location with
+// "open_file_cache off" under a cache of the http level opens its files each
+// time, and a reload starts with new tables.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -75,6 +76,23 @@ TEST(HttpFileCache, RenamedOverIsServedNewOnceValidHasPassed) {
       << body_of(port, "/v1/f.txt");
   EXPECT_EQ(body_of(port, "/v60/f.txt"), "old sixty\n");
   EXPECT_GE(metric(port, "vigil_http_open_file_cache_hits_total"), 2u);
+}
+
+TEST(HttpFileCache, InheritedFromHttpUnlessALocationTurnsItOff) {
+  VigilServer s;
+  s.write("html/c/f.txt", "old\n");
+  s.write("html/n/f.txt", "old\n");
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf(port, "open_file_cache max=10;",
+                           "open_file_cache_valid 60s;\n"
+                           "location /n/ { open_file_cache off; }\n")))
+      << s.output();
+  EXPECT_EQ(body_of(port, "/c/f.txt"), "old\n");
+  EXPECT_EQ(body_of(port, "/n/f.txt"), "old\n");
+  replace(s, "html/c/f.txt", "new, longer\n");
+  replace(s, "html/n/f.txt", "new, longer\n");
+  EXPECT_EQ(body_of(port, "/c/f.txt"), "old\n") << "the server level caches (the http level's)";
+  EXPECT_EQ(body_of(port, "/n/f.txt"), "new, longer\n") << "off: opened again";
 }
 
 TEST(HttpFileCache, DeletedFileAndErrorsCachedOrNot) {

@@ -1,5 +1,6 @@
 // The proxy_* directives not covered elsewhere: configuration errors as
-// nginx reports them, proxy_buffering off, proxy_buffer_size,
+// nginx reports them, inheritance from the http and server levels into
+// nested locations, proxy_buffering off, proxy_buffer_size,
 // proxy_send_timeout, proxy_next_upstream_timeout, proxy_request_buffering off.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,16 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
     EXPECT_NE(out.find(c.error), std::string::npos) << c.conf << "\n" << out;
     EXPECT_NE(out.find("t.conf:"), std::string::npos) << c.conf << "\n" << out;
   }
+  {
+    // Checked at the level that breaks the rule: the server block, on line 3.
+    auto [rc, out] =
+        check("server {\n proxy_buffer_size 16k;\n location / { proxy_pass http://a:1; } }");
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(out.find("\"proxy_busy_buffers_size\" must be equal to or greater than the maximum"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("t.conf:3\n"), std::string::npos) << out;
+  }
   auto [rc, out] = check(
       "proxy_http_version 1.1; proxy_connect_timeout 5s; proxy_read_timeout 1m;"
       " proxy_send_timeout 30s; proxy_buffering off; proxy_buffer_size 8k; proxy_buffers 4 8k;"
@@ -90,6 +101,65 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
       " client_body_buffer_size 32k;"
       " upstream u { server 127.0.0.1:1; } server { location / { proxy_pass http://u/x/; } }");
   EXPECT_EQ(rc, 0) << out;
+}
+
+// proxy_* directives of the http and server levels reach a location and the
+// locations nested in it; a level that sets one replaces what it inherits
+// (proxy_set_header and proxy_hide_header as whole lists, as nginx);
+// proxy_pass belongs to its own location only.
+TEST_F(ProxyDirectives, InheritedFromHttpAndServerReplacedByALocation) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    return c.send(backend_response(200, r.version, "X-Secret: s\r\nX-Other: o\r\n"));
+  });
+  const std::string addr = b.address();
+  std::string server =
+      "proxy_set_header X-Level server; proxy_set_header X-Proxy-Host $proxy_host;\n";
+  server += "location /a { proxy_pass http://" + addr + ";\n";
+  server += "  location /a/up { proxy_pass http://u; }\n";
+  server += "  location /a/files { } }\n";
+  server += "location /c { proxy_pass http://" + addr + "; proxy_set_header X-Level c;\n";
+  server += "  proxy_http_version 1.0; proxy_hide_header X-Other; }\n";
+  std::string http = "upstream u { server " + addr + "; }\n";
+  http += "proxy_http_version 1.1; proxy_hide_header X-Secret;\n";
+  ASSERT_TRUE(start(server, http)) << server_.output();
+
+  // The location: the server's fields and the http level's version and hidden field.
+  Response r = request(simple_get("/a/x"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "HTTP/1.1");
+  EXPECT_FALSE(r.has("x-secret")) << r.head;
+  EXPECT_EQ(r.header("x-other"), "o");
+  BackendRequest seen = b.last();
+  EXPECT_EQ(seen.header("x-level"), "server");
+  EXPECT_EQ(seen.header("x-proxy-host"), addr) << "$proxy_host of this location's proxy_pass";
+  EXPECT_EQ(seen.header("host"), addr) << "the default Host is still added";
+
+  // A nested location with a proxy_pass of its own: inherited through two
+  // levels, $proxy_host its own.
+  r = request(simple_get("/a/up/x"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "HTTP/1.1");
+  EXPECT_FALSE(r.has("x-secret")) << r.head;
+  seen = b.last();
+  EXPECT_EQ(seen.header("x-level"), "server");
+  EXPECT_EQ(seen.header("x-proxy-host"), "u");
+  EXPECT_EQ(seen.header("host"), "u");
+
+  // A location that sets them: its own list, version and hidden field only.
+  r = request(simple_get("/c"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "HTTP/1.0");
+  EXPECT_EQ(r.header("x-secret"), "s");
+  EXPECT_FALSE(r.has("x-other")) << r.head;
+  seen = b.last();
+  EXPECT_EQ(seen.header("x-level"), "c");
+  EXPECT_FALSE(seen.has("x-proxy-host")) << seen.head;
+  EXPECT_EQ(seen.header("host"), addr);
+
+  // proxy_pass is not inherited: the nested location serves files.
+  const int before = b.requests();
+  EXPECT_EQ(request(simple_get("/a/files/none")).status, 404);
+  EXPECT_EQ(b.requests(), before);
 }
 
 TEST_F(ProxyDirectives, BufferingOffAndSmallBuffers) {

@@ -200,13 +200,26 @@ TEST_F(HttpReturn, AddHeaderByStatusAndLevel) {
 
 TEST_F(HttpReturn, AddHeaderOnProxiedResponses) {
   Backend backend;
-  ASSERT_TRUE(start("location / { proxy_pass http://" + backend.address() +
-                    "; add_header X-P \"via $host\"; }"))
+  const std::string pass = "proxy_pass http://" + backend.address() + ";";
+  ASSERT_TRUE(start("add_header X-S s;\n"
+                    "location / { " + pass + " add_header X-P \"via $host\";\n"
+                    "  location /in/ { " + pass + " } }\n"
+                    "location /srv { " + pass + " }"))
       << server_.output();
   Response r = request("/x", "", "h.example");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "backend GET /x");
   EXPECT_EQ(r.header("x-p"), "via h.example");
+  EXPECT_FALSE(r.has("x-s")) << "the location has its own list";
+  // A nested location inherits its parent's list; one without a list, the server's.
+  r = request("/in/x", "", "h.example");
+  EXPECT_EQ(r.body, "backend GET /in/x");
+  EXPECT_EQ(r.header("x-p"), "via h.example");
+  EXPECT_FALSE(r.has("x-s"));
+  r = request("/srv");
+  EXPECT_EQ(r.body, "backend GET /srv");
+  EXPECT_EQ(r.header("x-s"), "s");
+  EXPECT_FALSE(r.has("x-p"));
 }
 
 TEST_F(HttpReturn, ServerTokensOff) {

@@ -1,7 +1,8 @@
 // disable_symlinks through the real vigil binary: a symbolic link in the
 // path is served with off, refused with 403 with on (a linked file and a
 // linked directory), and with if_not_owner only when the link's owner differs
-// from its target's.
+// from its target's; a rule of the server level holds in the locations that
+// set none.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -53,6 +54,23 @@ TEST(HttpSymlinks, OffFollowsOnRefuses) {
   EXPECT_EQ(status_of(port, "/from/plain.txt"), 200);
   EXPECT_EQ(status_of(port, "/from/link.txt"), 403);
   EXPECT_TRUE(s.wait_output("link.txt\" failed (40: ")) << s.output();
+}
+
+TEST(HttpSymlinks, TheServersRuleIsInheritedUnlessALocationSetsOne) {
+  VigilServer s;
+  make_links(s);
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf(port,
+                           "disable_symlinks on;\n"
+                           "location /on/ { location /on/dir/ { } }\n"
+                           "location /off/ { disable_symlinks off; }\n")))
+      << s.output();
+  EXPECT_EQ(status_of(port, "/on/plain.txt"), 200);
+  EXPECT_EQ(status_of(port, "/on/link.txt"), 403) << "the server's rule in a location";
+  EXPECT_EQ(status_of(port, "/on/dir/f.txt"), 403) << "and in the location nested in it";
+  EXPECT_EQ(status_of(port, "/owner/link.txt"), 403) << "and at the server level itself";
+  EXPECT_EQ(get(port, simple_get("/off/link.txt")).body, "real\n");
+  EXPECT_EQ(status_of(port, "/off/dir/f.txt"), 200);
 }
 
 TEST(HttpSymlinks, FromSkipsTheCheckOfItsPart) {

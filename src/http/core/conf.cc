@@ -290,7 +290,6 @@ Status set_output_buffers(const DirectiveCall& call, HttpLocConf& loc) {
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
-  if (Status st = init_proxy(ctx, loc.proxy); !st) return st;
   if (!ctx.is_set("index")) loc.index = {"index.html"};
   if (!ctx.is_set("access_log")) {
     auto log = std::make_shared<AccessLogConf>();
@@ -313,13 +312,6 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
-  if (!ctx.is_set("disable_symlinks")) {
-    child.disable_symlinks = parent.disable_symlinks;
-    child.disable_symlinks_from = parent.disable_symlinks_from;
-  }
-  if (!ctx.is_set("open_file_cache")) child.open_file_cache = parent.open_file_cache;
-  merge_add_headers(ctx, parent, child);
-  if (Status st = merge_proxy(ctx, parent.proxy, child.proxy); !st) return st;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -394,38 +386,6 @@ Status build_tls_contexts(HttpServers& servers) {
   return Status::ok();
 }
 
-// proxy_pass names an upstream block or an address (an implicit group).
-Status resolve_proxies(const ConfInit& ctx, const std::vector<HttpLocConf*>& locations) {
-  upstream::GroupSet* set = nullptr;
-  for (HttpLocConf* loc : locations) {
-    ProxyConf& p = loc->proxy;
-    if (!p.enabled || p.group != nullptr) continue;
-    if (set == nullptr) set = &upstream::group_set(ctx, g_upstream_specs);
-    auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
-    if (!g) return g.status();
-    p.group = g.value();
-    if (p.https) {
-      // The TLS context now, at load time: -t and a reload check the
-      // trusted CAs and the client certificate (nginx's ngx_http_proxy_set_ssl).
-      if (p.ssl.where.empty()) p.ssl.where = p.where;
-      auto tls = TlsContext::client(p.ssl);
-      if (!tls) return tls.status();
-      p.tls = std::move(tls.value());
-      if (!p.ssl.name.empty()) {
-        auto t = VarTemplate::compile(p.ssl.name);
-        if (!t) return Status::error(t.status().message() + p.ssl.where);
-        p.ssl_name = std::move(t.value());
-      }
-    }
-    if (!p.group->hash_key.empty()) {
-      auto t = VarTemplate::compile(p.group->hash_key);
-      if (!t) return Status::error(t.status().message() + p.group->where);
-      p.hash_key = std::move(t.value());
-    }
-  }
-  return Status::ok();
-}
-
 // Runs once the whole http block is merged (see HttpFinalConf).
 Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
   const std::size_t module = ctx.module();
@@ -472,28 +432,13 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
       return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
     }
   }
-  if (Status st = resolve_proxies(ctx, locations); !st) return st;
   auto built = HttpServers::build(std::move(servers), std::move(locations));
   if (!built) return built.status();
   final_conf.servers = std::move(built.value());
   PhaseEngine& phases = final_conf.servers->phases;
   register_phase_handlers(phases);
   phases.build();
-  FilterChains& filters = final_conf.servers->filters;
-  if (!register_filters(filters, *final_conf.servers)) {
-    return Status::error("too many HTTP filters");
-  }
-  for (HttpSrvConf* srv : final_conf.servers->servers) {
-    srv->phases = &phases;
-    srv->filters = &filters;
-  }
-  // One table per open_file_cache directive that some location uses.
-  for (const HttpLocConf* loc : final_conf.servers->locations) {
-    const OpenFileCacheConf* fc = loc->open_file_cache.get();
-    if (fc == nullptr || fc->index != -1) continue;
-    fc->index = static_cast<int>(final_conf.servers->file_caches.size());
-    final_conf.servers->file_caches.push_back(fc);
-  }
+  for (HttpSrvConf* srv : final_conf.servers->servers) srv->phases = &phases;
   const ConfScope* root = &ctx.scope();
   while (root->parent() != nullptr) root = root->parent();
   final_conf.servers->main_scope = root;
@@ -514,7 +459,8 @@ Module* make_http_module() {
   auto srv = m->add_conf<HttpSrvConf>(kHttpMainConf | kHttpSrvConf, {}, merge_srv);
   auto loc = m->add_conf<HttpLocConf>(kHttpAny, init_loc, merge_loc);
   // `upstream { }` blocks (the upstream layer's one parser): their GroupSet is
-  // finished before HttpFinalConf's init, which can then resolve proxy_pass.
+  // finished with the http block, before the confs of the modules registered
+  // after "http", so the proxy module's merge can resolve proxy_pass in it.
   g_upstream_specs =
       upstream::add_directives(*m, kHttpMainConf, kHttpUpsConf, upstream::Protocol::kHttp);
   auto fin = m->add_conf<HttpFinalConf>(kHttpMainConf, init_final);
@@ -577,13 +523,10 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
-  add_disable_symlinks_directive(*m, loc);
-  add_open_file_cache_directives(*m, loc);
-  add_header_directives(*m, loc);
+  m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
-  add_proxy_directives(*m, loc);
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),
@@ -614,6 +557,16 @@ const Module& http_module() {
 upstream::UpstreamSpecs http_upstream_specs() {
   (void)http_module();
   return g_upstream_specs;
+}
+
+HttpServers* http_servers(const ConfEnv& env, const ConfScope& scope) {
+  const Module& m = http_module();  // sets g_final_spec
+  const std::size_t at = env.modules != nullptr ? env.modules->index_of(m) : ModuleRegistry::npos;
+  if (at == ModuleRegistry::npos) return nullptr;
+  for (const ConfScope* s = &scope; s != nullptr; s = s->parent()) {
+    if (auto* f = static_cast<HttpFinalConf*>(s->conf(at, g_final_spec))) return f->servers.get();
+  }
+  return nullptr;
 }
 
 const HttpServers* http_servers(const Configuration& conf) {

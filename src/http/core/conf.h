@@ -18,7 +18,6 @@
 #include "event/listen_conf.h"
 #include "event/tls/tls_conf.h"
 #include "http/access/access.h"
-#include "http/proxy/proxy_conf.h"
 #include "http/core/types.h"
 #include "http/core/variables.h"
 #include "upstream/upstream.h"
@@ -63,18 +62,6 @@ struct ContentHandler {
 // lingering_close off | on | always
 enum class Lingering : std::uint8_t { kOff, kOn, kAlways };
 
-// disable_symlinks off | on | if_not_owner (static_file.cc).
-enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
-
-// open_file_cache max=N [inactive=time] (open_file_cache.cc): one per
-// directive; locations that inherit it share it, and each worker builds its
-// own table for it (`index` into HttpServers::file_caches).
-struct OpenFileCacheConf {
-  std::uint32_t max = 0;
-  Msec inactive = 60000;
-  mutable int index = -1;  // set once the http block is finished
-};
-
 // if_modified_since off | exact | before
 enum class IfModifiedSince : std::uint8_t { kOff, kExact, kBefore };
 
@@ -98,8 +85,7 @@ struct AccessLogConf {
   Msec flush = 1000;           // longest a line waits in the buffer
 };
 
-struct ReturnConf;     // return.h
-struct AddHeaderList;  // add_header.h
+struct ReturnConf;  // return.h
 
 struct ErrorPage {
   int status = 0;
@@ -139,19 +125,11 @@ struct HttpLocConf {
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
-  ProxyConf proxy;
-  std::shared_ptr<const AddHeaderList> add_headers;  // add_header.cc; null: none
-  bool server_tokens = true;
+  bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
 
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
   std::size_t limit_rate_after = 0;
-  DisableSymlinks disable_symlinks = DisableSymlinks::kOff;
-  std::string disable_symlinks_from;  // "from=" part, resolved ("" : the whole path is checked)
-  std::shared_ptr<const OpenFileCacheConf> open_file_cache;  // null: off
-  std::uint32_t open_file_cache_valid = 60;  // seconds
-  std::uint32_t open_file_cache_min_uses = 1;
-  bool open_file_cache_errors = false;
 
   // Each HttpModule's conf at this level (module.h: loc_conf), by its index.
   std::vector<const void*> module_confs;
@@ -205,15 +183,14 @@ upstream::UpstreamSpecs http_upstream_specs();
 
 // limit_rate's directives, added to the http module (limit_rate.cc).
 void add_limit_rate_directives(Module& m, ConfSlot<HttpLocConf> loc);
-void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc);
-void add_open_file_cache_directives(Module& m, ConfSlot<HttpLocConf> loc);
-// add_header and server_tokens (add_header.cc); merge_add_headers runs in merge_loc.
-void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc);
-void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child);
 void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<HttpFinalConf> fin);
 
 // The built tables of a loaded configuration, or null when it has no http block.
 const HttpServers* http_servers(const Configuration& conf);
+// The same while the configuration loads, for a module registered after
+// "http" (its confs are finished after the http module's, so the tables are
+// built): `scope` is the http block's, or one inside it.
+HttpServers* http_servers(const ConfEnv& env, const ConfScope& scope);
 
 // Largest number of large_client_header_buffers a request may use.
 inline constexpr std::uint32_t kMaxLargeBuffers = 64;

@@ -129,9 +129,13 @@ struct FilterChains {
 };
 
 class HttpServers;
+class HttpModule;
 // Fills the chains for a configuration, in the order the filters run
 // (modules.cc); false when a chain is full.
 bool register_filters(FilterChains& chains, const HttpServers& servers);
+// The module that builds a configuration's chains (register_filters) once
+// every other HTTP module has merged its confs: the last of http_modules().
+const HttpModule& filters_module();
 
 // The built-in body filters.
 int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next);  // filters/chunked.cc

@@ -12,7 +12,11 @@
 #include "http/core/servers.h"
 #include "http/filters/add_header.h"
 #include "http/empty_gif/empty_gif.h"
+#include "http/filters/add_header.h"
+#include "http/proxy/proxy_conf.h"
 #include "http/rewrite/return.h"
+#include "http/static/disable_symlinks.h"
+#include "http/static/open_file_cache_conf.h"
 #include "http/static/try_files.h"
 
 namespace vigil::http {
@@ -21,8 +25,10 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &rewrite_module(), &limit_req_module(), &limit_conn_module(),
-      &access_module(),  &try_files_module(), &empty_gif_module(),
+      &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
+      &access_module(),     &try_files_module(),        &empty_gif_module(),
+      &add_header_module(), &disable_symlinks_module(), &open_file_cache_module(),
+      &proxy_module(),        &filters_module(),
   };
   return kModules;
 }
@@ -38,6 +44,34 @@ bool register_filters(FilterChains& chains, const HttpServers& servers) {
   bool ok = chains.header.add(not_modified_header_filter) && chains.header.add(range_header_filter);
   if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
   return ok && chains.body.add(chunked_body_filter);
+}
+
+namespace {
+
+// filters_module's conf spec, kept in the http scope only.
+struct FilterChainsBuilt {};
+
+// Every module listed before filters_module has merged its confs by now, so
+// a module can tell from them whether the configuration uses its filter.
+Status build_filter_chains(const ConfInit& ctx, FilterChainsBuilt&) {
+  HttpServers* servers = http_servers(ctx.env(), ctx.scope());
+  if (servers == nullptr) return Status::error("internal error: no http servers");
+  if (!register_filters(servers->filters, *servers)) {
+    return Status::error("too many HTTP filters");
+  }
+  for (HttpSrvConf* srv : servers->servers) srv->filters = &servers->filters;
+  return Status::ok();
+}
+
+}  // namespace
+
+const HttpModule& filters_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_filters");  // never destroyed: used until exit
+    m->conf().add_conf<FilterChainsBuilt>(kHttpMainConf, build_filter_chains);
+    return m;
+  }();
+  return *module;
 }
 
 void register_phase_handlers(PhaseEngine& engine) {

@@ -13,6 +13,7 @@
 #include "http/core/conf.h"
 #include "http/core/filters.h"
 #include "http/core/phases.h"
+#include "http/static/open_file_cache_conf.h"
 #include "vigil/core/result.h"
 
 namespace vigil::http {

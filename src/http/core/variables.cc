@@ -12,6 +12,7 @@
 #include "event/tls/tls.h"
 #include "codec/head_writer.h"
 #include "http/core/request.h"
+#include "http/proxy/proxy_conf.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
@@ -291,8 +292,8 @@ bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
       s.put_uint(static_cast<std::uint64_t>(::getpid()));
       return true;
     case VarId::kProxyHost:
-      if (r.loc == nullptr || !r.loc->proxy.enabled) return false;
-      s.put(r.loc->proxy.proxy_host);
+      if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+      s.put(proxy_conf(*r.loc).proxy_host);
       return true;
     case VarId::kConnectionRequests:
       if (c == nullptr) return false;

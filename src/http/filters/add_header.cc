@@ -1,4 +1,5 @@
-// add_header and server_tokens.
+// add_header (nginx's ngx_http_headers_filter_module, add_header only), a
+// module with its own conf at every http level.
 //
 // As nginx: a level that has no add_header of its own inherits all of its
 // parent's; a field is added to responses of status 200, 201, 204, 206, 301,
@@ -13,11 +14,8 @@
 // can split the header). nginx's special cases for Cache-Control, Link,
 // Last-Modified and ETag (replacing the field the server set) are not made:
 // add_header always adds a field.
-//
-// server_tokens off sends "Server: vigil" and drops the version from the
-// built-in error pages (response.cc, proxy_response.cc read the flag).
-#include "http/core/filters.h"
 #include "http/filters/add_header.h"
+#include "http/core/filters.h"
 
 #include "http/core/servers.h"
 
@@ -26,6 +24,7 @@
 
 #include "codec/chars.h"
 #include "http/core/conf.h"
+#include "http/core/module.h"
 #include "http/core/request.h"
 
 namespace vigil::http {
@@ -50,7 +49,7 @@ bool adds_for(const AddHeader& h, int status) {
   }
 }
 
-Status set_add_header(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
   const std::string& name = call.arg(0);
   for (char ch : name) {
     if (!chars::is_tchar(ch)) return call.error("invalid header name \"" + name + "\"");
@@ -68,25 +67,37 @@ Status set_add_header(const DirectiveCall& call, HttpLocConf& loc) {
   // The list is shared with the levels that inherit it: a new one per field
   // (load time only).
   auto list = std::make_shared<AddHeaderList>();
-  if (loc.add_headers != nullptr) *list = *loc.add_headers;
+  if (conf.list != nullptr) *list = *conf.list;
   list->headers.push_back(std::move(h));
-  loc.add_headers = std::move(list);
+  conf.list = std::move(list);
   return Status::ok();
 }
 
 }  // namespace
 
-void add_header_directives(Module& m, ConfSlot<HttpLocConf> loc) {
-  m.add("add_header", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3), loc.custom(set_add_header)).multiple = true;
-  m.add("server_tokens", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
+const HttpModule& add_header_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_headers");  // never destroyed: used until exit
+    auto conf = m->add_loc_conf<AddHeaderConf>(
+        {}, [](const ConfInit& ctx, const AddHeaderConf& parent, AddHeaderConf& child) {
+          if (!ctx.is_set("add_header")) child.list = parent.list;
+          return Status::ok();
+        });
+    m->conf()
+        .add("add_header", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3),
+             conf.custom(set_add_header))
+        .multiple = true;
+    return m;
+  }();
+  return *module;
 }
 
-void merge_add_headers(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child) {
-  if (!ctx.is_set("add_header")) child.add_headers = parent.add_headers;
+const AddHeaderList* add_header_list(const HttpLocConf& loc) {
+  return loc_conf<AddHeaderConf>(loc, add_header_module()).list.get();
 }
 
 int add_header_filter(Request& r) {
-  r.headers_out.add_headers = r.loc != nullptr ? r.loc->add_headers.get() : nullptr;
+  r.headers_out.add_headers = r.loc != nullptr ? add_header_list(*r.loc) : nullptr;
   return 0;
 }
 
@@ -125,7 +136,8 @@ char* write_add_headers(const Request& r, const AddHeaderList* list, int status,
 
 bool uses_add_header(const HttpServers& servers) {
   for (const HttpLocConf* loc : servers.locations) {
-    if (loc->add_headers != nullptr && !loc->add_headers->headers.empty()) return true;
+    const AddHeaderList* list = add_header_list(*loc);
+    if (list != nullptr && !list->headers.empty()) return true;
   }
   return false;
 }

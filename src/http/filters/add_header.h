@@ -4,6 +4,7 @@
 // files, redirects, error pages, `return`, and proxied responses.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 
 namespace vigil::http {
 
+class HttpModule;
+struct HttpLocConf;
 struct Request;
 
 struct AddHeader {
@@ -22,6 +25,16 @@ struct AddHeader {
 struct AddHeaderList {
   std::vector<AddHeader> headers;
 };
+
+// The module's conf at every http level: a level without add_header of its
+// own shares its parent's list.
+struct AddHeaderConf {
+  std::shared_ptr<const AddHeaderList> list;  // null: none
+};
+
+const HttpModule& add_header_module();
+// The fields add_header adds to the responses of `loc` (null: none).
+const AddHeaderList* add_header_list(const HttpLocConf& loc);
 
 // Upper bound of the bytes write_add_headers writes for a response of `status`.
 std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status);

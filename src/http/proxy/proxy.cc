@@ -44,7 +44,7 @@ int proxy_content(Request& r) {
 const ContentHandler kContent{"proxy_pass", proxy_content, true};
 
 int start(Request& r) {
-  const ProxyConf& conf = r.loc->proxy;
+  const ProxyConf& conf = proxy_conf(*r.loc);
   if (!conf.enabled || conf.group == nullptr) return 500;
   HttpWorker& w = *r.hc->worker;
   char* mem = w.buffers().get(sizeof(ProxyState));

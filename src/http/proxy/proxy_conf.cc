@@ -1,14 +1,18 @@
-// The proxy_* directives (nginx's ngx_http_proxy_module commands), their
-// defaults and inheritance.
+// The proxy module's conf (nginx's ngx_http_proxy_module commands and
+// ngx_http_proxy_merge_loc_conf): the proxy_* directives, their defaults and
+// inheritance, and proxy_pass resolved to its upstream group.
 #include "http/proxy/proxy_conf.h"
 
 #include <functional>
 #include <utility>
 
-#include "core/conf/values.h"
-#include "http/core/conf.h"
-#include "http/proxy/proxy.h"
 #include "codec/tokens.h"
+#include "core/conf/values.h"
+#include "event/tls/context.h"
+#include "http/core/conf.h"
+#include "http/core/module.h"
+#include "http/proxy/proxy.h"
+#include "upstream/upstream.h"
 
 namespace vigil::http {
 namespace {
@@ -23,8 +27,7 @@ std::string lower(std::string s) {
 }
 
 // proxy_pass http://host[:port][/uri] | https://host[:port][/uri]
-Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
-  ProxyConf& p = loc.proxy;
+Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   const std::string& url = call.arg(0);
   std::size_t scheme = 0;
   if (url.size() >= 7 && conf::iequals(std::string_view(url).substr(0, 7), "http://")) {
@@ -57,22 +60,21 @@ Status set_proxy_pass(const DirectiveCall& call, HttpLocConf& loc) {
   p.pass = url;
   p.where = call.where();
   p.enabled = true;
-  loc.content = &proxy::kContent;
-  return Status::ok();
+  return set_location_content(call, &proxy::kContent);
 }
 
-Status set_http_version(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_http_version(const DirectiveCall& call, ProxyConf& p) {
   if (call.arg(0) == "1.0") {
-    loc.proxy.http_version = 1000;
+    p.http_version = 1000;
   } else if (call.arg(0) == "1.1") {
-    loc.proxy.http_version = 1001;
+    p.http_version = 1001;
   } else {
     return call.invalid_value(0, ", it must be \"1.0\" or \"1.1\"");
   }
   return Status::ok();
 }
 
-Status set_header(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_header(const DirectiveCall& call, ProxyConf& p) {
   ProxyHeader h;
   h.name = call.arg(0);
   for (char ch : h.name) {
@@ -81,7 +83,7 @@ Status set_header(const DirectiveCall& call, HttpLocConf& loc) {
   auto t = VarTemplate::compile(call.arg(1));
   if (!t) return call.error(t.status().message());
   h.value = std::move(t.value());
-  loc.proxy.set_headers.push_back(std::move(h));
+  p.set_headers.push_back(std::move(h));
   return Status::ok();
 }
 
@@ -90,7 +92,7 @@ Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) 
   return Status::ok();
 }
 
-Status set_next_upstream(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_next_upstream(const DirectiveCall& call, ProxyConf& p) {
   struct Name {
     const char* name;
     unsigned bit;
@@ -125,17 +127,17 @@ Status set_next_upstream(const DirectiveCall& call, HttpLocConf& loc) {
     }
     if (!known) return call.invalid_value(i);
   }
-  loc.proxy.next_upstream = mask;
+  p.next_upstream = mask;
   return Status::ok();
 }
 
-Status set_buffers(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_buffers(const DirectiveCall& call, ProxyConf& p) {
   auto n = parse_number(call.arg(0));
   auto size = parse_size(call.arg(1));
   if (!n || *n < 2 || *n > 64) return call.invalid_value(0, ", it must be between 2 and 64");
   if (!size || *size < 1024 || *size > (16u << 20)) return call.invalid_value(1);
-  loc.proxy.buffers_num = static_cast<std::uint32_t>(*n);
-  loc.proxy.buffers_size = static_cast<std::size_t>(*size);
+  p.buffers_num = static_cast<std::uint32_t>(*n);
+  p.buffers_size = static_cast<std::size_t>(*size);
   return Status::ok();
 }
 
@@ -160,11 +162,11 @@ Status set_flag(const DirectiveCall& call, bool& out) {
   return Status::ok();
 }
 
-Status set_redirect(const DirectiveCall& call, HttpLocConf& loc) {
+Status set_redirect(const DirectiveCall& call, ProxyConf& p) {
   if (call.arg_count() != 1 || (call.arg(0) != "default" && call.arg(0) != "off")) {
     return call.error("only \"proxy_redirect default\" and \"proxy_redirect off\" are supported");
   }
-  loc.proxy.redirect_default = call.arg(0) == "default";
+  p.redirect_default = call.arg(0) == "default";
   return Status::ok();
 }
 
@@ -244,83 +246,128 @@ Status check(const ConfInit& ctx, ProxyConf& p) {
 }
 
 TlsClientConf& proxy_ssl_conf(void* conf) {
-  return static_cast<HttpLocConf*>(conf)->proxy.ssl;
+  return static_cast<ProxyConf*>(conf)->ssl;
 }
 
-}  // namespace
+// proxy_pass names an upstream block or an address (an implicit group). The
+// http module's upstream blocks are finished when this runs: modules finish
+// their confs in the order they are registered, "http" first.
+Status resolve(const ConfInit& ctx, ProxyConf& p) {
+  const ModuleRegistry* modules = ctx.env().modules;
+  const std::size_t http =
+      modules != nullptr ? modules->index_of(http_module()) : ModuleRegistry::npos;
+  upstream::GroupSet* set = http != ModuleRegistry::npos
+                                ? upstream::find_group_set(ctx.scope(), http, http_upstream_specs())
+                                : nullptr;
+  if (set == nullptr) return Status::error("internal error: no upstream groups" + p.where);
+  auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
+  if (!g) return g.status();
+  p.group = g.value();
+  if (p.https) {
+    // The TLS context now, at load time: -t and a reload check the trusted
+    // CAs and the client certificate (nginx's ngx_http_proxy_set_ssl).
+    if (p.ssl.where.empty()) p.ssl.where = p.where;
+    auto tls = TlsContext::client(p.ssl);
+    if (!tls) return tls.status();
+    p.tls = std::move(tls.value());
+    if (!p.ssl.name.empty()) {
+      auto t = VarTemplate::compile(p.ssl.name);
+      if (!t) return Status::error(t.status().message() + p.ssl.where);
+      p.ssl_name = std::move(t.value());
+    }
+  }
+  if (!p.group->hash_key.empty()) {
+    auto t = VarTemplate::compile(p.group->hash_key);
+    if (!t) return Status::error(t.status().message() + p.group->where);
+    p.hash_key = std::move(t.value());
+  }
+  return Status::ok();
+}
 
+// The http block's defaults (proxy_set_header Host $proxy_host, Connection close).
 Status init_proxy(const ConfInit& ctx, ProxyConf& conf) {
   add_default_headers(conf.set_headers);
   return check(ctx, conf);
 }
 
+// The inheritance of every proxy_* directive the child level did not set,
+// the checks nginx makes once a level is complete, and the level's own
+// proxy_pass resolved.
 Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& child) {
   for (const auto& i : inherited()) {
     if (!ctx.is_set(i.directive)) i.copy(parent, child);
   }
   merge_tls_client_conf(ctx, parent.ssl, child.ssl);
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
-  return check(ctx, child);
+  if (Status st = check(ctx, child); !st) return st;
+  return child.enabled ? resolve(ctx, child) : Status::ok();
 }
 
-void add_proxy_directives(Module& m, ConfSlot<HttpLocConf> loc) {
-  using F = std::function<Status(const DirectiveCall&, HttpLocConf&)>;
+void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
+  using F = std::function<Status(const DirectiveCall&, ProxyConf&)>;
   auto add = [&](const char* name, ConfContextMask ctx, Arity arity, F fn) -> Directive& {
-    return m.add(name, ctx, arity, loc.custom(std::move(fn)));
+    return m.add(name, ctx, arity, conf.custom(std::move(fn)));
   };
   add("proxy_pass", kHttpLocConf, Arity::exactly(1), set_proxy_pass);
   add("proxy_http_version", kLoc, Arity::exactly(1), set_http_version);
   add("proxy_set_header", kLoc, Arity::exactly(2), set_header).multiple = true;
   add("proxy_pass_request_headers", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) {
-        return set_flag(c, l.proxy.pass_request_headers);
-      });
-  add("proxy_pass_request_body", kLoc, Arity::on_off(), [](const DirectiveCall& c, HttpLocConf& l) {
-    return set_flag(c, l.proxy.pass_request_body);
-  });
-  add("proxy_hide_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, HttpLocConf& l) {
-    return set_name_list(c, l.proxy.hide_headers);
+      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.pass_request_headers); });
+  add("proxy_pass_request_body", kLoc, Arity::on_off(),
+      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.pass_request_body); });
+  add("proxy_hide_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
+    return set_name_list(c, p.hide_headers);
   }).multiple = true;
-  add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, HttpLocConf& l) {
-    return set_name_list(c, l.proxy.pass_headers);
+  add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
+    return set_name_list(c, p.pass_headers);
   }).multiple = true;
   add("proxy_connect_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_msec(c, l.proxy.connect_timeout); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.connect_timeout); });
   add("proxy_send_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_msec(c, l.proxy.send_timeout); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.send_timeout); });
   add("proxy_read_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_msec(c, l.proxy.read_timeout); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.read_timeout); });
   add("proxy_next_upstream", kLoc, Arity::one_or_more(), set_next_upstream);
   add("proxy_next_upstream_tries", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) {
+      [](const DirectiveCall& c, ProxyConf& p) {
         auto v = parse_number(c.arg(0));
         if (!v || *v < 0 || *v > 1000) return c.invalid_value(0);
-        l.proxy.next_upstream_tries = static_cast<unsigned>(*v);
+        p.next_upstream_tries = static_cast<unsigned>(*v);
         return Status::ok();
       });
   add("proxy_next_upstream_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) {
-        return set_msec(c, l.proxy.next_upstream_timeout);
-      });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.next_upstream_timeout); });
   add("proxy_buffering", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.buffering); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.buffering); });
   add("proxy_buffer_size", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_size(c, l.proxy.buffer_size); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.buffer_size); });
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
   add("proxy_busy_buffers_size", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, HttpLocConf& l) {
-        return set_size(c, l.proxy.busy_buffers_size);
-      });
-  add("proxy_request_buffering", kLoc, Arity::on_off(), [](const DirectiveCall& c, HttpLocConf& l) {
-    return set_flag(c, l.proxy.request_buffering);
-  });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.busy_buffers_size); });
+  add("proxy_request_buffering", kLoc, Arity::on_off(),
+      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.request_buffering); });
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, HttpLocConf& l) { return set_flag(c, l.proxy.intercept_errors); });
+      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.intercept_errors); });
   add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);
   // proxy_ssl_* (the event layer's one parser, shared with stream); TLS is
   // switched on by "proxy_pass https://", so no "proxy_ssl on" here.
-  add_tls_client_directives(m, kLoc, loc.index(), typeid(HttpLocConf), proxy_ssl_conf,
+  add_tls_client_directives(m, kLoc, conf.index(), typeid(ProxyConf), proxy_ssl_conf,
                             /*with_enable_flag=*/false);
+}
+
+}  // namespace
+
+const HttpModule& proxy_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_proxy");  // never destroyed: used until exit
+    add_proxy_directives(m->conf(), m->add_loc_conf<ProxyConf>(init_proxy, merge_proxy));
+    return m;
+  }();
+  return *module;
+}
+
+const ProxyConf& proxy_conf(const HttpLocConf& loc) {
+  return loc_conf<ProxyConf>(loc, proxy_module());
 }
 
 }  // namespace vigil::http

@@ -1,8 +1,9 @@
 #pragma once
-// The proxy's per-location configuration (nginx's ngx_http_proxy_loc_conf_t,
-// the part Vigil implements), with nginx's defaults. Directives are
-// registered by add_proxy_directives (proxy_conf.cc); a level that does not
-// set one inherits its parent's value (merge_proxy).
+// The proxy module (nginx's ngx_http_proxy_module) and its configuration
+// (ngx_http_proxy_loc_conf_t, the part Vigil implements), with nginx's
+// defaults. The module keeps a ProxyConf at every http level: a level that
+// does not set a proxy_* directive inherits its parent's value, except
+// proxy_pass, which is the location's own (proxy_conf.cc).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/conf/module.h"
 #include "http/core/variables.h"
 #include "http/upstream/upstream_conf.h"
 
 namespace vigil::http {
 
+class HttpModule;
 struct HttpLocConf;
 
 struct ProxyHeader {
@@ -40,12 +41,11 @@ struct ProxyConf : UpstreamConf {
   bool redirect_default = true;  // proxy_redirect default | off
 };
 
-// Registers the proxy_* directives for the loc conf spec `loc`.
-void add_proxy_directives(Module& m, ConfSlot<HttpLocConf> loc);
-// The inheritance of every proxy_* directive the child level did not set,
-// and the checks nginx makes once a level is complete.
-Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& child);
-// The http block's defaults (proxy_set_header Host $proxy_host, Connection close).
-Status init_proxy(const ConfInit& ctx, ProxyConf& conf);
+// The proxy_* directives and the ProxyConf of every level. A location's
+// proxy_pass is resolved to its upstream group (and its TLS context built)
+// when the location's conf is merged, once the http block is parsed.
+const HttpModule& proxy_module();
+// The proxy conf of a location (or of a server's level).
+const ProxyConf& proxy_conf(const HttpLocConf& loc);
 
 }  // namespace vigil::http

@@ -9,6 +9,9 @@
 // One difference from nginx on Linux: a symlinked directory in the middle of
 // the path fails O_DIRECTORY|O_NOFOLLOW with ENOTDIR (nginx then answers 404);
 // we look at it and answer 403, as for a symlinked file.
+//
+// As nginx, a level that does not set disable_symlinks inherits its parent's
+// rule whole (the mode and from=).
 #include "http/static/disable_symlinks.h"
 
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include <cstring>
 
 #include "http/core/conf.h"
+#include "http/core/module.h"
 
 namespace vigil::http {
 namespace {
@@ -62,11 +66,12 @@ int open_component(int dir, const char* comp, int flags, DisableSymlinks mode) {
 }  // namespace
 
 int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
-  if (loc.disable_symlinks == DisableSymlinks::kOff) return ::open(name, flags);
+  const DisableSymlinksConf& rule = disable_symlinks_conf(loc);
+  if (rule.mode == DisableSymlinks::kOff) return ::open(name, flags);
   const std::string_view path(name);
   if (path.empty() || path[0] != '/') return ::open(name, flags);
 
-  std::string_view from = loc.disable_symlinks_from;
+  std::string_view from = rule.from;
   if (from == "$document_root") from = loc.root_path;
   while (from.size() > 1 && from.back() == '/') from.remove_suffix(1);
 
@@ -104,7 +109,7 @@ int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
     }
     std::memcpy(buf, path.data() + pos, len);
     buf[len] = '\0';
-    const int fd = open_component(dir, buf, last ? flags : kSearchFlags, loc.disable_symlinks);
+    const int fd = open_component(dir, buf, last ? flags : kSearchFlags, rule.mode);
     const int err = errno;
     ::close(dir);
     if (fd == -1 || last) {
@@ -116,41 +121,61 @@ int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
   }
 }
 
-void add_disable_symlinks_directive(Module& m, ConfSlot<HttpLocConf> loc) {
-  m.add(
-      "disable_symlinks", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(1, 2),
-      loc.custom([](const DirectiveCall& call, HttpLocConf& l) -> Status {
-        const std::string& mode = call.arg(0);
-        if (mode == "off") {
-          l.disable_symlinks = DisableSymlinks::kOff;
-        } else if (mode == "on") {
-          l.disable_symlinks = DisableSymlinks::kOn;
-        } else if (mode == "if_not_owner") {
-          l.disable_symlinks = DisableSymlinks::kIfNotOwner;
-        } else {
-          return call.error("invalid value \"" + mode + "\" in \"disable_symlinks\" directive");
-        }
-        l.disable_symlinks_from.clear();
-        if (call.arg_count() == 2) {
-          const std::string& a = call.arg(1);
-          if (!a.starts_with("from=")) {
-            return call.error("invalid parameter \"" + a + "\"");
-          }
-          if (l.disable_symlinks == DisableSymlinks::kOff) {
-            return call.error("\"from=\" cannot be used with \"off\" parameter");
-          }
-          std::string from = a.substr(5);
-          if (from.empty()) return call.error("invalid parameter \"" + a + "\"");
-          if (from != "$document_root") {
-            if (from.find('$') != std::string::npos) {
-              return call.error("only \"$document_root\" is supported as a variable in \"from=\"");
-            }
-            from = call.env().prefixed(from);
-          }
-          l.disable_symlinks_from = std::move(from);
-        }
-        return Status::ok();
-      }));
+namespace {
+
+// disable_symlinks off | on | if_not_owner [from=part]
+Status set_disable_symlinks(const DirectiveCall& call, DisableSymlinksConf& l) {
+  const std::string& mode = call.arg(0);
+  if (mode == "off") {
+    l.mode = DisableSymlinks::kOff;
+  } else if (mode == "on") {
+    l.mode = DisableSymlinks::kOn;
+  } else if (mode == "if_not_owner") {
+    l.mode = DisableSymlinks::kIfNotOwner;
+  } else {
+    return call.error("invalid value \"" + mode + "\" in \"disable_symlinks\" directive");
+  }
+  l.from.clear();
+  if (call.arg_count() == 2) {
+    const std::string& a = call.arg(1);
+    if (!a.starts_with("from=")) {
+      return call.error("invalid parameter \"" + a + "\"");
+    }
+    if (l.mode == DisableSymlinks::kOff) {
+      return call.error("\"from=\" cannot be used with \"off\" parameter");
+    }
+    std::string from = a.substr(5);
+    if (from.empty()) return call.error("invalid parameter \"" + a + "\"");
+    if (from != "$document_root") {
+      if (from.find('$') != std::string::npos) {
+        return call.error("only \"$document_root\" is supported as a variable in \"from=\"");
+      }
+      from = call.env().prefixed(from);
+    }
+    l.from = std::move(from);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const HttpModule& disable_symlinks_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_disable_symlinks");  // never destroyed: used until exit
+    auto conf = m->add_loc_conf<DisableSymlinksConf>(
+        {}, [](const ConfInit& ctx, const DisableSymlinksConf& parent, DisableSymlinksConf& child) {
+          if (!ctx.is_set("disable_symlinks")) child = parent;
+          return Status::ok();
+        });
+    m->conf().add("disable_symlinks", kHttpMainConf | kHttpSrvConf | kHttpLocConf,
+                  Arity::between(1, 2), conf.custom(set_disable_symlinks));
+    return m;
+  }();
+  return *module;
+}
+
+const DisableSymlinksConf& disable_symlinks_conf(const HttpLocConf& loc) {
+  return loc_conf<DisableSymlinksConf>(loc, disable_symlinks_module());
 }
 
 }  // namespace vigil::http

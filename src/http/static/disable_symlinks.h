@@ -1,13 +1,31 @@
 #pragma once
 // disable_symlinks: opening a static file under the location's symlink rule
-// (see disable_symlinks.cc).
+// (see disable_symlinks.cc), a module with its own conf at every http level.
+
+#include <cstdint>
+#include <string>
 
 namespace vigil::http {
 
+class HttpModule;
 struct HttpLocConf;
 
-// open(2) of `name` (absolute) with `flags`, refusing symbolic links as
-// loc.disable_symlinks says; -1 with errno (ELOOP for a refused link).
+// disable_symlinks off | on | if_not_owner
+enum class DisableSymlinks : std::uint8_t { kOff, kOn, kIfNotOwner };
+
+// The module's conf; a level that does not set disable_symlinks inherits
+// its parent's mode and from= together.
+struct DisableSymlinksConf {
+  DisableSymlinks mode = DisableSymlinks::kOff;
+  std::string from;  // "from=" part, resolved ("": the whole path is checked)
+};
+
+const HttpModule& disable_symlinks_module();
+// The rule of a location (or of a server's level).
+const DisableSymlinksConf& disable_symlinks_conf(const HttpLocConf& loc);
+
+// open(2) of `name` (absolute) with `flags`, refusing symbolic links as the
+// location's disable_symlinks says; -1 with errno (ELOOP for a refused link).
 int open_file_checked(const HttpLocConf& loc, const char* name, int flags);
 
 }  // namespace vigil::http

@@ -213,9 +213,9 @@ void OpenFileCache::open(std::string_view name, const OpenFileParams& p, Msec no
                          OpenFileInfo& info, FileRef& ref) {
   ref = FileRef{};
   const std::size_t hash = std::hash<std::string_view>{}(name);
-  const DisableSymlinks rules = p.loc != nullptr ? p.loc->disable_symlinks : DisableSymlinks::kOff;
-  const std::string_view from =
-      p.loc != nullptr ? std::string_view(p.loc->disable_symlinks_from) : std::string_view();
+  const DisableSymlinksConf* rule = p.loc != nullptr ? &disable_symlinks_conf(*p.loc) : nullptr;
+  const DisableSymlinks rules = rule != nullptr ? rule->mode : DisableSymlinks::kOff;
+  const std::string_view from = rule != nullptr ? std::string_view(rule->from) : std::string_view();
   OpenFileCacheCounters& counters = *open_file_cache_counters();
 
   CachedFile* e = find(name, hash);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "http/core/conf.h"
+#include "http/static/disable_symlinks.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/result.h"
 #include "vigil/event/event.h"

@@ -24,6 +24,7 @@
 #include "http/filters/range.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache.h"
+#include "http/static/open_file_cache_conf.h"
 #include "http/core/request.h"
 #include "codec/tokens.h"
 #include "codec/uri.h"
@@ -100,12 +101,13 @@ std::size_t format_etag(const OpenFileInfo& info, char* out) {
 void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFileInfo& info,
                FileRef& ref) {
   ref = FileRef{};
-  if (loc.open_file_cache != nullptr) {
-    if (OpenFileCache* cache = r.hc->worker->file_cache(loc.open_file_cache->index)) {
+  const OpenFileCacheLocConf& fc = open_file_cache_conf(loc);
+  if (fc.cache != nullptr) {
+    if (OpenFileCache* cache = r.hc->worker->file_cache(fc.cache->index)) {
       OpenFileParams p;
-      p.valid = static_cast<Msec>(loc.open_file_cache_valid) * 1000;
-      p.min_uses = loc.open_file_cache_min_uses;
-      p.errors = loc.open_file_cache_errors;
+      p.valid = static_cast<Msec>(fc.valid) * 1000;
+      p.min_uses = fc.min_uses;
+      p.errors = fc.errors;
       p.loc = &loc;
       cache->open(name, p, clock::current_msec(), info, ref);
       return;

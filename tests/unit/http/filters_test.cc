@@ -1,11 +1,16 @@
 // The header filters (http/core/filters.h) on a request whose head a
 // handler has filled: the not-modified filter's preconditions and 304, and
-// the range filter's 206 and 416, without a socket.
+// the range filter's 206 and 416, the add_header filter's choice of the
+// location's list, without a socket.
 #include <gtest/gtest.h>
+
+#include <memory>
 
 #include "http/core/conf.h"
 #include "http/core/filters.h"
+#include "http/core/module.h"
 #include "http/core/request.h"
+#include "http/filters/add_header.h"
 
 namespace vigil::http {
 namespace {
@@ -13,6 +18,10 @@ namespace {
 class HeaderFilters : public ::testing::Test {
  protected:
   HeaderFilters() {
+    // The module confs a loaded configuration binds (module.h); only
+    // add_header's is read by these filters.
+    loc_.module_confs.assign(kMaxHttpModules, nullptr);
+    loc_.module_confs[add_header_module().index()] = &add_header_;
     r_.loc = &loc_;
     r_.line.method = Method::kGet;
     // What the static handler sets for a 1000-byte file.
@@ -22,6 +31,7 @@ class HeaderFilters : public ::testing::Test {
     r_.headers_out.last_modified = 784111777;  // Sun, 06 Nov 1994 08:49:37 GMT
     r_.headers_out.accept_ranges = true;
   }
+  AddHeaderConf add_header_;
   HttpLocConf loc_;
   Request r_;
 };
@@ -107,6 +117,10 @@ TEST_F(HeaderFilters, RangeNeedsAMatchingIfRangeAGetAndAcceptRanges) {
 TEST_F(HeaderFilters, AddHeaderFilterChoosesTheLocationsList) {
   EXPECT_EQ(add_header_filter(r_), 0);
   EXPECT_EQ(r_.headers_out.add_headers, nullptr);
+  auto list = std::make_shared<AddHeaderList>();
+  add_header_.list = list;
+  EXPECT_EQ(add_header_filter(r_), 0);
+  EXPECT_EQ(r_.headers_out.add_headers, list.get());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "http/access/limit_req.h"
 #include "http/core/conf.h"
 #include "http/core/servers.h"
+#include "http/static/disable_symlinks.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 
@@ -31,7 +32,7 @@ TEST_F(LimitConf, DefaultsAreNginxs) {
   EXPECT_FALSE(limit_conn_conf(loc).dry_run);
   EXPECT_EQ(loc.limit_rate, 0u);
   EXPECT_EQ(loc.limit_rate_after, 0u);
-  EXPECT_EQ(loc.disable_symlinks, DisableSymlinks::kOff);
+  EXPECT_EQ(disable_symlinks_conf(loc).mode, DisableSymlinks::kOff);
 }
 
 TEST_F(LimitConf, ValuesAndInheritance) {
@@ -74,8 +75,8 @@ TEST_F(LimitConf, ValuesAndInheritance) {
   EXPECT_EQ(limit_req_conf(*b).refs[0].burst, 2000u);
   EXPECT_EQ(limit_req_conf(*b).refs[0].delay, UINT64_MAX);  // nodelay
   EXPECT_EQ(limit_req_conf(*b).refs[1].delay, 1000u);
-  EXPECT_EQ(b->disable_symlinks, DisableSymlinks::kOn);
-  EXPECT_EQ(b->disable_symlinks_from, "$document_root");
+  EXPECT_EQ(disable_symlinks_conf(*b).mode, DisableSymlinks::kOn);
+  EXPECT_EQ(disable_symlinks_conf(*b).from, "$document_root");
   EXPECT_EQ(limit_conn_conf(*b).log_level, LogLevel::kInfo);
   EXPECT_EQ(limit_conn_conf(*b).refs.size(), 1u);
   // The zones are registered with their sizes.

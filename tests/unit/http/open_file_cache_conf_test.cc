@@ -8,6 +8,7 @@
 
 #include "http/core/conf.h"
 #include "http/core/servers.h"
+#include "http/static/open_file_cache_conf.h"
 #include "server/modules.h"
 #include "unit/http/http_conf_fixture.h"
 
@@ -19,11 +20,11 @@ using OpenFileCacheConfTest = testing::HttpConfTest;
 TEST_F(OpenFileCacheConfTest, OffByDefaultWithNginxDefaults) {
   const HttpServers* s = servers("server { listen 127.0.0.1:1; }");
   ASSERT_NE(s, nullptr);
-  const HttpLocConf& loc = *s->servers[0]->loc;
-  EXPECT_EQ(loc.open_file_cache, nullptr);
-  EXPECT_EQ(loc.open_file_cache_valid, 60u);
-  EXPECT_EQ(loc.open_file_cache_min_uses, 1u);
-  EXPECT_FALSE(loc.open_file_cache_errors);
+  const OpenFileCacheLocConf& loc = open_file_cache_conf(*s->servers[0]->loc);
+  EXPECT_EQ(loc.cache, nullptr);
+  EXPECT_EQ(loc.valid, 60u);
+  EXPECT_EQ(loc.min_uses, 1u);
+  EXPECT_FALSE(loc.errors);
   EXPECT_TRUE(s->file_caches.empty());
 }
 
@@ -40,27 +41,26 @@ TEST_F(OpenFileCacheConfTest, InheritedAndSharedOrReplacedPerLevel) {
       "}\n");
   ASSERT_NE(s, nullptr);
   const HttpSrvConf& srv = *s->servers[0];
-  const HttpLocConf& top = *srv.loc;
-  const HttpLocConf& a = find_location(srv, "/a/x");
-  const HttpLocConf& b = find_location(srv, "/b/x");
-  const HttpLocConf& c = find_location(srv, "/c/x");
-  ASSERT_NE(top.open_file_cache, nullptr);
-  EXPECT_EQ(top.open_file_cache->max, 100u);
-  EXPECT_EQ(top.open_file_cache->inactive, 20000u);
-  EXPECT_EQ(a.open_file_cache, top.open_file_cache) << "inherited: the same table";
-  EXPECT_EQ(a.open_file_cache_valid, 30u);
-  EXPECT_EQ(a.open_file_cache_min_uses, 2u);
-  EXPECT_TRUE(a.open_file_cache_errors);
-  ASSERT_NE(b.open_file_cache, nullptr);
-  EXPECT_EQ(b.open_file_cache->max, 5u);
-  EXPECT_EQ(b.open_file_cache->inactive, 60000u) << "inactive defaults to 60s";
-  EXPECT_EQ(b.open_file_cache_valid, 60u);
-  EXPECT_EQ(c.open_file_cache, nullptr);
+  const OpenFileCacheLocConf& top = open_file_cache_conf(*srv.loc);
+  const OpenFileCacheLocConf& a = open_file_cache_conf(find_location(srv, "/a/x"));
+  const OpenFileCacheLocConf& b = open_file_cache_conf(find_location(srv, "/b/x"));
+  const OpenFileCacheLocConf& c = open_file_cache_conf(find_location(srv, "/c/x"));
+  ASSERT_NE(top.cache, nullptr);
+  EXPECT_EQ(top.cache->max, 100u);
+  EXPECT_EQ(top.cache->inactive, 20000u);
+  EXPECT_EQ(a.cache, top.cache) << "inherited: the same table";
+  EXPECT_EQ(a.valid, 30u);
+  EXPECT_EQ(a.min_uses, 2u);
+  EXPECT_TRUE(a.errors);
+  ASSERT_NE(b.cache, nullptr);
+  EXPECT_EQ(b.cache->max, 5u);
+  EXPECT_EQ(b.cache->inactive, 60000u) << "inactive defaults to 60s";
+  EXPECT_EQ(b.valid, 60u);
+  EXPECT_EQ(c.cache, nullptr);
   // Two tables per worker: the http level's (shared by server and /a/) and /b/'s.
   ASSERT_EQ(s->file_caches.size(), 2u);
-  EXPECT_NE(top.open_file_cache->index, b.open_file_cache->index);
-  EXPECT_EQ(s->file_caches[static_cast<std::size_t>(b.open_file_cache->index)],
-            b.open_file_cache.get());
+  EXPECT_NE(top.cache->index, b.cache->index);
+  EXPECT_EQ(s->file_caches[static_cast<std::size_t>(b.cache->index)], b.cache.get());
 }
 
 TEST_F(OpenFileCacheConfTest, ErrorsAsNginxReportsThem) {

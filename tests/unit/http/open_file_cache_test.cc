@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
+#include "http/core/module.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -297,9 +299,17 @@ TEST_F(OpenFileCacheTest, SymlinkRulesOfTheLookupApply) {
   write("real", "R");
   ASSERT_EQ(::symlink(path("real").c_str(), path("link").c_str()), 0);
   auto cache = make(4);
+  // Two locations with their disable_symlinks confs bound, as a loaded
+  // configuration binds them (module.h).
+  DisableSymlinksConf follow_rule;
+  DisableSymlinksConf refuse_rule;
+  refuse_rule.mode = DisableSymlinks::kOn;
   HttpLocConf follow;
   HttpLocConf refuse;
-  refuse.disable_symlinks = DisableSymlinks::kOn;
+  for (auto [loc, rule] : {std::pair{&follow, &follow_rule}, std::pair{&refuse, &refuse_rule}}) {
+    loc->module_confs.assign(kMaxHttpModules, nullptr);
+    loc->module_confs[disable_symlinks_module().index()] = rule;
+  }
   OpenFileParams p;
   p.errors = true;
   p.loc = &follow;

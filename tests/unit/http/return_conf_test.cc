@@ -97,12 +97,12 @@ TEST_F(ReturnConfTest, AddHeaderInheritsOnlyWithoutOwn) {
       " location /b { add_header X-B \"b $uri\"; add_header X-C c; }\n"
       "}");
   ASSERT_NE(srv, nullptr);
-  const AddHeaderList* a = loc_for(*srv, "/a").add_headers.get();
+  const AddHeaderList* a = add_header_list(loc_for(*srv, "/a"));
   ASSERT_NE(a, nullptr);
   ASSERT_EQ(a->headers.size(), 1u);
   EXPECT_EQ(a->headers[0].name, "X-Http");
   EXPECT_TRUE(a->headers[0].always);
-  const AddHeaderList* b = loc_for(*srv, "/b").add_headers.get();
+  const AddHeaderList* b = add_header_list(loc_for(*srv, "/b"));
   ASSERT_NE(b, nullptr);
   ASSERT_EQ(b->headers.size(), 2u);  // its own two, not the http one
   EXPECT_EQ(b->headers[0].name, "X-B");
