@@ -92,8 +92,9 @@ using BodyFilter = int (*)(Request& r, Chain* in, BodyFilterNext next);
 // The protocol's final writer, the end of the chain.
 using BodyWriter = int (*)(Request& r, Chain* in);
 
-// The filters of one protocol, in order, then its final writer. Filled once
-// at start-up (register_body_filters, modules.cc), read-only afterwards.
+// The filters of one protocol, in order, then its final writer. Filled when
+// a configuration is loaded (register_filters, modules.cc), read-only
+// afterwards.
 class BodyFilterChain {
  public:
   static constexpr std::uint32_t kMaxFilters = 8;

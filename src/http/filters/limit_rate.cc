@@ -1,7 +1,7 @@
 // limit_rate / limit_rate_after (nginx's ngx_http_write_filter limit): a
 // response goes out at most at `limit_rate` bytes per second, the first
-// `limit_rate_after` bytes free. HTTP/1's writers (writer.cc's final writer,
-// the proxy's relay) ask rate_allowance how much they may send now; when
+// `limit_rate_after` bytes free. HTTP/1's final writer (writer.cc), which
+// every response goes through, asks rate_allowance how much it may send now; when
 // nothing, it sets the write event's `delayed` flag and a timer for when the
 // next byte is due, and the loop serves others meanwhile.
 //
