@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "harness.h"
@@ -386,15 +387,28 @@ TEST_P(WorkerModes, EveryWorkerAcceptsAndNoConnectionIsLost) {
   const int port = h.port();
   EXPECT_NE(h.log().find(std::string(m.name)), std::string::npos) << h.log();
 
-  auto r = test::run_load(port, 2000, kClients, "/sleep/2");
-  EXPECT_EQ(r.failed, 0u) << h.log();
-  EXPECT_EQ(r.ok, 2000u);
   std::vector<pid_t> workers = h.started_workers();
   ASSERT_EQ(workers.size(), static_cast<std::size_t>(m.workers));
+  // Batches of 2,000 requests until every worker has accepted some (on two
+  // busy cores one batch may not give the mutex to all four), at most 5;
+  // no request may fail in any of them.
+  std::map<pid_t, std::size_t> served;
+  auto all_served = [&] {
+    for (pid_t pid : workers) {
+      if (served[pid] == 0) return false;
+    }
+    return true;
+  };
+  for (int batch = 0; batch < 5 && !all_served(); ++batch) {
+    auto r = test::run_load(port, 2000, kClients, "/sleep/2");
+    EXPECT_EQ(r.failed, 0u) << h.log();
+    EXPECT_EQ(r.ok, 2000u);
+    for (const auto& [pid, n] : r.per_pid) served[pid] += n;
+  }
   std::string shares;
-  for (pid_t pid : workers) shares += " " + std::to_string(r.per_pid[pid]);
-  for (pid_t pid : workers) EXPECT_GT(r.per_pid[pid], 0u) << "per-worker counts:" << shares;
-  EXPECT_EQ(r.per_pid.size(), workers.size()) << shares;
+  for (pid_t pid : workers) shares += " " + std::to_string(served[pid]);
+  for (pid_t pid : workers) EXPECT_GT(served[pid], 0u) << "per-worker counts:" << shares;
+  EXPECT_EQ(served.size(), workers.size()) << shares;
 }
 
 // lock_file selects seed 004's fallback: the accept mutex as an fcntl() lock.
