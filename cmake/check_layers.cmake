@@ -1,4 +1,6 @@
-# Fails when a source includes a header of a layer above its own.
+# Fails when a source includes a header of a layer above its own, when a
+# lower layer names an upper layer's things, or when HTTP code outside
+# HTTP/1's room takes a client connection's events (the transport seam).
 #   cmake -DROOT=<source dir> [-DSTAMP=<file to touch on success>] -P check_layers.cmake
 # The layers, lowest first: core, {event, codec}, upstream, {http, stream, mail}, server, app.
 # codec is the pure HTTP/1 codec room (parsers, chunked, header writer): it
@@ -122,6 +124,33 @@ foreach(_layer core event)
         string(APPEND _errors "  ${_rel}:${_n}: names ${_word} (a layer above ${_layer}): ${_code}\n")
       endif()
     endforeach()
+  endforeach()
+endforeach()
+
+# The HTTP transport seam. The client connection's event handlers belong to
+# the protocol that reads it (src/http/v1/ for HTTP/1): request-level code
+# sets the request's own read_event_handler / write_event_handler instead,
+# which an HTTP/2 stream can call too. Elsewhere in src/http an event handler
+# may be set only on an upstream connection (`u.u->read`, or a Connection
+# named `u`).
+file(GLOB_RECURSE _files ${ROOT}/src/http/*.cc ${ROOT}/src/http/*.h)
+foreach(_f ${_files})
+  file(RELATIVE_PATH _rel ${ROOT} ${_f})
+  if(_rel MATCHES "^src/http/v1/")
+    continue()
+  endif()
+  file(STRINGS ${_f} _lines REGEX "handler[ \t]*=[^=]")
+  foreach(_line IN LISTS _lines)
+    string(REGEX REPLACE "//.*" "" _code "${_line}")
+    if(NOT _code MATCHES "(read|write|ev)(->|\\.)handler[ \t]*=")
+      continue()
+    endif()
+    if(_code MATCHES "(^|[^A-Za-z0-9_])u(\\.u)?(->|\\.)(read|write)->handler[ \t]*=")
+      continue()  # the upstream connection's
+    endif()
+    string(STRIP "${_code}" _code)
+    string(APPEND _errors "  ${_rel}: sets a client connection's event handler outside src/http/v1 "
+                          "(set r.read_event_handler / r.write_event_handler): ${_code}\n")
   endforeach()
 endforeach()
 

@@ -47,6 +47,15 @@ expect_rejected(event_names_http include/vigil/event/n.h "void count(HttpCounter
                 "names Http \\(a layer above event\\)")
 expect_rejected(event_names_mail src/event/o.cc "  mail_counters()->sessions.add();" "names mail")
 
+# The HTTP transport seam: request-level code does not take the client
+# connection's events.
+expect_rejected(http_client_handler src/http/upstream/p.cc "  c.read->handler = client_read_handler;"
+                "src/http/upstream/p.cc: sets a client connection's event handler outside src/http/v1")
+expect_rejected(http_client_handler_ptr src/http/core/q.cc "  r.c->write->handler = write_handler;"
+                "sets a client connection's event handler")
+expect_rejected(http_event_handler src/http/access/v.cc "  wev.handler = delay_handler;"
+                "sets a client connection's event handler")
+
 # And what is allowed passes.
 set(_root ${WORK}/allowed)
 file(REMOVE_RECURSE ${_root})
@@ -57,6 +66,11 @@ file(WRITE ${_root}/src/mail/ok.cc "#include \"codec/response_parser.h\"\n#inclu
 file(WRITE ${_root}/src/core/ok.cc "// HTTP, TLS, io_uring and mail count in their layers.\nint during = 0;  // http\n/* TLS\n * mail */\n")
 file(WRITE ${_root}/include/vigil/event/ok.h "struct TlsCounters;\nint uring_enters = 0;\n")
 file(WRITE ${_root}/src/http/ok.cc "#include \"upstream/upstream.h\"\n#include \"vigil/event/loop.h\"\n#include \"local.h\"\n")
+# The request's own handlers anywhere, the upstream connection's, and the
+# client connection's in HTTP/1's room.
+file(WRITE ${_root}/src/http/upstream/ok.cc
+     "  r.read_event_handler = block_reading;\n  u.u->read->handler = upstream_handler;\n  u.write->handler = upstream_handler;\n  if (rev.handler == body_event) return;\n")
+file(WRITE ${_root}/src/http/v1/ok.cc "  c.read->handler = request_handler;\n  rev.handler = wait_request_handler;\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${_root} -P ${_check} RESULT_VARIABLE _rc ERROR_VARIABLE _err)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "allowed includes were rejected:\n${_err}")
