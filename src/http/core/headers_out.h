@@ -42,6 +42,15 @@ struct HeadersOut {
   bool own_server = true;  // our Server: field (false: the backend's passes, proxy_pass_header)
   bool own_date = true;    // our Date: field
   bool upgrade = false;    // a 101 to a tunnel: "Connection: upgrade", no body, no keep-alive
+
+  // Fields sent after the body (RFC 9110 §6.5: a checksum or a status known
+  // only at its end), set by the producer before it passes the last buffer;
+  // a field marked `omit` is left out. HTTP/1 writes them in the chunked
+  // coding's trailer section (RFC 9112 §7.1.2, the chunked body filter); a
+  // body that is not chunked goes without them, which §6.5.1 allows a
+  // recipient to do anyway. A field whose value holds a CR or LF is left out.
+  const HeaderField* trailers = nullptr;
+  std::uint32_t ntrailers = 0;
 };
 
 }  // namespace vigil::http

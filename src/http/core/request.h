@@ -92,9 +92,13 @@ struct Upstream;
 struct ChunkFrame {
   char line[20];  // hex size, CRLF
   Buf head;
-  Buf tail;  // CRLF, or CRLF and the last chunk
+  Buf tail;  // CRLF, or CRLF and the last chunk (with the trailer section)
   Chain head_link;
   Chain tail_link;
+  // The last chunk and the trailer section when headers_out has trailers: a
+  // worker buffer, given back when the request ends.
+  char* trailer_mem = nullptr;
+  std::uint32_t trailer_size = 0;
 };
 
 // How HTTP/1 delimits a response body (RFC 9112 §6.3).

@@ -3,13 +3,15 @@
 // unknown length to an HTTP/1.1 client: body_framing in http/v1/response.cc),
 // the buffers of each call become one chunk, and the last buffer brings the
 // last chunk. The size line and the CRLFs are the request's own memory
-// (r.chunk_frame), so one chunk's framing is in flight at a time: a producer
+// (r.chunk_frame; the trailer section, when headers_out has trailers, in a
+// worker buffer it keeps), so one chunk's framing is in flight at a time: a producer
 // calls again once the writer has sent what it was given (kBodyOk), as every
 // producer in the tree does.
 #include <cstring>
 
 #include "http/core/filters.h"
 #include "http/core/request.h"
+#include "http/core/worker.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -24,6 +26,51 @@ void point_at(Buf& b, const char* text, std::size_t n) {
   char* p = const_cast<char*>(text);
   b.reset(p, n);
   b.last = p + n;
+}
+
+bool sendable(const HeaderField& f) {
+  return !f.omit && !f.name.empty() && f.value.find_first_of("\r\n") == std::string_view::npos;
+}
+
+// The end of the body with the trailer section (RFC 9112 §7.1.2): [CRLF]
+// "0" CRLF, each field, CRLF, in a worker buffer the request keeps. False
+// when no buffer could be had.
+bool frame_trailers(Request& r, bool after_data) {
+  const HeadersOut& h = r.headers_out;
+  std::size_t need = 2 + 3 + 2;
+  for (std::uint32_t i = 0; i < h.ntrailers; ++i) {
+    if (sendable(h.trailers[i])) need += h.trailers[i].name.size() + h.trailers[i].value.size() + 4;
+  }
+  ChunkFrame& f = r.chunk_frame;
+  if (need > f.trailer_size) {
+    BufferCache& cache = r.hc->worker->buffers();
+    if (f.trailer_mem != nullptr) cache.put(f.trailer_mem, f.trailer_size);
+    f.trailer_size = static_cast<std::uint32_t>((need + 4095) & ~std::size_t{4095});
+    f.trailer_mem = cache.get(f.trailer_size);
+    if (f.trailer_mem == nullptr) {
+      f.trailer_size = 0;
+      return false;
+    }
+  }
+  char* p = f.trailer_mem;
+  auto put = [&p](std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  if (after_data) put("\r\n");
+  put("0\r\n");
+  for (std::uint32_t i = 0; i < h.ntrailers; ++i) {
+    const HeaderField& t = h.trailers[i];
+    if (!sendable(t)) continue;
+    put(t.name);
+    put(": ");
+    put(t.value);
+    put("\r\n");
+  }
+  put("\r\n");
+  f.tail.reset(f.trailer_mem, f.trailer_size);
+  f.tail.last = p;
+  return true;
 }
 
 }  // namespace
@@ -69,7 +116,9 @@ int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next) {
     f.head_link.next = in;
     out = &f.head_link;
   }
-  if (size > 0 && end) {
+  if (end && r.headers_out.ntrailers > 0) {
+    if (!frame_trailers(r, size > 0)) return kBodyError;
+  } else if (size > 0 && end) {
     point_at(f.tail, kCrlfLast, sizeof kCrlfLast - 1);
   } else if (size > 0) {
     point_at(f.tail, kCrlf, sizeof kCrlf - 1);

@@ -63,6 +63,10 @@ void free_request(Request& r) {
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
   r.nretired = 0;
   if (r.big_header != nullptr) cache.put(r.big_header, r.big_header_size);
+  if (r.chunk_frame.trailer_mem != nullptr) {
+    cache.put(r.chunk_frame.trailer_mem, r.chunk_frame.trailer_size);
+    r.chunk_frame.trailer_mem = nullptr;
+  }
   if (r.obuf != nullptr) cache.put(r.obuf, r.obuf_size);
   if (r.fields_big) cache.put(reinterpret_cast<char*>(r.fields), kMaxFields * sizeof(HeaderField));
   if (r.uri_mem != nullptr) cache.put(r.uri_mem, r.uri_mem_size);

@@ -7,12 +7,16 @@
 
 #include <cctype>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "http/core/conf.h"
 #include "http/core/filters.h"
 #include "http/core/request.h"
+#include "http/core/servers.h"
+#include "http/core/worker.h"
 #include "vigil/core/log.h"
+#include "vigil/event/loop.h"
 
 namespace vigil::http {
 namespace {
@@ -152,6 +156,60 @@ TEST_F(BodyFilters, ChunkedFilterRefusesANewChunkWhileTheLastIsInFlight) {
   r_.chunk_frame.tail.reset(mem_, sizeof mem_);
   r_.chunk_frame.tail.last = mem_ + 2;  // not sent yet
   EXPECT_EQ(chain.run(r_, body("more", false)), kBodyError);
+}
+
+// Trailers (headers_out.trailers) go in the last chunk's trailer section,
+// in memory from the worker's cache that the request keeps.
+class ChunkedTrailers : public BodyFilters {
+ protected:
+  void SetUp() override {
+    EventLoopConfig cfg;
+    cfg.connections = 4;
+    auto loop = EventLoop::create(cfg, Log::global());
+    ASSERT_TRUE(loop) << loop.status().to_string();
+    loop_ = std::move(loop.value());
+    worker_ = std::make_unique<HttpWorker>(*loop_, servers_, 0);
+    hc_.worker = worker_.get();
+    r_.hc = &hc_;
+    r_.chunked_out = true;
+    fields_[0] = HeaderField{"X-Sum", "abc"};
+    fields_[1] = HeaderField{"X-Hidden", "no"};
+    fields_[1].omit = true;
+    fields_[2] = HeaderField{"X-Split", "a\r\nInjected: 1"};
+    fields_[3] = HeaderField{"X-Status", "done"};
+    r_.headers_out.trailers = fields_;
+    r_.headers_out.ntrailers = 4;
+    ASSERT_TRUE(chain_.add(chunked_body_filter));
+  }
+  void TearDown() override {
+    ChunkFrame& f = r_.chunk_frame;
+    if (f.trailer_mem != nullptr) worker_->buffers().put(f.trailer_mem, f.trailer_size);
+  }
+  HttpServers servers_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<HttpWorker> worker_;
+  HttpConnection hc_;
+  HeaderField fields_[4];
+  BodyFilterChain chain_{recording_writer};
+};
+
+TEST_F(ChunkedTrailers, TheLastChunkCarriesTheSendableFields) {
+  EXPECT_EQ(chain_.run(r_, body("hello", true)), kBodyOk);
+  EXPECT_EQ(g_written, "5\r\nhello\r\n0\r\nX-Sum: abc\r\nX-Status: done\r\n\r\n");
+  EXPECT_NE(r_.chunk_frame.trailer_mem, nullptr);  // kept until the request ends
+}
+
+TEST_F(ChunkedTrailers, AnEmptyLastBufferGetsTheTrailerSectionAlone) {
+  EXPECT_EQ(chain_.run(r_, body("abc", false)), kBodyOk);
+  EXPECT_EQ(chain_.run(r_, body("", true)), kBodyOk);
+  EXPECT_EQ(g_written, "3\r\nabc\r\n0\r\nX-Sum: abc\r\nX-Status: done\r\n\r\n");
+}
+
+TEST_F(ChunkedTrailers, ABodyThatIsNotChunkedGoesWithoutThem) {
+  r_.chunked_out = false;
+  EXPECT_EQ(chain_.run(r_, body("by length", true)), kBodyOk);
+  EXPECT_EQ(g_written, "by length");
+  EXPECT_EQ(r_.chunk_frame.trailer_mem, nullptr);
 }
 
 // The framing HTTP/1 gives a body: Content-Length when the length is known,
