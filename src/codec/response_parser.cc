@@ -179,6 +179,7 @@ ResponseParse ResponseParser::parse_header(std::string_view in, std::size_t& use
         if (chunked && te_chunked_) te_chunked_twice_ = true;
         te_chunked_ = te_chunked_ || chunked;
         te_last_chunked_ = chunked;
+        te_other_ = te_other_ || !chunked;
       }
       break;
     }
@@ -209,6 +210,11 @@ ResponseParse ResponseParser::finish(ResponseHead& head, bool head_request) {
     return fail("both Content-Length and Transfer-Encoding");
   }
   if (te_chunked_twice_) return fail("chunked applied twice");
+  // A coding other than chunked would reach the client still applied, its
+  // name (hop-by-hop) gone: the body taken for the content (nginx: 502).
+  if (te_other_ || (has_transfer_encoding_ && !te_last_chunked_)) {
+    return fail("unknown Transfer-Encoding");
+  }
   head.connection_close = close_;
   head.connection_upgrade = upgrade_token_;
   head.has_upgrade = upgrade_field_;
@@ -220,8 +226,7 @@ ResponseParse ResponseParser::finish(ResponseHead& head, bool head_request) {
   if (head_request || (s >= 100 && s < 200) || s == 204 || s == 304) {
     head.body = BodyKind::kNone;
   } else if (has_transfer_encoding_) {
-    // Not ending in chunked: the length is "until close" (RFC 9112 §6.3 (4)).
-    head.body = te_last_chunked_ ? BodyKind::kChunked : BodyKind::kClose;
+    head.body = BodyKind::kChunked;  // exactly "chunked" (any other coding is refused above)
   } else if (has_content_length_) {
     head.body = BodyKind::kLength;
   } else {

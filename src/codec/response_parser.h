@@ -14,9 +14,12 @@
 //
 // The framing checks are the ones a proxy needs against response smuggling:
 // a second Content-Length (even an equal one), a Content-Length that is not
-// 1*DIGIT, Content-Length with Transfer-Encoding, "chunked" twice, are all
-// invalid (502 at the proxy). Transfer-Encoding without a final "chunked"
-// means the body ends at close (RFC 9112 §6.3 (4)).
+// 1*DIGIT, Content-Length with Transfer-Encoding, "chunked" twice, and any
+// transfer coding other than "chunked" are all invalid (502 at the proxy).
+// RFC 9112 §6.3 (4) would read a body whose codings do not end in chunked
+// until the close; a proxy cannot take such a coding off, and the field
+// naming it is hop-by-hop, so the client would get coded bytes as the
+// content. nginx refuses it too.
 
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +85,7 @@ class ResponseParser {
   bool te_last_chunked_ = false;
   bool te_chunked_twice_ = false;
   bool te_chunked_ = false;
+  bool te_other_ = false;  // a coding other than chunked
   bool close_ = false;
   bool keep_alive_ = false;
   bool upgrade_token_ = false;

@@ -134,6 +134,12 @@ TEST_F(ProxyErrors, MalformedResponsesAre502) {
       return c.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab");
     if (r.target == "/clte")
       return c.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n");
+    if (r.target == "/te") {
+      c.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: foo\r\n\r\ncoded");
+      return false;
+    }
+    if (r.target == "/gzte")
+      return c.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n");
     if (r.target == "/fold")
       return c.send("HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n");
     if (r.target == "/big")
@@ -145,12 +151,14 @@ TEST_F(ProxyErrors, MalformedResponsesAre502) {
   ASSERT_TRUE(start("location / { proxy_pass http://bad; }",
                     "upstream bad { server " + bad.address() + " max_fails=0; }"))
       << server_.output();
-  for (const char* t : {"/cl", "/clte", "/fold", "/big", "/early", "/junk"}) {
+  for (const char* t : {"/cl", "/clte", "/te", "/gzte", "/fold", "/big", "/early", "/junk"}) {
     EXPECT_EQ(request(simple_get(t)).status, 502) << t;
   }
   EXPECT_TRUE(
       server_.wait_output("upstream sent invalid header: duplicate Content-Length while reading "
                           "response header from upstream"))
+      << server_.output();
+  EXPECT_TRUE(server_.wait_output("upstream sent invalid header: unknown Transfer-Encoding"))
       << server_.output();
   EXPECT_TRUE(server_.wait_output(
       "upstream sent too big header while reading response header from upstream"));
