@@ -106,8 +106,11 @@ void unseal(Upstream& u) {
 
 // Hands what the ring holds to the output filter chain, with the end of the
 // body when it is here (never for a body cut short), as one chain: the
-// chunked filter makes it one chunk. With nothing to pass the head goes out
+// chunked filter makes it one chunk. With no body bytes the head goes out
 // alone. The buffers stay sealed until the writer has sent them.
+// kNothingToPass when there was nothing to hand over (no bytes, no end, the
+// head sent), else what output_filter returned.
+constexpr int kNothingToPass = 2;  // beside kBodyOk, kBodyAgain, kBodyError
 int pass_to_client(Upstream& u) {
   std::size_t k = 0;
   for (std::uint32_t i = u.ring_head;; i = (i + 1) % u.nring) {
@@ -128,6 +131,7 @@ int pass_to_client(Upstream& u) {
       u.ring_chain[k++].buf = &u.end_mark;
     }
   }
+  if (k == 0 && u.r->hbuf.empty()) return kNothingToPass;
   for (std::size_t i = 0; i < k; ++i) {
     u.ring_chain[i].next = i + 1 < k ? &u.ring_chain[i + 1] : nullptr;
   }
@@ -275,20 +279,13 @@ void relay(Upstream& u) {
     }
     if (r.pending == nullptr) {
       if (u.sealed) unseal(u);
-      bool any = !r.hbuf.empty() || (u.resp_done && !u.last_passed);
-      for (std::uint32_t i = u.ring_head; !any; i = (i + 1) % u.nring) {
-        any = !u.ring[i].empty();
-        if (i == u.ring_tail) break;
+      const int rc = pass_to_client(u);
+      if (rc == kBodyError) {
+        finish(u, true);
+        return;
       }
-      if (any) {
-        const int rc = pass_to_client(u);
-        if (rc == kBodyError) {
-          finish(u, true);
-          return;
-        }
-        if (rc == kBodyOk && u.sealed) unseal(u);
-        progress = true;
-      }
+      if (rc == kBodyOk && u.sealed) unseal(u);
+      if (rc != kNothingToPass) progress = true;
     }
     if (c.sent != sent) moved += static_cast<std::size_t>(c.sent - sent);
     // From the backend, while a buffer has room (filling the ring while the
@@ -336,16 +333,13 @@ void relay(Upstream& u) {
     }
   }
 
-  if (r.pending == nullptr && (u.last_passed || (u.premature && !u.sealed))) {
-    // All sent. A body cut short is never presented as complete: the client
-    // connection closes (the length or the chunked coding it was promised
-    // tells it).
-    bool empty = true;
-    for (std::uint32_t i = 0; i < u.nring && empty; ++i) empty = u.ring[i].empty();
-    if (empty) {
-      finish(u, u.premature);
-      return;
-    }
+  if (r.pending == nullptr && (u.last_passed || u.premature)) {
+    // All sent: the loop ends with the writer idle only when the ring had
+    // nothing left to pass. A body cut short is never presented as
+    // complete: the client connection closes (the length or the chunked
+    // coding it was promised tells it).
+    finish(u, u.premature);
+    return;
   }
   // The writer armed the client's write event (send_timeout, limit_rate's
   // delay) when it holds bytes; the backend is read when a buffer has room.
