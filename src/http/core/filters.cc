@@ -26,8 +26,6 @@ bool HeaderFilterChain::contains(HeaderFilter f) const {
   return false;
 }
 
-BodyWriter FilterChains::write_filter_entry() { return write_filter; }
-
 int send_header(Request& r) {
   if (const int rc = r.hc->srv->filters->header.run(r); rc != 0) return rc;
   return write_header(r) ? 0 : 500;

@@ -118,6 +118,13 @@ class BodyFilterChain {
 // configuration's body filters, then HTTP/1's final writer.
 int output_filter(Request& r, Chain* in);
 
+// HTTP/1's final writer, the end of the body filter chain (http/v1/
+// writer.cc): queues `in` after the head and what still waits, and sends
+// within the write budget and limit_rate (sendfile, or reading the file when
+// it is off). kBodyOk: all sent; kBodyAgain: the write event (posted,
+// delayed or armed with send_timeout) resumes; kBodyError.
+int write_filter(Request& r, Chain* in);
+
 // The filters of one loaded configuration (HttpServers::filters; every
 // server of it points at them). A module's filter is in the chains only when
 // the configuration uses the module (add_header, and gzip once it exists, are
@@ -125,8 +132,7 @@ int output_filter(Request& r, Chain* in);
 // request.
 struct FilterChains {
   HeaderFilterChain header;
-  BodyFilterChain body{write_filter_entry()};
-  static BodyWriter write_filter_entry();
+  BodyFilterChain body{write_filter};
 };
 
 class HttpServers;

@@ -302,12 +302,6 @@ BodyFraming body_framing(const Request& r, std::int64_t length);
 void send_response(Request& r);
 // The request's write handler while such a response drains.
 void write_handler(Request& r);
-// HTTP/1's final writer, the end of the body filter chain (filters.h): queues
-// `in` after the head and what still waits, and sends within the write
-// budget and limit_rate (sendfile, or reading the file when it is off).
-// kBodyOk: all sent; kBodyAgain: the write event (posted, delayed or armed
-// with send_timeout) resumes; kBodyError.
-int write_filter(Request& r, Chain* in);
 // limit_rate / limit_rate_after for every response HTTP/1 writes (static,
 // generated, proxied): the bytes it may send now, -1 when unlimited. 0: none
 // yet; the client's write event is then `delayed` with a timer for when the
