@@ -33,6 +33,13 @@ int chunked_error(Request& r, ChunkStatus st) {
   return 400;
 }
 
+// client_body_timeout ran out: logged once, here, and the connection marked.
+void body_timed_out(Connection& c) {
+  VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
+            static_cast<unsigned long long>(c.number));
+  c.timedout = 1;
+}
+
 void init_framing(Request& r) {
   RequestBody& rb = r.body;
   rb.chunked_in = r.check.chunked;
@@ -133,9 +140,7 @@ void body_event(Event& rev) {
     fail(r, 0, true);
   } else if (rev.timedout) {
     rev.timedout = 0;
-    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
-              static_cast<unsigned long long>(c.number));
-    c.timedout = 1;
+    body_timed_out(c);
     fail(r, 408, true);
   }
   rb.handler(r);
@@ -189,9 +194,7 @@ void discard_body_handler(Event& rev) {
     return;
   }
   if (rev.timedout) {
-    VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out reading the body",
-              static_cast<unsigned long long>(c.number));
-    c.timedout = 1;
+    body_timed_out(c);
     terminate_request(r, 408);
     return;
   }
