@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,12 @@ inline std::string read_n(int fd, std::size_t n, int timeout_ms = 5000) {
     out.append(buf, static_cast<std::size_t>(r));
   }
   return out;
+}
+
+// The whole of a file ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // True when `fd` has something to read (or EOF) within the time.

@@ -1,5 +1,5 @@
 // vigil's command line, in nginx's shape:
-//   vigil [-?hvVtTq] [-s signal] [-p prefix] [-c filename] [-g directives]
+//   vigil [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]
 #include <signal.h>
 
 #include <cstdio>
@@ -11,12 +11,12 @@
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
+#include "server/build_info.h"
 #include "server/conf_check.h"
 #include "server/modules.h"
 #include "server/runtime.h"
 #include "server/upgrade.h"
 #include "vigil/core/log.h"
-#include "vigil/event/backend.h"
 #include "vigil/version.h"
 
 namespace {
@@ -24,12 +24,12 @@ namespace {
 struct Options {
   bool help = false, version = false, version_full = false;
   bool test = false, dump = false, quiet = false;
-  std::string signal, prefix, conf, directives;
+  std::string signal, prefix, conf, directives, error_log;
 };
 
 void usage() {
   std::fputs(
-      "Usage: vigil [-?hvVtTq] [-s signal] [-p prefix] [-c filename] [-g directives]\n\n"
+      "Usage: vigil [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives]\n\n"
       "Options:\n"
       "  -?,-h         : this help\n"
       "  -v            : show version and exit\n"
@@ -40,6 +40,8 @@ void usage() {
       "  -s signal     : send signal to a master process: stop, quit, reopen, reload,\n"
       "                  upgrade\n"
       "  -p prefix     : set prefix path (default: the current directory)\n"
+      "  -e filename   : set error log file for start-up and the default error_log\n"
+      "                  (default: logs/error.log; \"stderr\" for the terminal)\n"
       "  -c filename   : set configuration file (default: conf/vigil.conf, else the\n"
       "                  configuration compiled into the binary)\n"
       "  -g directives : set global directives out of configuration file\n",
@@ -69,6 +71,7 @@ bool parse(int argc, char** argv, Options& o) {
         case 'p': value = &o.prefix; break;
         case 'c': value = &o.conf; break;
         case 'g': value = &o.directives; break;
+        case 'e': value = &o.error_log; break;
         default:
           std::fprintf(stderr, "vigil: invalid option: \"%c\"\n", opt);
           return false;
@@ -81,7 +84,7 @@ bool parse(int argc, char** argv, Options& o) {
       } else {
         std::fprintf(stderr, "vigil: option \"-%c\" requires %s\n", opt,
                      opt == 's' ? "signal name" : opt == 'p' ? "directory name"
-                     : opt == 'c' ? "file name" : "parameter");
+                     : opt == 'c' || opt == 'e' ? "file name" : "parameter");
         return false;
       }
       break;
@@ -95,20 +98,37 @@ bool parse(int argc, char** argv, Options& o) {
 }
 
 void show_version(bool full) {
-  std::fprintf(stderr, "vigil version: vigil/%s\n", VIGIL_VERSION_STRING);
-  if (!full) return;
-#if defined(__clang__)
-  std::fprintf(stderr, "built by clang %s\n", __clang_version__);
-#elif defined(__GNUC__)
-  std::fprintf(stderr, "built by gcc %s\n", __VERSION__);
-#endif
-  std::string backends;
-  for (auto name : vigil::backend_names()) {
-    if (!backends.empty()) backends += ", ";
-    backends += name;
+  if (full) {
+    std::fputs(vigil::build_description(vigil::server_conf_modules()).c_str(), stderr);
+    return;
   }
-  std::fprintf(stderr, "event backends: %s\n", backends.c_str());
+  std::fprintf(stderr, "vigil version: vigil/%s\nnginx version: nginx/%s\n", VIGIL_VERSION_STRING,
+               vigil::kNginxCompatibleVersion);
 }
+
+// -e: while the configuration is read, an error goes to this file as well as
+// to the terminal, as nginx's does (nginx's -e; "stderr" is the terminal alone).
+class StartupLog {
+ public:
+  explicit StartupLog(const Options& o) {
+    if (o.error_log.empty() || o.error_log == "stderr") return;
+    const std::string path = vigil::join_conf_path(o.prefix, o.error_log);
+    if (vigil::Status s = log_.open(path, vigil::LogLevel::kNotice); !s) {
+      std::fprintf(stderr, "vigil: [alert] could not open error log file: %s\n",
+                   s.to_string().c_str());
+      return;
+    }
+    open_ = true;
+  }
+  void emerg(const std::string& message) {
+    std::fprintf(stderr, "vigil: [emerg] %s\n", message.c_str());
+    if (open_) log_.write(vigil::LogLevel::kEmerg, 0, "%s", message.c_str());
+  }
+
+ private:
+  vigil::Log log_;
+  bool open_ = false;
+};
 
 }  // namespace
 
@@ -125,9 +145,11 @@ int main(int argc, char** argv) {
   lo.prefix = o.prefix;
   lo.conf_path = o.conf;
   lo.extra_directives = o.directives;
+  lo.error_log = o.error_log;
+  StartupLog startup(o);
   auto conf = Configuration::load(lo);
   if (!conf) {
-    std::fprintf(stderr, "vigil: [emerg] %s\n", conf.status().message().c_str());
+    startup.emerg(conf.status().message());
     if (o.test) {
       std::string path = o.conf.empty() ? "conf/vigil.conf" : o.conf;
       if (!o.prefix.empty() && path[0] != '/') path = o.prefix + "/" + path;
@@ -145,7 +167,7 @@ int main(int argc, char** argv) {
     // What a worker would refuse at start, found now rather than in its log.
     const ConfCheck check = check_configuration(c);
     for (const std::string& w : check.warnings) std::fprintf(stderr, "vigil: [warn] %s\n", w.c_str());
-    for (const std::string& e : check.errors) std::fprintf(stderr, "vigil: [emerg] %s\n", e.c_str());
+    for (const std::string& e : check.errors) startup.emerg(e);
     if (!check.errors.empty()) {
       std::fprintf(stderr, "vigil: configuration file %s test failed\n", c.main_path().c_str());
       return 1;
@@ -173,7 +195,7 @@ int main(int argc, char** argv) {
 
   Log& log = Log::global();
   if (Status s = log.open(c.core().error_log, c.core().error_log_level); !s) {
-    std::fprintf(stderr, "vigil: [emerg] %s\n", s.to_string().c_str());
+    startup.emerg(s.to_string());
     return 1;
   }
   if (c.used_embedded()) {

@@ -208,7 +208,8 @@ Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
   conf.pid_path = ctx.env().prefixed(conf.pid_path);
   if (!conf.lock_file.empty()) conf.lock_file = ctx.env().prefixed(conf.lock_file);
   if (!ctx.is_set("error_log")) {
-    conf.error_log = "logs/error.log";
+    const std::string& given = ctx.env().default_error_log;
+    conf.error_log = given.empty() ? "logs/error.log" : given;
     conf.error_log_level = LogLevel::kError;
   }
   if (conf.error_log != "stderr") conf.error_log = ctx.env().prefixed(conf.error_log);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test_process.h"
+#include "integration/http_harness.h"
 #include "test_util.h"
 
 namespace vigil {
@@ -159,6 +160,99 @@ TEST_F(Cli, BadOptionsAndVersion) {
   EXPECT_EQ(rc4, 0);
   EXPECT_NE(out4.find("vigil version: vigil/"), std::string::npos) << out4;
   EXPECT_NE(out4.find("epoll"), std::string::npos) << out4;
+}
+
+// Tools written for nginx read its -V lines: the version it behaves as, and
+// the modules, in nginx's configure vocabulary.
+TEST_F(Cli, VersionSpeaksNginxsVocabulary) {
+  auto [rc, out] = test::run({kVigil, "-V"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\nnginx version: nginx/1.22.1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("TLS SNI support enabled\n"), std::string::npos) << out;
+  const std::size_t at = out.find("\nconfigure arguments: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string args = out.substr(at, out.find('\n', at + 1) - at) + " ";
+  for (const char* with : {"--with-http_ssl_module ", "--with-http_stub_status_module ",
+                           "--with-stream ", "--with-stream_ssl_module ", "--with-mail ",
+                           "--with-mail_ssl_module "}) {
+    EXPECT_NE(args.find(with), std::string::npos) << with << " in " << args;
+  }
+  for (const char* has : {"http_proxy_module", "http_limit_req_module", "http_access_module",
+                          "stream_upstream_hash_module", "mail_smtp_module"}) {
+    EXPECT_EQ(args.find(has), std::string::npos) << has << " in " << args;
+  }
+  // A module declared absent is one whose directive the configuration
+  // refuses, and one not declared absent is accepted.
+  struct Probe {
+    const char* module;
+    const char* directive;
+  };
+  for (Probe p : {Probe{"--without-http_gzip_module ", "gzip on;"},
+                  Probe{"--without-http_map_module ", "map $uri $m { default 1; }"},
+                  Probe{"--without-http_ssi_module ", "ssi on;"},
+                  Probe{"--without-http_limit_conn_module ", "limit_conn_log_level info;"}}) {
+    write("conf/p.conf", std::string("events {}\nhttp {\n    ") + p.directive + "\n}\n");
+    auto [trc, tout] = test::run({kVigil, "-p", dir_, "-c", "conf/p.conf", "-t"});
+    const bool declared_absent = args.find(p.module) != std::string::npos;
+    EXPECT_EQ(trc, declared_absent ? 1 : 0) << p.module << "\n" << args << "\n" << tout;
+  }
+  auto [vrc, vout] = test::run({kVigil, "-v"});
+  EXPECT_EQ(vrc, 0);
+  EXPECT_NE(vout.find("nginx version: nginx/1.22.1\n"), std::string::npos) << vout;
+}
+
+// -e (nginx's): the error log while the configuration is read, and the
+// main error_log when the configuration names none.
+TEST_F(Cli, ErrorLogOptionTakesStartupErrorsAndIsTheDefaultErrorLog) {
+  write("conf/bad.conf", "events {}\nnot_a_directive;\n");
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/bad.conf", "-e", "logs/start.log"});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("[emerg] unknown directive \"not_a_directive\""), std::string::npos) << out;
+  const std::string start = test::read_file(dir_ + "/logs/start.log");
+  EXPECT_NE(start.find("[emerg] "), std::string::npos) << start;
+  EXPECT_NE(start.find("unknown directive \"not_a_directive\" in " + dir_ + "/conf/bad.conf:2"),
+            std::string::npos)
+      << start;
+
+  // No error_log in the file: the server's errors go to the -e file.
+  const int port = test::free_port();
+  write("conf/run.conf", "daemon off;\nmaster_process off;\nevents {}\nhttp {\n    server {\n"
+                         "        listen 127.0.0.1:" + std::to_string(port) + ";\n"
+                         "        access_log off;\n    }\n}\n");
+  test::Process server({kVigil, "-p", dir_, "-c", "conf/run.conf", "-e", "logs/run.log"});
+  test::Response missing;
+  ASSERT_TRUE(test::wait_for([&] {
+    missing = test::get(port, "GET /missing HTTP/1.0\r\n\r\n");
+    return missing.status == 404;
+  })) << server.output();
+  ASSERT_TRUE(test::wait_for([&] {
+    return test::read_file(dir_ + "/logs/run.log").find("No such file or directory") !=
+           std::string::npos;
+  })) << server.output() << test::read_file(dir_ + "/logs/run.log");
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(), 0) << server.output();
+  EXPECT_NE(::access((dir_ + "/logs/error.log").c_str(), F_OK), 0) << "-e replaces the default";
+
+  auto [qrc, qout] = test::run({kVigil, "-e"});
+  EXPECT_EQ(qrc, 1);
+  EXPECT_NE(qout.find("option \"-e\" requires file name"), std::string::npos) << qout;
+}
+
+// Test tools and migrated configurations carry nginx's temporary-file
+// paths; Vigil writes no temporary files, checks their syntax and goes on.
+TEST_F(Cli, TempPathDirectivesAreCheckedAndAccepted) {
+  write("conf/t.conf",
+        "events {}\nhttp {\n    client_body_temp_path /tmp/cb 1 2;\n"
+        "    proxy_temp_path /tmp/pt;\n    server {\n        location / {\n"
+        "            client_body_temp_path b 2;\n        }\n    }\n}\n");
+  auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/t.conf", "-t"});
+  EXPECT_EQ(rc, 0) << out;
+  write("conf/t.conf", "events {}\nhttp {\n    client_body_temp_path /tmp/cb 3;\n}\n");
+  auto [rc2, out2] = test::run({kVigil, "-p", dir_, "-c", "conf/t.conf", "-t"});
+  EXPECT_EQ(rc2, 1) << out2;
+  EXPECT_NE(out2.find("invalid value \"3\" in \"client_body_temp_path\" directive"),
+            std::string::npos)
+      << out2;
 }
 
 TEST_F(Cli, StartsOnTheEmbeddedDefaultAndStopsOnSigterm) {

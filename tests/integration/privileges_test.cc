@@ -13,6 +13,7 @@
 #include <string>
 
 #include "harness.h"
+#include "test_util.h"
 
 namespace vigil {
 namespace {
@@ -34,16 +35,9 @@ void make_docroot(Harness& h) {
   ::chmod((h.dir() + "/html/index.html").c_str(), 0644);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // The four ids of a "Uid:" or "Gid:" line of /proc/<pid>/status.
 std::string ids(pid_t pid, const std::string& field) {
-  std::istringstream in(slurp("/proc/" + std::to_string(pid) + "/status"));
+  std::istringstream in(test::read_file("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(field + ":", 0) == 0) {
@@ -123,7 +117,7 @@ TEST(Privileges, WorkingDirectoryAndCoreLimitAreTheWorkers) {
     const std::string link = "/proc/" + std::to_string(w) + "/cwd";
     ASSERT_GT(::readlink(link.c_str(), cwd, sizeof cwd - 1), 0);
     EXPECT_EQ(std::string(cwd), h.dir() + "/cores");
-    const std::string limits = slurp("/proc/" + std::to_string(w) + "/limits");
+    const std::string limits = test::read_file("/proc/" + std::to_string(w) + "/limits");
     EXPECT_NE(limits.find("Max core file size        2097152              2097152"),
               std::string::npos)
         << limits;
@@ -148,7 +142,7 @@ TEST(Privileges, AccessLogStaysWritableAfterRotation) {
   bool logged = false;
   for (int i = 0; i < 100 && !logged; ++i) {
     EXPECT_EQ(get_index(port), "hello\n");
-    logged = slurp(log_path).find("GET / HTTP/1.0") != std::string::npos;
+    logged = test::read_file(log_path).find("GET / HTTP/1.0") != std::string::npos;
   }
   EXPECT_TRUE(logged) << h.log();
   EXPECT_EQ(h.count("[alert]"), 0u) << h.log();

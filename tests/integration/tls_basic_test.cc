@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tls_harness.h"
+#include "test_util.h"
 
 namespace vigil {
 namespace {
@@ -432,11 +433,6 @@ INSTANTIATE_TEST_SUITE_P(Sendfile, TlsLargeFile, ::testing::Bool(),
 namespace vigil {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST(Tls, SslVariablesReachTheAccessLog) {
   TlsServer s;
   int port = test::free_port();
@@ -446,9 +442,9 @@ TEST(Tls, SslVariablesReachTheAccessLog) {
   Response r = get_over_tls(port, {.sni = "localhost", .ca_file = s.ca()});
   ASSERT_EQ(r.status, 200);
   const std::string path = s.dir() + "/logs/tls.log";
-  ASSERT_TRUE(test::wait_for([&] { return read_file(path).find('\n') != std::string::npos; }))
-      << read_file(path);
-  const std::string line = read_file(path);
+  ASSERT_TRUE(test::wait_for([&] { return test::read_file(path).find('\n') != std::string::npos; }))
+      << test::read_file(path);
+  const std::string line = test::read_file(path);
   EXPECT_EQ(line.rfind("https|TLSv1.3|TLS_", 0), 0u) << line;
   EXPECT_NE(line.find("|localhost|.\n"), std::string::npos) << line;
 }

@@ -25,15 +25,15 @@ class ClientCerts : public ::testing::Test {
     ASSERT_TRUE(test::make_cert(s_.dir(), "mallory", "mallory", "otherca"));
     s_.write("html/index.html", "secret\n");
   }
-  void start(const std::string& mode) {
+  void start(const std::string& mode, const std::string& more = "") {
     port_ = test::free_port();
     ASSERT_TRUE(s_.start("access_log off;\n" +
                          test::tls_server_block(port_, "ssl_verify_client " + mode +
                                                            ";\n  ssl_client_certificate ../ca.crt;"
-                                                           "\n  ssl_verify_depth 2;")))
+                                                           "\n  ssl_verify_depth 2;" + more)))
         << s_.output();
   }
-  Response get(const std::string& who) {
+  Response get(const std::string& who, const std::string& path = "/") {
     TlsOptions o;
     if (!who.empty()) {
       o.cert = s_.path(who + ".crt");
@@ -41,7 +41,7 @@ class ClientCerts : public ::testing::Test {
     }
     TlsClient c(port_, o);
     if (!c.handshake()) return {};
-    if (!c.send(test::simple_get("/"))) return {};
+    if (!c.send(test::simple_get(path))) return {};
     return c.read_response();
   }
 
@@ -78,6 +78,31 @@ TEST_F(ClientCerts, OptionalNoCaAcceptsAnUnknownIssuer) {
   EXPECT_EQ(get("mallory").status, 200);
   EXPECT_EQ(get("alice").status, 200);
   EXPECT_EQ(get("").status, 200);
+}
+
+// nginx's $ssl_client_* variables, for a certificate that verifies, one
+// from an unknown issuer (let through by optional_no_ca) and none.
+TEST_F(ClientCerts, ClientCertificateVariables) {
+  start("optional_no_ca",
+        "\n  location /v { return 200 \"$ssl_client_verify|$ssl_client_s_dn|"
+        "$ssl_client_i_dn_legacy|$ssl_client_v_remain|$ssl_client_fingerprint\"; }");
+  Response alice = get("alice", "/v");
+  ASSERT_EQ(alice.status, 200);
+  EXPECT_EQ(alice.body.rfind("SUCCESS|CN=alice|/CN=ca|", 0), 0u) << alice.body;
+  const std::string fingerprint = alice.body.substr(alice.body.rfind('|') + 1);
+  EXPECT_EQ(fingerprint.size(), 40u) << alice.body;
+  EXPECT_EQ(fingerprint.find_first_not_of("0123456789abcdef"), std::string::npos) << alice.body;
+  const std::string days = alice.body.substr(0, alice.body.rfind('|'));
+  EXPECT_GT(std::stoi(days.substr(days.rfind('|') + 1)), 0) << alice.body;
+
+  Response mallory = get("mallory", "/v");
+  ASSERT_EQ(mallory.status, 200);
+  EXPECT_EQ(mallory.body.rfind("FAILED:", 0), 0u) << mallory.body;
+  EXPECT_NE(mallory.body.find("|CN=mallory|/CN=otherca|"), std::string::npos) << mallory.body;
+
+  Response none = get("", "/v");
+  ASSERT_EQ(none.status, 200);
+  EXPECT_EQ(none.body, "NONE||||");
 }
 
 TEST_F(ClientCerts, TheServerSendsItsAcceptableCaNames) {

@@ -17,21 +17,15 @@
 #include <thread>
 
 #include "harness.h"
+#include "test_util.h"
 
 namespace vigil {
 namespace {
 
 using test::Harness;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 pid_t pid_in(const std::string& path) {
-  return static_cast<pid_t>(std::atol(slurp(path).c_str()));
+  return static_cast<pid_t>(std::atol(test::read_file(path).c_str()));
 }
 
 // Requests on fresh connections, one after the other, until stopped (or a

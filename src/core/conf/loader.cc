@@ -218,6 +218,7 @@ Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions
   cfg->modules_ = options.modules != nullptr ? options.modules : &core_only;
   cfg->env_.prefix = options.prefix;
   cfg->env_.allow_include = options.allow_include;
+  cfg->env_.default_error_log = options.error_log;
   cfg->env_.zones = cfg->zones_.get();
   cfg->env_.warnings = &cfg->warnings_;
   cfg->env_.modules = cfg->modules_;

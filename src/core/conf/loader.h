@@ -63,6 +63,9 @@ struct ConfLoadOptions {
   // configuration runs under any prefix. A file that exists always wins.
   std::vector<std::pair<std::string, std::string_view>> embedded_includes;
   std::string extra_directives;  // -g "directive ...; ..."
+  // -e: the error log while the configuration is read, and the main
+  // error_log when the configuration names none ("" = logs/error.log).
+  std::string error_log;
   // Modules to load with, in order; null = core_module() alone. Must outlive
   // the Configuration. The server's list is server_conf_modules().
   const ModuleRegistry* modules = nullptr;

@@ -39,6 +39,7 @@ struct ConfEnv {
   std::string prefix;       // -p, "" for the current directory
   std::string conf_prefix;  // directory of the main configuration file, "" or ending in '/'
   bool allow_include = true;
+  std::string default_error_log;  // -e, "" = logs/error.log
   // Set while the embedded configuration is in use: compiled-in copies of
   // the files it includes (ConfLoadOptions::embedded_includes).
   std::vector<std::pair<std::string, std::string_view>> embedded_includes;

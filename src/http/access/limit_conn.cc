@@ -84,11 +84,16 @@ bool limit_conn_pass(Request& r) {
         c.log->write(loc.log_level, 0, "*%llu limiting connections%s by zone \"%s\"",
                      static_cast<unsigned long long>(c.number), dry, ctx->zone->name().c_str());
       }
-      if (loc.dry_run) continue;
+      if (loc.dry_run) {
+        r.limit_conn_status = LimitStatus::kRejectedDryRun;
+        continue;
+      }
+      r.limit_conn_status = LimitStatus::kRejected;
       limit_conn_release_all(r);
       finalize_error(r, loc.status);
       return false;
     }
+    if (r.limit_conn_status == LimitStatus::kNone) r.limit_conn_status = LimitStatus::kPassed;
     r.limit_conn_zone[r.nlimit_conn] = ref.zone;
     r.limit_conn_node[r.nlimit_conn] = node;
     ++r.nlimit_conn;
@@ -133,9 +138,20 @@ Status set_limit_conn(const DirectiveCall& call, LimitConnConf& loc) {
 
 }  // namespace
 
+namespace {
+
+bool var_limit_conn_status(const Request& r, std::string_view, VarSink& out) {
+  return put_limit_status(r.limit_conn_status, out);
+}
+
+constexpr VarSpec kLimitConnVariables[] = {{"limit_conn_status", var_limit_conn_status}};
+
+}  // namespace
+
 const HttpModule& limit_conn_module() {
   static const HttpModule* module = [] {
     auto* m = new HttpModule("http_limit_conn");  // never destroyed: used until exit
+    m->set_variables(kLimitConnVariables);
     Module& c = m->conf();
     auto main = c.add_conf<LimitConnMainConf>(kHttpMainConf);
     auto loc = m->add_loc_conf<LimitConnConf>(

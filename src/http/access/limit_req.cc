@@ -108,6 +108,7 @@ bool limit_req_pass(Request& r) {
   Connection& c = *r.c;
   const Msec now = clock::current_msec();
   Msec delay = 0;
+  LimitStatus status = LimitStatus::kNone;
   for (const LimitReqRef& ref : loc.refs) {
     auto* ctx = static_cast<LimitReqZone*>(ref.zone->data());
     if (ctx == nullptr || !ctx->table.valid()) continue;
@@ -134,14 +135,22 @@ bool limit_req_pass(Request& r) {
                    static_cast<long long>(excess / 1000), static_cast<long long>(excess % 1000),
                    ctx->zone->name().c_str());
     }
+    if (status == LimitStatus::kNone) status = LimitStatus::kPassed;
     if (rc != LimitReqOutcome::kOk) {
-      if (loc.dry_run) continue;
+      if (loc.dry_run) {
+        status = LimitStatus::kRejectedDryRun;
+        continue;
+      }
+      r.limit_req_status = LimitStatus::kRejected;
       finalize_error(r, loc.status);
       return false;
     }
     if (static_cast<std::uint64_t>(excess) > ref.delay) {
       const Msec d =
           static_cast<Msec>((static_cast<std::uint64_t>(excess) - ref.delay) * 1000 / ctx->rate);
+      if (status == LimitStatus::kPassed) {
+        status = loc.dry_run ? LimitStatus::kDelayedDryRun : LimitStatus::kDelayed;
+      }
       if (d > delay) {
         delay = d;
         const LogLevel level = lower_level(loc.log_level);
@@ -154,6 +163,7 @@ bool limit_req_pass(Request& r) {
       }
     }
   }
+  r.limit_req_status = status;
   if (delay == 0 || loc.dry_run) return true;
   // Held by a timer on the write event (nginx's ngx_http_limit_req_delay):
   // reading stays blocked, the worker serves others meanwhile.
@@ -258,9 +268,20 @@ const std::vector<std::pair<std::string, LogLevel>> kLimitLogLevels = {
 
 }  // namespace
 
+namespace {
+
+bool var_limit_req_status(const Request& r, std::string_view, VarSink& out) {
+  return put_limit_status(r.limit_req_status, out);
+}
+
+constexpr VarSpec kLimitReqVariables[] = {{"limit_req_status", var_limit_req_status}};
+
+}  // namespace
+
 const HttpModule& limit_req_module() {
   static const HttpModule* module = [] {
     auto* m = new HttpModule("http_limit_req");  // never destroyed: used until exit
+    m->set_variables(kLimitReqVariables);
     Module& c = m->conf();
     auto main = c.add_conf<LimitReqMainConf>(kHttpMainConf);
     auto loc = m->add_loc_conf<LimitReqConf>(

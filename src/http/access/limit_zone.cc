@@ -117,4 +117,27 @@ std::size_t LimitTable::size() const {
   return n;
 }
 
+bool put_limit_status(LimitStatus status, VarSink& out) {
+  switch (status) {
+    case LimitStatus::kNone:
+      return false;
+    case LimitStatus::kPassed:
+      out.put("PASSED");
+      return true;
+    case LimitStatus::kDelayed:
+      out.put("DELAYED");
+      return true;
+    case LimitStatus::kRejected:
+      out.put("REJECTED");
+      return true;
+    case LimitStatus::kDelayedDryRun:
+      out.put("DELAYED_DRY_RUN");
+      return true;
+    case LimitStatus::kRejectedDryRun:
+      out.put("REJECTED_DRY_RUN");
+      return true;
+  }
+  return false;
+}
+
 }  // namespace vigil::http

@@ -29,6 +29,8 @@
 #include "core/conf/values.h"
 #include "core/rbtree.h"
 #include "core/shm_zone.h"
+#include "http/core/request.h"
+#include "http/core/variables.h"
 #include "vigil/core/clock.h"
 #include "vigil/core/result.h"
 
@@ -67,6 +69,10 @@ class VarTemplate;
 // the value is empty (not accounted, as nginx) or longer than the buffer
 // (logged at [error], as nginx).
 std::string_view limit_key(Request& r, const VarTemplate& key, char* buf);
+
+// $limit_req_status and $limit_conn_status: "PASSED", "DELAYED",
+// "REJECTED", "DELAYED_DRY_RUN", "REJECTED_DRY_RUN"; not found for kNone.
+bool put_limit_status(LimitStatus status, VarSink& out);
 
 class LimitTable {
  public:

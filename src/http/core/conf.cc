@@ -183,14 +183,16 @@ Status set_types(const DirectiveCall& call, HttpLocConf& loc) {
   return Status::ok();
 }
 
+// access_log off | path [format [buffer=size] [flush=time] [if=condition]];
+// Several at one level each get the line; "off" there means none.
 Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
-  auto log = std::make_shared<AccessLogConf>();
   if (call.arg(0) == "off") {
     if (call.arg_count() != 1) return call.error("invalid parameter \"" + call.arg(1) + "\"");
-    log->off = true;
-    loc.access_log = std::move(log);
+    loc.access_log_off = true;
+    loc.access_logs.clear();
     return Status::ok();
   }
+  auto log = std::make_shared<AccessLogConf>();
   log->path = call.env().prefixed(call.arg(0));
   log->where = call.where();
   for (std::size_t i = 1; i < call.arg_count(); ++i) {
@@ -207,11 +209,15 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
       auto v = parse_msec(std::string_view(a).substr(6));
       if (!v || *v == 0) return call.error("invalid flush time \"" + a.substr(6) + "\"");
       log->flush = *v;
+    } else if (a.starts_with("if=") && a.size() > 3) {
+      auto t = VarTemplate::compile(std::string_view(a).substr(3));
+      if (!t) return call.error(t.status().message());
+      log->condition = std::move(t.value());
     } else {
       return call.error("invalid parameter \"" + a + "\"");
     }
   }
-  loc.access_log = std::move(log);
+  if (!loc.access_log_off) loc.access_logs.push_back(std::move(log));
   return Status::ok();
 }
 
@@ -294,7 +300,7 @@ Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
   if (!ctx.is_set("access_log")) {
     auto log = std::make_shared<AccessLogConf>();
     log->path = ctx.env().prefixed("logs/access.log");
-    loc.access_log = std::move(log);
+    loc.access_logs.push_back(std::move(log));
   }
   loc.root_path = ctx.env().prefixed(loc.root);
   return Status::ok();
@@ -304,7 +310,10 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
   if (ctx.scope().context() == kHttpLocConf) name_location(ctx.scope(), child);
   if (!ctx.is_set("index")) child.index = parent.index;
   if (!ctx.is_set("types")) child.types = parent.types;
-  if (!ctx.is_set("access_log")) child.access_log = parent.access_log;
+  if (!ctx.is_set("access_log")) {
+    child.access_logs = parent.access_logs;
+    child.access_log_off = parent.access_log_off;
+  }
   // nginx inherits error_page only when the level sets none.
   if (!ctx.is_set("error_page")) child.error_pages = parent.error_pages;
   if (!ctx.is_set("keepalive_timeout")) {
@@ -423,13 +432,14 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     with_main.push_back(main_loc);
   }
   for (HttpLocConf* loc : with_main) {
-    const AccessLogConf* log = loc->access_log.get();
-    if (log == nullptr || log->off || log->format_name == "combined" || log->format) continue;
-    for (const auto& f : final_conf.log_formats) {
-      if (f->name == log->format_name) log->format = f;
-    }
-    if (!log->format) {
-      return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
+    for (const auto& log : loc->access_logs) {
+      if (log->format_name == "combined" || log->format) continue;
+      for (const auto& f : final_conf.log_formats) {
+        if (f->name == log->format_name) log->format = f;
+      }
+      if (!log->format) {
+        return Status::error("unknown log format \"" + log->format_name + "\"" + log->where);
+      }
     }
   }
   auto built = HttpServers::build(std::move(servers), std::move(locations));
@@ -506,7 +516,7 @@ Module* make_http_module() {
   m->add_block("types", kHttpAny, Arity::none(), 0, loc.custom(set_types));
   m->add("default_type", kHttpAny, Arity::exactly(1),
          loc.string(&HttpLocConf::default_type, "text/plain"));
-  m->add("access_log", kHttpAny, Arity::between(1, 4), loc.custom(set_access_log));
+  m->add("access_log", kHttpAny, Arity::between(1, 5), loc.custom(set_access_log)).multiple = true;
   m->add("error_page", kHttpAny, Arity::at_least(2), loc.custom(set_error_page)).multiple = true;
   m->add("lingering_close", kHttpAny, Arity::exactly(1),
          loc.one_of(
@@ -525,6 +535,8 @@ Module* make_http_module() {
   add_limit_rate_directives(*m, loc);
   m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
   add_hash_size_directives(*m, loc, fin);
+  m->add("client_body_temp_path", kHttpAny, Arity::between(1, 4),
+         DirectiveBody::handler(check_temp_path));
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
@@ -546,6 +558,14 @@ Status set_location_content(const DirectiveCall& call, const ContentHandler* han
   auto* loc = owner != nullptr ? static_cast<HttpLocConf*>(owner->conf(at, kLocSpec)) : nullptr;
   if (loc == nullptr) return call.error("\"" + call.name() + "\" directive is not allowed here");
   loc->content = handler;
+  return Status::ok();
+}
+
+Status check_temp_path(const DirectiveCall& call) {
+  if (call.arg(0).empty()) return call.invalid_value(0);
+  for (std::size_t i = 1; i < call.arg_count(); ++i) {
+    if (call.arg(i) != "1" && call.arg(i) != "2") return call.invalid_value(i);
+  }
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,16 +74,18 @@ struct LogFormat {
 };
 
 struct AccessLogConf {
-  bool off = false;
   // The format's name; "combined" is written by the fixed fast writer
   // (access_log.cc), others through `format`, resolved when the http block
   // is finished (so, unlike nginx, a log_format may follow its access_log).
   std::string format_name = "combined";
-  mutable std::shared_ptr<const LogFormat> format;
+  std::shared_ptr<const LogFormat> format;
   std::string where;  // " in F:L" of the access_log directive
   std::string path;            // resolved against the prefix
   std::size_t buffer = 65536;  // bytes gathered before a write(2)
   Msec flush = 1000;           // longest a line waits in the buffer
+  // if=condition: the line is written only when this is neither empty nor "0".
+  std::optional<VarTemplate> condition;
+  int index = -1;  // into HttpServers::access_logs (the worker's open files)
 };
 
 struct ReturnConf;  // return.h
@@ -115,8 +118,9 @@ struct HttpLocConf {
   Msec send_timeout = 60000;
   std::shared_ptr<const TypesMap> types;  // null: the built-in map
   std::string default_type = "text/plain";
-  std::shared_ptr<const AccessLogConf> access_log;
-  int access_log_index = -1;  // into HttpServers::access_logs; -1: off
+  // Every access_log of the level (nginx writes a line to each); empty: off.
+  std::vector<std::shared_ptr<AccessLogConf>> access_logs;
+  bool access_log_off = false;  // "access_log off" at this level
   std::vector<ErrorPage> error_pages;
   const ContentHandler* content = nullptr;  // null: the content phase (static files)
   Lingering lingering_close = Lingering::kOn;
@@ -176,6 +180,12 @@ const Module& http_module();
 // (as nginx's modules set clcf->handler): sets the location's (or server
 // level's) content handler.
 Status set_location_content(const DirectiveCall& call, const ContentHandler* handler);
+
+// nginx's *_temp_path syntax: "path [level1 [level2 [level3]]]", each level
+// 1 or 2. Vigil writes no temporary files (a body larger than its buffers is
+// streamed, paced by the slower side), so the directive is checked and has
+// no effect.
+Status check_temp_path(const DirectiveCall& call);
 // Where http_module() keeps its upstream groups: upstream::group_set(ctx,
 // http_upstream_specs()) in an init of the http module, or
 // upstream::find_group_set(scope, module, http_upstream_specs()).

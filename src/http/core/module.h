@@ -16,6 +16,7 @@
 
 #include "core/conf/module.h"
 #include "http/core/conf.h"
+#include "http/core/variables.h"
 
 namespace vigil::http {
 
@@ -41,6 +42,10 @@ class HttpModule {
 
   Module& conf() { return conf_; }
   const Module& conf() const { return conf_; }
+  // The variables the module provides (variables.h), found by name when a
+  // configuration string is compiled.
+  void set_variables(std::span<const VarSpec> vars) { variables_ = vars; }
+  std::span<const VarSpec> variables() const { return variables_; }
   int loc_spec() const { return loc_spec_; }
   // The module's slot in HttpLocConf::module_confs and Request::ctx.
   std::uint32_t index() const { return index_; }
@@ -49,6 +54,7 @@ class HttpModule {
   Module conf_;
   int loc_spec_ = -1;
   std::uint32_t index_;
+  std::span<const VarSpec> variables_;
 };
 
 // Every HTTP module with a conf of its own, in registration order (modules.cc).

@@ -240,6 +240,45 @@ void process_request(Request& r) {
   run_phases(r);
 }
 
+namespace {
+
+// if=condition: empty or "0" leaves the line out.
+bool log_condition_holds(const Request& r, const VarTemplate& condition) {
+  char small[64];
+  const std::size_t n = condition.length(r);
+  if (n == 0) return false;
+  if (n > sizeof small) return true;  // longer than "0": written
+  const std::size_t len = static_cast<std::size_t>(condition.write(r, small) - small);
+  return len != 0 && !(len == 1 && small[0] == '0');
+}
+
+void write_access_log(Request& r, const AccessLogConf& conf) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  AccessLog* log = hc.worker->access_log(conf.index);
+  if (log == nullptr) return;
+  if (conf.condition && !log_condition_holds(r, *conf.condition)) return;
+  if (conf.format) {
+    const LogFormat& f = *conf.format;
+    const std::size_t need = f.format.length(r, f.escape, true) + 1;
+    char* line = log->begin(need, c.loop->log());
+    char* end = f.format.write(r, line, f.escape, true);
+    *end++ = '\n';
+    if (log->end(end, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+    return;
+  }
+  AccessLogLine line;
+  line.remote_addr = c.addr_text;
+  line.request = r.line.line;
+  line.status = r.status;
+  line.body_bytes = static_cast<std::int64_t>(c.sent - r.sent_start - r.header_size);
+  line.referer = r.referer;
+  line.user_agent = r.user_agent;
+  if (log->write(line, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+}
+
+}  // namespace
+
 void finalize_request(Request& r) {
   HttpConnection& hc = *r.hc;
   Connection& c = *r.c;
@@ -247,24 +286,7 @@ void finalize_request(Request& r) {
   r.phase = Phase::kDone;
 
   const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
-  AccessLog* log = hc.worker->access_log(loc.access_log_index);
-  if (log != nullptr && loc.access_log->format) {
-    const LogFormat& f = *loc.access_log->format;
-    const std::size_t need = f.format.length(r, f.escape, true) + 1;
-    char* line = log->begin(need, c.loop->log());
-    char* end = f.format.write(r, line, f.escape, true);
-    *end++ = '\n';
-    if (log->end(end, c.loop->log())) hc.worker->arm_flush(log->flush_after());
-  } else if (log != nullptr) {
-    AccessLogLine line;
-    line.remote_addr = c.addr_text;
-    line.request = r.line.line;
-    line.status = r.status;
-    line.body_bytes = static_cast<std::int64_t>(c.sent - r.sent_start - r.header_size);
-    line.referer = r.referer;
-    line.user_agent = r.user_agent;
-    if (log->write(line, c.loop->log())) hc.worker->arm_flush(log->flush_after());
-  }
+  for (const auto& conf : loc.access_logs) write_access_log(r, *conf);
 
   const bool keepalive = r.keepalive && !c.error && !c.timedout && !c.close;
   const bool lingering = r.lingering;

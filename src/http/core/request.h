@@ -84,6 +84,17 @@ inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 // limit_conn directives one location may have (limit_conn.cc).
 inline constexpr std::uint32_t kMaxLimitConn = 8;
 
+// What limit_req and limit_conn decided for a request ($limit_req_status,
+// $limit_conn_status; kNone: the location has no such limit).
+enum class LimitStatus : std::uint8_t {
+  kNone,
+  kPassed,
+  kDelayed,
+  kRejected,
+  kDelayedDryRun,
+  kRejectedDryRun,
+};
+
 namespace upstream_core {
 struct Upstream;
 }
@@ -189,6 +200,8 @@ struct Request {
   // Request limits (limit_req.cc, limit_conn.cc): checked once, before the
   // handler; the limit_conn entries this request holds, released with it.
   std::uint8_t limits_stage = 0;  // 0: none yet, 1: limit_req passed, 2: all passed
+  LimitStatus limit_req_status = LimitStatus::kNone;   // $limit_req_status
+  LimitStatus limit_conn_status = LimitStatus::kNone;  // $limit_conn_status
   std::uint8_t nlimit_conn = 0;
   ShmZone* limit_conn_zone[kMaxLimitConn] = {};
   void* limit_conn_node[kMaxLimitConn] = {};

@@ -175,17 +175,17 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
     std::stable_sort(a->tail_wildcards.begin(), a->tail_wildcards.end(), longer_first);
   }
 
+  // One open file per path, whatever the formats written to it.
   for (HttpLocConf* loc : out->locations) {
-    loc->access_log_index = -1;
-    if (!loc->access_log || loc->access_log->off) continue;
-    for (std::size_t i = 0; i < out->access_logs.size(); ++i) {
-      if (out->access_logs[i]->path == loc->access_log->path) {
-        loc->access_log_index = static_cast<int>(i);
+    for (const auto& log : loc->access_logs) {
+      log->index = -1;
+      for (std::size_t i = 0; i < out->access_logs.size(); ++i) {
+        if (out->access_logs[i]->path == log->path) log->index = static_cast<int>(i);
       }
-    }
-    if (loc->access_log_index < 0) {
-      loc->access_log_index = static_cast<int>(out->access_logs.size());
-      out->access_logs.push_back(loc->access_log.get());
+      if (log->index < 0) {
+        log->index = static_cast<int>(out->access_logs.size());
+        out->access_logs.push_back(log.get());
+      }
     }
   }
   return out;

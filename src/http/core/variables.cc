@@ -12,52 +12,13 @@
 #include "event/tls/tls.h"
 #include "codec/head_writer.h"
 #include "http/core/request.h"
-#include "http/proxy/proxy_conf.h"
+#include "http/core/counters.h"
+#include "http/core/module.h"
 #include "vigil/core/clock.h"
+#include "vigil/core/counters.h"
 
 namespace vigil::http {
 namespace {
-
-struct Named {
-  std::string_view name;
-  VarId id;
-};
-
-constexpr Named kNames[] = {
-    {"host", VarId::kHost},
-    {"remote_addr", VarId::kRemoteAddr},
-    {"binary_remote_addr", VarId::kBinaryRemoteAddr},
-    {"remote_port", VarId::kRemotePort},
-    {"remote_user", VarId::kRemoteUser},
-    {"server_addr", VarId::kServerAddr},
-    {"server_port", VarId::kServerPort},
-    {"scheme", VarId::kScheme},
-    {"request_uri", VarId::kRequestUri},
-    {"uri", VarId::kUri},
-    {"document_uri", VarId::kUri},
-    {"args", VarId::kArgs},
-    {"query_string", VarId::kArgs},
-    {"request_method", VarId::kRequestMethod},
-    {"request", VarId::kRequest},
-    {"status", VarId::kStatus},
-    {"body_bytes_sent", VarId::kBodyBytesSent},
-    {"bytes_sent", VarId::kBytesSent},
-    {"request_time", VarId::kRequestTime},
-    {"time_local", VarId::kTimeLocal},
-    {"time_iso8601", VarId::kTimeIso8601},
-    {"proxy_add_x_forwarded_for", VarId::kProxyAddXForwardedFor},
-    {"upstream_addr", VarId::kUpstreamAddr},
-    {"upstream_status", VarId::kUpstreamStatus},
-    {"upstream_response_time", VarId::kUpstreamResponseTime},
-    {"connection", VarId::kConnection},
-    {"connection_requests", VarId::kConnectionRequests},
-    {"proxy_host", VarId::kProxyHost},
-    {"pid", VarId::kPid},
-    {"ssl_protocol", VarId::kSslProtocol},
-    {"ssl_cipher", VarId::kSslCipher},
-    {"ssl_server_name", VarId::kSslServerName},
-    {"ssl_session_reused", VarId::kSslSessionReused},
-};
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -67,38 +28,13 @@ char lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-// Writes into `out` when it is not null; counts always.
-class Sink {
- public:
-  explicit Sink(char* out) : p_(out) {}
-  void put(std::string_view s) {
-    if (p_ != nullptr) std::memcpy(p_ + n_, s.data(), s.size());
-    n_ += s.size();
+bool same_lower(std::string_view any_case, std::string_view lower_case) {
+  if (any_case.size() != lower_case.size()) return false;
+  for (std::size_t k = 0; k < any_case.size(); ++k) {
+    if (lower(any_case[k]) != lower_case[k]) return false;
   }
-  void put_char(char c) {
-    if (p_ != nullptr) p_[n_] = c;
-    ++n_;
-  }
-  void put_uint(std::uint64_t v) {
-    char tmp[20];
-    put(decimal(v, tmp));
-  }
-  // "1.234": seconds with milliseconds, as nginx's $request_time.
-  void put_msec(Msec ms) {
-    put_uint(ms / 1000);
-    put_char('.');
-    put_char(static_cast<char>('0' + ms % 1000 / 100));
-    put_char(static_cast<char>('0' + ms % 100 / 10));
-    put_char(static_cast<char>('0' + ms % 10));
-  }
-  std::size_t size() const { return n_; }
-  char* at() const { return p_ != nullptr ? p_ + n_ : nullptr; }
-  void advance(std::size_t n) { n_ += n; }
-
- private:
-  char* p_;
-  std::size_t n_ = 0;
-};
+  return true;
+}
 
 std::uint16_t port_of(const sockaddr* sa) {
   if (sa == nullptr) return 0;
@@ -134,174 +70,434 @@ bool server_addr(const Request& r, char* text, std::size_t cap, std::size_t& len
   return true;
 }
 
-// The raw value of one variable into `s`; false when it has none.
-bool value(const Request& r, VarId id, std::string_view header, Sink& s) {
-  const Connection* c = r.c;
-  switch (id) {
-    case VarId::kHost: {
-      std::string_view h = r.check.host;
-      if (h.empty() && r.srv != nullptr && !r.srv->server_names.empty()) {
-        h = r.srv->server_names[0];
-      }
-      for (char ch : h) s.put_char(lower(ch));
-      return true;
-    }
-    case VarId::kRemoteAddr:
-      if (c == nullptr) return false;
-      s.put(c->addr_text);
-      return true;
-    case VarId::kBinaryRemoteAddr: {
-      if (c == nullptr || c->peer_addr == nullptr) return false;
-      const sockaddr* sa = c->peer_addr;
-      if (sa->sa_family == AF_INET) {
-        const auto& in = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr;
-        s.put({reinterpret_cast<const char*>(&in), 4});
-      } else if (sa->sa_family == AF_INET6) {
-        const auto& in6 = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
-        s.put({reinterpret_cast<const char*>(&in6), 16});
-      } else {
-        return false;
-      }
-      return true;
-    }
-    case VarId::kRemotePort:
-      if (c == nullptr || c->peer_addr == nullptr) return false;
-      s.put_uint(port_of(c->peer_addr));
-      return true;
-    case VarId::kRemoteUser:
-      return false;
-    case VarId::kServerAddr: {
-      char text[INET6_ADDRSTRLEN];
-      std::size_t len = 0;
-      if (!server_addr(r, text, sizeof text, len)) return false;
-      s.put({text, len});
-      return true;
-    }
-    case VarId::kServerPort:
-      if (c == nullptr || c->local_addr == nullptr) return false;
-      s.put_uint(port_of(c->local_addr));
-      return true;
-    case VarId::kScheme:
-      s.put(c != nullptr && c->ssl != nullptr ? "https" : "http");
-      return true;
-    case VarId::kSslProtocol:
-    case VarId::kSslCipher:
-    case VarId::kSslServerName: {
-      if (c == nullptr || c->ssl == nullptr) return false;
-      const std::string_view v = id == VarId::kSslProtocol ? tls_protocol(*c)
-                                 : id == VarId::kSslCipher ? tls_cipher(*c)
-                                                           : tls_server_name(*c);
-      if (v.empty()) return false;
-      s.put(v);
-      return true;
-    }
-    case VarId::kSslSessionReused:
-      if (c == nullptr || c->ssl == nullptr) return false;
-      s.put(tls_session_reused(*c) ? "r" : ".");
-      return true;
-    case VarId::kRequestUri:
-      if (r.line.line.empty()) return false;
-      if (r.line.form == TargetForm::kAbsolute) {
-        s.put(r.line.path.empty() ? std::string_view("/") : r.line.path);
-        if (r.line.has_query) {
-          s.put_char('?');
-          s.put(r.line.query);
-        }
-      } else {
-        s.put(r.line.target);
-      }
-      return true;
-    case VarId::kUri:
-      if (r.uri.empty()) return false;
-      s.put(r.uri);
-      return true;
-    case VarId::kArgs:
-      if (!r.line.has_query) return false;
+// The core's variables, one getter each (VarGetter in variables.h).
+
+bool var_host(const Request& r, std::string_view, VarSink& s) {
+  std::string_view h = r.check.host;
+  if (h.empty() && r.srv != nullptr && !r.srv->server_names.empty()) h = r.srv->server_names[0];
+  for (char ch : h) s.put_char(lower(ch));
+  return true;
+}
+
+bool var_remote_addr(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr) return false;
+  s.put(r.c->addr_text);
+  return true;
+}
+
+bool var_binary_remote_addr(const Request& r, std::string_view, VarSink& s) {
+  const sockaddr* sa = r.c != nullptr ? r.c->peer_addr : nullptr;
+  if (sa == nullptr) return false;
+  if (sa->sa_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr;
+    s.put({reinterpret_cast<const char*>(&in), 4});
+  } else if (sa->sa_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    s.put({reinterpret_cast<const char*>(&in6), 16});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool var_remote_port(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr || r.c->peer_addr == nullptr) return false;
+  s.put_uint(port_of(r.c->peer_addr));
+  return true;
+}
+
+bool var_not_found(const Request&, std::string_view, VarSink&) { return false; }
+
+bool var_server_addr(const Request& r, std::string_view, VarSink& s) {
+  char text[INET6_ADDRSTRLEN];
+  std::size_t len = 0;
+  if (!server_addr(r, text, sizeof text, len)) return false;
+  s.put({text, len});
+  return true;
+}
+
+bool var_server_port(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr || r.c->local_addr == nullptr) return false;
+  s.put_uint(port_of(r.c->local_addr));
+  return true;
+}
+
+// The primary name of the server{} that took the request ("" when it has none).
+bool var_server_name(const Request& r, std::string_view, VarSink& s) {
+  if (r.srv != nullptr && !r.srv->server_names.empty()) s.put(r.srv->server_names[0]);
+  return true;
+}
+
+bool var_server_protocol(const Request& r, std::string_view, VarSink& s) {
+  if (r.line.line.empty()) return false;
+  s.put(r.line.version >= 1001 ? "HTTP/1.1" : "HTTP/1.0");
+  return true;
+}
+
+bool var_scheme(const Request& r, std::string_view, VarSink& s) {
+  s.put(r.c != nullptr && r.c->ssl != nullptr ? "https" : "http");
+  return true;
+}
+
+bool var_https(const Request& r, std::string_view, VarSink& s) {
+  if (r.c != nullptr && r.c->ssl != nullptr) s.put("on");
+  return true;
+}
+
+bool var_request_uri(const Request& r, std::string_view, VarSink& s) {
+  if (r.line.line.empty()) return false;
+  if (r.line.form == TargetForm::kAbsolute) {
+    s.put(r.line.path.empty() ? std::string_view("/") : r.line.path);
+    if (r.line.has_query) {
+      s.put_char('?');
       s.put(r.line.query);
-      return true;
-    case VarId::kRequestMethod:
-      if (r.line.method_name.empty()) return false;
-      s.put(r.line.method_name);
-      return true;
-    case VarId::kRequest:
-      s.put(r.line.line);
-      return true;
-    case VarId::kStatus:
-      s.put_uint(static_cast<std::uint64_t>(r.status > 0 ? r.status : 0));
-      return true;
-    case VarId::kBodyBytesSent: {
-      if (c == nullptr) return false;
-      const off_t n = c->sent - r.sent_start - r.header_size;
-      s.put_uint(static_cast<std::uint64_t>(n > 0 ? n : 0));
-      return true;
     }
-    case VarId::kBytesSent: {
-      if (c == nullptr) return false;
-      const off_t n = c->sent - r.sent_start;
-      s.put_uint(static_cast<std::uint64_t>(n > 0 ? n : 0));
-      return true;
-    }
-    case VarId::kRequestTime: {
-      const MsecDiff d = msec_diff(clock::current_msec(), r.start_msec);
-      s.put_msec(static_cast<Msec>(d > 0 ? d : 0));
-      return true;
-    }
-    case VarId::kTimeLocal:
-      s.put(clock::common_log_time());
-      return true;
-    case VarId::kTimeIso8601:
-      s.put(clock::iso8601());
-      return true;
-    case VarId::kHttpHeader: {
-      bool found = false;
-      s.advance(request_header_value(r, header, s.at(), found));
-      return found;
-    }
-    case VarId::kProxyAddXForwardedFor: {
-      bool found = false;
-      s.advance(request_header_value(r, "x-forwarded-for", s.at(), found));
-      if (found) s.put(", ");
-      if (c != nullptr) s.put(c->addr_text);
-      return true;
-    }
-    case VarId::kUpstreamAddr:
-    case VarId::kUpstreamStatus:
-    case VarId::kUpstreamResponseTime:
-      if (r.nupstream == 0) return false;
-      for (std::uint32_t i = 0; i < r.nupstream && i < kMaxUpstreamTries; ++i) {
-        const UpstreamTry& t = r.upstream_tries[i];
-        if (i > 0) s.put(", ");
-        if (id == VarId::kUpstreamAddr) {
-          s.put({t.addr, t.addr_len});
-        } else if (id == VarId::kUpstreamStatus) {
-          if (t.status == 0) {
-            s.put_char('-');
-          } else {
-            s.put_uint(static_cast<std::uint64_t>(t.status));
-          }
-        } else {
-          s.put_msec(t.time);
-        }
-      }
-      return true;
-    case VarId::kConnection:
-      if (c == nullptr) return false;
-      s.put_uint(c->number);
-      return true;
-    case VarId::kPid:
-      s.put_uint(static_cast<std::uint64_t>(::getpid()));
-      return true;
-    case VarId::kProxyHost:
-      if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
-      s.put(proxy_conf(*r.loc).proxy_host);
-      return true;
-    case VarId::kConnectionRequests:
-      if (c == nullptr) return false;
-      s.put_uint(c->requests);
-      return true;
+  } else {
+    s.put(r.line.target);
+  }
+  return true;
+}
+
+bool var_uri(const Request& r, std::string_view, VarSink& s) {
+  if (r.uri.empty()) return false;
+  s.put(r.uri);
+  return true;
+}
+
+bool var_args(const Request& r, std::string_view, VarSink& s) {
+  if (!r.line.has_query) return false;
+  s.put(r.line.query);
+  return true;
+}
+
+bool var_is_args(const Request& r, std::string_view, VarSink& s) {
+  if (r.line.has_query && !r.line.query.empty()) s.put_char('?');
+  return true;
+}
+
+// $arg_NAME: the first argument NAME (case-insensitive) in the query, as sent.
+bool var_arg(const Request& r, std::string_view name, VarSink& s) {
+  if (!r.line.has_query) return false;
+  std::string_view q = r.line.query;
+  while (!q.empty()) {
+    const std::size_t amp = q.find('&');
+    const std::string_view pair = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || !same_lower(pair.substr(0, eq), name)) continue;
+    s.put(pair.substr(eq + 1));
+    return true;
   }
   return false;
 }
+
+// $cookie_NAME: the first cookie NAME (case-insensitive) of the Cookie fields.
+bool var_cookie(const Request& r, std::string_view name, VarSink& s) {
+  for (std::uint32_t i = 0; i < r.nfields; ++i) {
+    if (!same_lower(r.fields[i].name, "cookie")) continue;
+    std::string_view v = r.fields[i].value;
+    while (!v.empty()) {
+      const std::size_t semi = v.find(';');
+      std::string_view pair = v.substr(0, semi);
+      v = semi == std::string_view::npos ? std::string_view() : v.substr(semi + 1);
+      while (!pair.empty() && (pair.front() == ' ' || pair.front() == '\t')) pair.remove_prefix(1);
+      const std::size_t eq = pair.find('=');
+      if (eq == std::string_view::npos || !same_lower(pair.substr(0, eq), name)) continue;
+      s.put(pair.substr(eq + 1));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool var_request_method(const Request& r, std::string_view, VarSink& s) {
+  if (r.line.method_name.empty()) return false;
+  s.put(r.line.method_name);
+  return true;
+}
+
+bool var_request(const Request& r, std::string_view, VarSink& s) {
+  s.put(r.line.line);
+  return true;
+}
+
+bool var_status(const Request& r, std::string_view, VarSink& s) {
+  s.put_uint(static_cast<std::uint64_t>(r.status > 0 ? r.status : 0));
+  return true;
+}
+
+bool var_body_bytes_sent(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr) return false;
+  const off_t n = r.c->sent - r.sent_start - r.header_size;
+  s.put_uint(static_cast<std::uint64_t>(n > 0 ? n : 0));
+  return true;
+}
+
+bool var_bytes_sent(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr) return false;
+  const off_t n = r.c->sent - r.sent_start;
+  s.put_uint(static_cast<std::uint64_t>(n > 0 ? n : 0));
+  return true;
+}
+
+bool var_request_time(const Request& r, std::string_view, VarSink& s) {
+  const MsecDiff d = msec_diff(clock::current_msec(), r.start_msec);
+  s.put_msec(static_cast<Msec>(d > 0 ? d : 0));
+  return true;
+}
+
+bool var_time_local(const Request&, std::string_view, VarSink& s) {
+  s.put(clock::common_log_time());
+  return true;
+}
+
+bool var_time_iso8601(const Request&, std::string_view, VarSink& s) {
+  s.put(clock::iso8601());
+  return true;
+}
+
+// Seconds since the epoch with milliseconds: "1795000000.250".
+bool var_msec(const Request&, std::string_view, VarSink& s) {
+  s.put_uint(static_cast<std::uint64_t>(clock::now_sec()));
+  s.put_char('.');
+  const unsigned ms = clock::now_msec_part();
+  s.put_char(static_cast<char>('0' + ms / 100 % 10));
+  s.put_char(static_cast<char>('0' + ms / 10 % 10));
+  s.put_char(static_cast<char>('0' + ms % 10));
+  return true;
+}
+
+bool var_http(const Request& r, std::string_view name, VarSink& s) {
+  bool found = false;
+  s.advance(request_header_value(r, name, s.at(), found));
+  return found;
+}
+
+bool var_content_length(const Request& r, std::string_view, VarSink& s) {
+  return var_http(r, "content-length", s);
+}
+
+bool var_content_type(const Request& r, std::string_view, VarSink& s) {
+  return var_http(r, "content-type", s);
+}
+
+bool var_connection(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr) return false;
+  s.put_uint(r.c->number);
+  return true;
+}
+
+bool var_connection_requests(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr) return false;
+  s.put_uint(r.c->requests);
+  return true;
+}
+
+bool var_pid(const Request&, std::string_view, VarSink& s) {
+  s.put_uint(static_cast<std::uint64_t>(::getpid()));
+  return true;
+}
+
+bool var_hostname(const Request&, std::string_view, VarSink& s) {
+  static const std::string name = [] {
+    char buf[256] = {};
+    return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
+  }();
+  s.put(name);
+  return true;
+}
+
+bool var_document_root(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr) return false;
+  s.put(r.loc->root_path);
+  return true;
+}
+
+// The figures stub_status shows, as variables.
+bool var_connections(const Request&, std::string_view which, VarSink& s) {
+  const SharedCounters* sc = shared_counters();
+  const HttpCounters* h = http_counters();
+  if (sc == nullptr || h == nullptr) return false;
+  if (which == "active") {
+    s.put_uint(sc->active.get());
+  } else if (which == "reading") {
+    s.put_uint(h->reading.get());
+  } else if (which == "writing") {
+    s.put_uint(h->writing.get());
+  } else if (which == "waiting") {
+    s.put_uint(h->waiting.get());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool tls_text(const Request& r, std::string_view (*fact)(const Connection&), VarSink& s) {
+  if (r.c == nullptr || r.c->ssl == nullptr) return false;
+  const std::string_view v = fact(*r.c);
+  if (v.empty()) return false;
+  s.put(v);
+  return true;
+}
+
+bool var_ssl_protocol(const Request& r, std::string_view, VarSink& s) {
+  return tls_text(r, tls_protocol, s);
+}
+
+bool var_ssl_cipher(const Request& r, std::string_view, VarSink& s) {
+  return tls_text(r, tls_cipher, s);
+}
+
+bool var_ssl_server_name(const Request& r, std::string_view, VarSink& s) {
+  return tls_text(r, tls_server_name, s);
+}
+
+bool var_ssl_session_reused(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr || r.c->ssl == nullptr) return false;
+  s.put(tls_session_reused(*r.c) ? "r" : ".");
+  return true;
+}
+
+// The TLS facts computed on demand (tls.h, TlsFact): written in place.
+template <TlsFact F>
+bool var_tls_fact(const Request& r, std::string_view, VarSink& s) {
+  if (r.c == nullptr || r.c->ssl == nullptr) return false;
+  bool found = false;
+  s.advance(tls_fact(*r.c, F, s.at(), found));
+  return found;
+}
+
+bool var_upstream(const Request& r, std::string_view which, VarSink& s) {
+  if (r.nupstream == 0) return false;
+  for (std::uint32_t i = 0; i < r.nupstream && i < kMaxUpstreamTries; ++i) {
+    const UpstreamTry& t = r.upstream_tries[i];
+    if (i > 0) s.put(", ");
+    if (which == "addr") {
+      s.put({t.addr, t.addr_len});
+    } else if (which == "status") {
+      if (t.status == 0) {
+        s.put_char('-');
+      } else {
+        s.put_uint(static_cast<std::uint64_t>(t.status));
+      }
+    } else {
+      s.put_msec(t.time);
+    }
+  }
+  return true;
+}
+
+bool var_upstream_addr(const Request& r, std::string_view, VarSink& s) {
+  return var_upstream(r, "addr", s);
+}
+bool var_upstream_status(const Request& r, std::string_view, VarSink& s) {
+  return var_upstream(r, "status", s);
+}
+bool var_upstream_response_time(const Request& r, std::string_view, VarSink& s) {
+  return var_upstream(r, "time", s);
+}
+
+constexpr VarSpec kCoreVariables[] = {
+    {"host", var_host},
+    {"remote_addr", var_remote_addr},
+    {"binary_remote_addr", var_binary_remote_addr},
+    {"remote_port", var_remote_port},
+    {"remote_user", var_not_found},  // there is no authentication module
+    {"server_addr", var_server_addr},
+    {"server_port", var_server_port},
+    {"server_name", var_server_name},
+    {"server_protocol", var_server_protocol},
+    {"scheme", var_scheme},
+    {"https", var_https},
+    {"request_uri", var_request_uri},
+    {"uri", var_uri},
+    {"document_uri", var_uri},
+    {"args", var_args},
+    {"query_string", var_args},
+    {"is_args", var_is_args},
+    {"request_method", var_request_method},
+    {"request", var_request},
+    {"status", var_status},
+    {"body_bytes_sent", var_body_bytes_sent},
+    {"bytes_sent", var_bytes_sent},
+    {"request_time", var_request_time},
+    {"time_local", var_time_local},
+    {"time_iso8601", var_time_iso8601},
+    {"msec", var_msec},
+    {"content_length", var_content_length},
+    {"content_type", var_content_type},
+    {"document_root", var_document_root},
+    {"upstream_addr", var_upstream_addr},
+    {"upstream_status", var_upstream_status},
+    {"upstream_response_time", var_upstream_response_time},
+    {"connection", var_connection},
+    {"connection_requests", var_connection_requests},
+    {"pid", var_pid},
+    {"hostname", var_hostname},
+    {"ssl_protocol", var_ssl_protocol},
+    {"ssl_cipher", var_ssl_cipher},
+    {"ssl_server_name", var_ssl_server_name},
+    {"ssl_session_reused", var_ssl_session_reused},
+    {"ssl_session_id", var_tls_fact<TlsFact::kSessionId>},
+    {"ssl_curve", var_tls_fact<TlsFact::kCurve>},
+    {"ssl_client_verify", var_tls_fact<TlsFact::kClientVerify>},
+    {"ssl_client_s_dn", var_tls_fact<TlsFact::kClientSubject>},
+    {"ssl_client_i_dn", var_tls_fact<TlsFact::kClientIssuer>},
+    {"ssl_client_serial", var_tls_fact<TlsFact::kClientSerial>},
+    {"ssl_client_fingerprint", var_tls_fact<TlsFact::kClientFingerprint>},
+    {"ssl_client_raw_cert", var_tls_fact<TlsFact::kClientRawCert>},
+    {"ssl_client_cert", var_tls_fact<TlsFact::kClientCert>},
+    {"ssl_ciphers", var_tls_fact<TlsFact::kCiphers>},
+    {"ssl_client_s_dn_legacy", var_tls_fact<TlsFact::kClientSubjectLegacy>},
+    {"ssl_client_i_dn_legacy", var_tls_fact<TlsFact::kClientIssuerLegacy>},
+    {"ssl_client_v_start", var_tls_fact<TlsFact::kClientNotBefore>},
+    {"ssl_client_v_end", var_tls_fact<TlsFact::kClientNotAfter>},
+    {"ssl_client_v_remain", var_tls_fact<TlsFact::kClientDaysLeft>},
+    {"connections_", var_connections, true},
+    {"http_", var_http, true},
+    {"arg_", var_arg, true},
+    {"cookie_", var_cookie, true},
+};
+
+// The spec for `name` (lower case): the core's, then the modules'; an exact
+// name before a prefix.
+const VarSpec* find_variable(std::string_view name, std::string_view& arg) {
+  auto search = [&](std::span<const VarSpec> specs, bool prefix) -> const VarSpec* {
+    for (const VarSpec& v : specs) {
+      if (v.prefix != prefix) continue;
+      if (!prefix && v.name == name) return &v;
+      if (prefix && name.size() > v.name.size() && name.starts_with(v.name)) {
+        arg = name.substr(v.name.size());
+        return &v;
+      }
+    }
+    return nullptr;
+  };
+  for (bool prefix : {false, true}) {
+    if (const VarSpec* v = search(kCoreVariables, prefix)) return v;
+    for (const HttpModule* m : http_modules()) {
+      if (const VarSpec* v = search(m->variables(), prefix)) return v;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void VarSink::put_uint(std::uint64_t v) {
+  char tmp[20];
+  put(decimal(v, tmp));
+}
+
+void VarSink::put_msec(std::uint64_t ms) {
+  put_uint(ms / 1000);
+  put_char('.');
+  put_char(static_cast<char>('0' + ms % 1000 / 100));
+  put_char(static_cast<char>('0' + ms % 100 / 10));
+  put_char(static_cast<char>('0' + ms % 10));
+}
+
+namespace {
 
 // Escapes the `n` raw bytes at `p` in place (the buffer has room for the
 // worst case after them); returns the escaped length.
@@ -414,25 +610,18 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
     }
     i = j;
     Part p;
-    p.literal = false;
     std::string lname;
     for (char ch : name) lname += lower(ch);
-    if (lname.starts_with("http_") && lname.size() > 5) {
-      p.id = VarId::kHttpHeader;
-      p.text = lname.substr(5);
+    std::string_view arg;
+    const VarSpec* spec = find_variable(lname, arg);
+    if (spec == nullptr) return Status::error("unknown \"" + std::string(name) + "\" variable");
+    p.get = spec->get;
+    p.text = std::string(arg);
+    // Header names: '_' stands for '-'.
+    if (spec->prefix && spec->name.ends_with("http_")) {
       for (char& ch : p.text) {
         if (ch == '_') ch = '-';
       }
-    } else {
-      bool known = false;
-      for (const auto& n : kNames) {
-        if (n.name == lname) {
-          p.id = n.id;
-          known = true;
-          break;
-        }
-      }
-      if (!known) return Status::error("unknown \"" + std::string(name) + "\" variable");
     }
     ++t.variables_;
     t.parts_.push_back(std::move(p));
@@ -441,22 +630,15 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
   return t;
 }
 
-bool VarTemplate::uses(VarId id) const {
-  for (const auto& p : parts_) {
-    if (!p.literal && p.id == id) return true;
-  }
-  return false;
-}
-
 std::size_t VarTemplate::length(const Request& r, VarEscape esc, bool missing_dash) const {
   std::size_t n = 0;
   for (const auto& p : parts_) {
-    if (p.literal) {
+    if (p.get == nullptr) {
       n += p.text.size();
       continue;
     }
-    Sink s(nullptr);
-    if (!value(r, p.id, p.text, s)) {
+    VarSink s(nullptr);
+    if (!p.get(r, p.text, s)) {
       n += missing_dash ? 1 : 0;
       continue;
     }
@@ -467,13 +649,13 @@ std::size_t VarTemplate::length(const Request& r, VarEscape esc, bool missing_da
 
 char* VarTemplate::write(const Request& r, char* out, VarEscape esc, bool missing_dash) const {
   for (const auto& p : parts_) {
-    if (p.literal) {
+    if (p.get == nullptr) {
       std::memcpy(out, p.text.data(), p.text.size());
       out += p.text.size();
       continue;
     }
-    Sink s(out);
-    if (!value(r, p.id, p.text, s)) {
+    VarSink s(out);
+    if (!p.get(r, p.text, s)) {
       if (missing_dash) *out++ = '-';
       continue;
     }

@@ -12,10 +12,12 @@
 //
 // Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]. "$http_NAME" is
 // the request header NAME ('_' matches '-', case-insensitively; several
-// fields of that name are joined with ", ").
+// fields of that name are joined with ", "). The variables are listed in
+// docs/directives.md.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,39 +28,46 @@ namespace vigil::http {
 
 struct Request;
 
-enum class VarId : std::uint8_t {
-  kHost,
-  kRemoteAddr,
-  kBinaryRemoteAddr,
-  kRemotePort,
-  kRemoteUser,  // always "not found": there is no auth module
-  kServerAddr,
-  kServerPort,
-  kScheme,
-  kRequestUri,
-  kUri,
-  kArgs,
-  kRequestMethod,
-  kRequest,
-  kStatus,
-  kBodyBytesSent,
-  kBytesSent,
-  kRequestTime,
-  kTimeLocal,
-  kTimeIso8601,
-  kHttpHeader,  // $http_NAME
-  kProxyAddXForwardedFor,
-  kUpstreamAddr,
-  kUpstreamStatus,
-  kUpstreamResponseTime,
-  kConnection,
-  kConnectionRequests,
-  kPid,
-  kProxyHost,  // proxy_pass's host[:port] (the default Host of a proxied request)
-  kSslProtocol,       // "TLSv1.3"; not found on a plain connection
-  kSslCipher,         // "TLS_AES_256_GCM_SHA384"
-  kSslServerName,     // the SNI name the client sent
-  kSslSessionReused,  // "r" when the session was resumed, else "."
+// Where a variable's value is written: into memory when the caller has
+// given some, else only counted (the length pass of a template).
+class VarSink {
+ public:
+  explicit VarSink(char* out) : p_(out) {}
+  void put(std::string_view s) {
+    if (p_ != nullptr && !s.empty()) std::memcpy(p_ + n_, s.data(), s.size());
+    n_ += s.size();
+  }
+  void put_char(char c) {
+    if (p_ != nullptr) p_[n_] = c;
+    ++n_;
+  }
+  void put_uint(std::uint64_t v);
+  void put_msec(std::uint64_t ms);  // "1.234": seconds with milliseconds
+  std::size_t size() const { return n_; }
+  // Where the next byte goes (null in the length pass), for a writer that
+  // fills it itself and then advance()s.
+  char* at() const { return p_ != nullptr ? p_ + n_ : nullptr; }
+  void advance(std::size_t n) { n_ += n; }
+
+ private:
+  char* p_;
+  std::size_t n_ = 0;
+};
+
+// A variable's value for a request, written to `out`; false when it has
+// none (nginx's "not found": nothing in a header, "-" in the access log).
+// The length and the write pass must see the same value. `arg` is the rest
+// of the name after a prefix variable's prefix, lower case ($arg_Foo: "foo";
+// for $http_, $sent_http_ and $upstream_http_ with '_' turned into '-').
+using VarGetter = bool (*)(const Request& r, std::string_view arg, VarSink& out);
+
+// One variable (or family, when `prefix`: "arg_" names every $arg_NAME).
+// The core's are in variables.cc; a module lists its own in its HttpModule
+// (module.h), where compile() finds them.
+struct VarSpec {
+  std::string_view name;
+  VarGetter get;
+  bool prefix = false;
 };
 
 // How variable values are escaped when written (log_format escape=).
@@ -86,14 +95,12 @@ class VarTemplate {
   // No variables: the text is fixed (literal_text() is all of it).
   bool is_literal() const { return variables_ == 0; }
   std::string_view literal_text() const { return literal_; }
-  bool uses(VarId id) const;
   const std::string& source() const { return source_; }
 
  private:
   struct Part {
-    bool literal = true;
-    VarId id = VarId::kHost;
-    std::string text;  // the literal, or the header name of $http_NAME (lower case, '-')
+    VarGetter get = nullptr;  // null: a literal
+    std::string text;         // the literal, or the argument of a prefix variable
   };
   std::vector<Part> parts_;
   std::string literal_;  // concatenated literals when there are no variables

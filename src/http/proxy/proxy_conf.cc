@@ -11,6 +11,7 @@
 #include "event/tls/context.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
+#include "http/core/request.h"
 #include "http/proxy/proxy.h"
 #include "upstream/upstream.h"
 
@@ -342,6 +343,8 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_buffer_size", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.buffer_size); });
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
+  add("proxy_temp_path", kLoc, Arity::between(1, 4),
+      [](const DirectiveCall& c, ProxyConf&) { return check_temp_path(c); });
   add("proxy_busy_buffers_size", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.busy_buffers_size); });
   add("proxy_request_buffering", kLoc, Arity::on_off(),
@@ -355,12 +358,34 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
                             /*with_enable_flag=*/false);
 }
 
+// proxy_pass's host[:port]: the default Host of a proxied request.
+bool var_proxy_host(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+  s.put(proxy_conf(*r.loc).proxy_host);
+  return true;
+}
+
+// The client's X-Forwarded-For fields with its address appended.
+bool var_proxy_add_x_forwarded_for(const Request& r, std::string_view, VarSink& s) {
+  bool found = false;
+  s.advance(request_header_value(r, "x-forwarded-for", s.at(), found));
+  if (found) s.put(", ");
+  if (r.c != nullptr) s.put(r.c->addr_text);
+  return true;
+}
+
+constexpr VarSpec kProxyVariables[] = {
+    {"proxy_host", var_proxy_host},
+    {"proxy_add_x_forwarded_for", var_proxy_add_x_forwarded_for},
+};
+
 }  // namespace
 
 const HttpModule& proxy_module() {
   static const HttpModule* module = [] {
     auto* m = new HttpModule("http_proxy");  // never destroyed: used until exit
     add_proxy_directives(m->conf(), m->add_loc_conf<ProxyConf>(init_proxy, merge_proxy));
+    m->set_variables(kProxyVariables);
     return m;
   }();
   return *module;

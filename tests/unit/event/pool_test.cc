@@ -13,16 +13,10 @@
 
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
+#include "test_util.h"
 
 namespace vigil {
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::size_t count(const std::string& hay, const std::string& needle) {
   std::size_t n = 0;
@@ -89,10 +83,10 @@ TEST_F(PoolTest, ExhaustionRefusesCleanlyAndLogsOncePerSecond) {
   EXPECT_EQ(pool.free_count(), 0u);
   clock::time_update_fixed(1'800'000'000, 0, 1000);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(pool.get(-1, log_), nullptr);
-  EXPECT_EQ(count(slurp(log_path_), "8 worker_connections are not enough"), 1u);
+  EXPECT_EQ(count(test::read_file(log_path_), "8 worker_connections are not enough"), 1u);
   clock::time_update_fixed(1'800'000'001, 0, 2000);  // one second later
   EXPECT_EQ(pool.get(-1, log_), nullptr);
-  EXPECT_EQ(count(slurp(log_path_), "8 worker_connections are not enough"), 2u);
+  EXPECT_EQ(count(test::read_file(log_path_), "8 worker_connections are not enough"), 2u);
   for (Connection* c : held) pool.free(*c);
   EXPECT_EQ(pool.free_count(), 8u);
   clock::time_update();
@@ -129,7 +123,7 @@ TEST_F(PoolTest, ReusableConnectionsAreDrainedOldestFirstWhenRunningShort) {
   EXPECT_GE(g_drained, 1);
   // The oldest idle connection went first.
   EXPECT_EQ(idle[0]->fd, -1);
-  EXPECT_EQ(count(slurp(log_path_), "32 worker_connections are not enough, reusing connections"),
+  EXPECT_EQ(count(test::read_file(log_path_), "32 worker_connections are not enough, reusing connections"),
             1u);
   // Marking a connection busy takes it off the reusable list.
   std::size_t before = pool.reusable_count();

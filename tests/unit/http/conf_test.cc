@@ -44,8 +44,8 @@ TEST_F(HttpConf, NginxDefaults) {
   EXPECT_EQ(loc.send_timeout, 60000u);
   EXPECT_EQ(loc.default_type, "text/plain");
   EXPECT_EQ(loc.types, nullptr);  // the built-in map
-  ASSERT_NE(loc.access_log, nullptr);
-  EXPECT_EQ(loc.access_log->path, "logs/access.log");
+  ASSERT_EQ(loc.access_logs.size(), 1u);
+  EXPECT_EQ(loc.access_logs[0]->path, "logs/access.log");
   EXPECT_EQ(loc.lingering_close, Lingering::kOn);
   EXPECT_EQ(loc.lingering_time, 30000u);
   EXPECT_EQ(loc.lingering_timeout, 5000u);
@@ -201,10 +201,15 @@ TEST_F(HttpConf, AccessLogsAreSharedByPath) {
   EXPECT_EQ(s->access_logs[0]->buffer, 8192u);
   EXPECT_EQ(s->access_logs[0]->flush, 2000u);
   const HttpSrvConf& srv = *s->servers[0];
-  EXPECT_EQ(srv.loc->access_log_index, 0);
-  EXPECT_EQ(find_location(srv, "/x/").access_log_index, 1);
-  EXPECT_EQ(find_location(srv, "/y/").access_log_index, -1);
-  EXPECT_EQ(find_location(srv, "/z/").access_log_index, 0);
+  auto indices = [](const HttpLocConf& loc) {
+    std::vector<int> out;
+    for (const auto& log : loc.access_logs) out.push_back(log->index);
+    return out;
+  };
+  EXPECT_EQ(indices(*srv.loc), std::vector<int>{0});
+  EXPECT_EQ(indices(find_location(srv, "/x/")), std::vector<int>{1});
+  EXPECT_EQ(indices(find_location(srv, "/y/")), std::vector<int>{});
+  EXPECT_EQ(indices(find_location(srv, "/z/")), std::vector<int>{0});
 }
 
 TEST_F(HttpConf, ErrorPagesAndHandlers) {

@@ -126,6 +126,42 @@ TEST_F(Vars, HttpHeaders) {
   EXPECT_EQ(eval("[$http_missing]", VarEscape::kDefault, true), "[-]");
 }
 
+TEST_F(Vars, QueryArgumentsAndCookies) {
+  EXPECT_EQ(eval("[$arg_x][$arg_Y][$is_args]"), "[1][%22][?]");
+  EXPECT_EQ(eval("[$arg_z]", VarEscape::kDefault, true), "[-]");
+  field("Cookie", "a=1; Session=xyz");
+  field("cookie", "b=2;c=3");
+  EXPECT_EQ(eval("$cookie_a|$cookie_session|$cookie_b|$cookie_c"), "1|xyz|2|3");
+  EXPECT_EQ(eval("[$cookie_d]", VarEscape::kDefault, true), "[-]");
+  r_->line.has_query = false;
+  r_->line.query = {};
+  EXPECT_EQ(eval("[$arg_x][$is_args]", VarEscape::kDefault, true), "[-][]");
+}
+
+TEST_F(Vars, ServerAndTime) {
+  HttpSrvConf srv;
+  srv.server_names = {"www.example.org", "example.org"};
+  r_->srv = &srv;
+  r_->line.version = 1001;
+  EXPECT_EQ(eval("$server_name $server_protocol [$https]"), "www.example.org HTTP/1.1 []");
+  EXPECT_EQ(eval("$msec"), "1795000000.250");
+  field("Content-Type", "text/x");
+  EXPECT_EQ(eval("$content_type [$content_length]"), "text/x []");
+}
+
+TEST_F(Vars, LimitStatuses) {
+  EXPECT_EQ(eval("$limit_req_status $limit_conn_status", VarEscape::kDefault, true), "- -");
+  r_->limit_req_status = LimitStatus::kDelayedDryRun;
+  r_->limit_conn_status = LimitStatus::kRejected;
+  EXPECT_EQ(eval("$limit_req_status $limit_conn_status"), "DELAYED_DRY_RUN REJECTED");
+}
+
+TEST_F(Vars, TlsFactsAreNotFoundWithoutTls) {
+  EXPECT_EQ(eval("$ssl_session_id|$ssl_client_verify|$ssl_client_s_dn|$ssl_curve",
+                 VarEscape::kDefault, true),
+            "-|-|-|-");
+}
+
 TEST_F(Vars, ProxyAddXForwardedFor) {
   EXPECT_EQ(eval("$proxy_add_x_forwarded_for"), "10.1.2.3");
   field("X-Forwarded-For", "192.0.2.1");
