@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   }
 
   Log& log = Log::global();
-  if (Status s = log.open(c.core().error_log, c.core().error_log_level); !s) {
+  if (Status s = open_error_logs(log, c.core()); !s) {
     startup.emerg(s.to_string());
     return 1;
   }

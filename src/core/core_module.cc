@@ -69,15 +69,15 @@ constexpr std::pair<const char*, LogLevel> kLogLevels[] = {
     {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
 };
 
+// error_log file [level]; repeated, every one gets what its level admits.
 Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
   if (call.arg(0).empty()) return call.invalid_value(0);
-  conf.error_log = call.arg(0);
-  conf.error_log_level = LogLevel::kError;
+  LogLevel chosen = LogLevel::kError;
   if (call.arg_count() == 2) {
     bool found = false;
     for (const auto& [name, level] : kLogLevels) {
       if (call.arg(1) == name) {
-        conf.error_log_level = level;
+        chosen = level;
         found = true;
       }
     }
@@ -87,6 +87,15 @@ Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
           ", it must be \"debug\", \"info\", \"notice\", \"warn\", \"error\", \"crit\", "
           "\"alert\" or \"emerg\"");
     }
+  }
+  if (conf.error_log.empty()) {
+    conf.error_log = call.arg(0);
+    conf.error_log_level = chosen;
+  } else {
+    if (conf.more_error_logs.size() == static_cast<std::size_t>(Log::kMaxExtraTargets)) {
+      return call.error("too many \"error_log\" directives");
+    }
+    conf.more_error_logs.emplace_back(call.arg(0), chosen);
   }
   return Status::ok();
 }
@@ -213,6 +222,9 @@ Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
     conf.error_log_level = LogLevel::kError;
   }
   if (conf.error_log != "stderr") conf.error_log = ctx.env().prefixed(conf.error_log);
+  for (auto& [path, level] : conf.more_error_logs) {
+    if (path != "stderr") path = ctx.env().prefixed(path);
+  }
   return Status::ok();
 }
 
@@ -224,7 +236,7 @@ Module* make_core_module() {
   m->add("master_process", kMainConf, Arity::on_off(), core.flag(&CoreConf::master_process, true));
   m->add("pid", kMainConf, Arity::exactly(1),
          core.string(&CoreConf::pid_path, "logs/vigil.pid", /*allow_empty=*/false));
-  m->add("error_log", kMainConf, Arity::between(1, 2), core.custom(set_error_log));
+  m->add("error_log", kMainConf, Arity::between(1, 2), core.custom(set_error_log)).multiple = true;
   m->add("worker_rlimit_nofile", kMainConf, Arity::exactly(1),
          core.number<long>(&CoreConf::worker_rlimit_nofile, -1, 1));
   m->add("timer_resolution", kMainConf, Arity::exactly(1),

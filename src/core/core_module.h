@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/conf/module.h"
@@ -21,6 +22,8 @@ struct CoreConf {
   std::string pid_path;   // default <prefix>/logs/vigil.pid
   std::string error_log;  // "stderr" or a path; default <prefix>/logs/error.log
   LogLevel error_log_level = LogLevel::kError;
+  // The error_log lines after the first (each gets the lines its level admits).
+  std::vector<std::pair<std::string, LogLevel>> more_error_logs;
   long worker_rlimit_nofile = -1;    // -1: leave RLIMIT_NOFILE alone
   Msec timer_resolution = 0;         // 0: update the time after every wait
   Msec worker_shutdown_timeout = 0;  // 0: wait for connections forever

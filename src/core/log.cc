@@ -102,16 +102,53 @@ Log::Log() = default;
 
 Log::~Log() {
   if (owns_fd_) (void)::close(fd_);  // nothing to report a close error to
+  close_extras();
+}
+
+void Log::close_extras() {
+  for (int i = 0; i < nextra_; ++i) {
+    if (extra_[i].owns) (void)::close(extra_[i].fd);
+    extra_[i] = Extra{};
+  }
+  nextra_ = 0;
+}
+
+void Log::update_max_level() {
+  max_level_ = level_;
+  for (int i = 0; i < nextra_; ++i) {
+    if (static_cast<int>(extra_[i].level) > static_cast<int>(max_level_)) {
+      max_level_ = extra_[i].level;
+    }
+  }
+}
+
+Status Log::add(std::string_view target, LogLevel level) {
+  if (target.empty()) return Status::error("empty log target");
+  if (nextra_ == kMaxExtraTargets) return Status::error("too many error logs");
+  Extra e;
+  e.level = level;
+  e.target = std::string(target);
+  if (target == "stderr") {
+    e.fd = STDERR_FILENO;
+  } else {
+    if (Status s = open_file(e.target, &e.fd); !s) return s;
+    e.owns = true;
+  }
+  extra_[nextra_++] = std::move(e);
+  update_max_level();
+  return Status::ok();
 }
 
 Status Log::open(std::string_view target, LogLevel level) {
   if (target.empty()) return Status::error("empty log target");
+  close_extras();
   if (target == "stderr") {
     if (owns_fd_) (void)::close(fd_);
     fd_ = STDERR_FILENO;
     owns_fd_ = false;
     target_ = "stderr";
     level_ = level;
+    update_max_level();
     return Status::ok();
   }
   std::string path(target);
@@ -132,10 +169,23 @@ Status Log::open(std::string_view target, LogLevel level) {
   }
   target_ = std::move(path);
   level_ = level;
+  update_max_level();
   return Status::ok();
 }
 
 Status Log::reopen() {
+  for (int i = 0; i < nextra_; ++i) {
+    Extra& e = extra_[i];
+    if (!e.owns) continue;
+    int f = -1;
+    if (Status s = open_file(e.target, &f); !s) return s;
+    if (::dup3(f, e.fd, O_CLOEXEC) < 0) {
+      Status err = Status::sys("dup3() for \"" + e.target + "\"");
+      (void)::close(f);
+      return err;
+    }
+    (void)::close(f);
+  }
   if (!owns_fd_) return Status::ok();  // stderr: nothing to reopen
   // Open the new file first and move it over the old descriptor number in
   // one step (dup3 is atomic): a concurrent writer sees the old file or the
@@ -201,7 +251,13 @@ void Log::vwrite(LogLevel level, int err, const char* fmt, va_list ap) {
   }
   *p++ = '\n';
 
-  write_all(fd_, line, static_cast<std::size_t>(p - line));
+  const std::size_t line_len = static_cast<std::size_t>(p - line);
+  if (static_cast<int>(level) <= static_cast<int>(level_)) write_all(fd_, line, line_len);
+  for (int i = 0; i < nextra_; ++i) {
+    if (static_cast<int>(level) <= static_cast<int>(extra_[i].level)) {
+      write_all(extra_[i].fd, line, line_len);
+    }
+  }
   errno = saved_errno;
 }
 

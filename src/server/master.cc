@@ -25,6 +25,7 @@
 #include "server/master_process.h"
 #include "server/systemd.h"
 #include "server/upgrade.h"
+#include "server/runtime.h"
 #include "server/worker.h"
 #include "server/worker_files.h"
 #include "vigil/core/clock.h"
@@ -421,10 +422,11 @@ void Master::reload() {
   if (!now.master_process) {
     VIGIL_LOG(log_, kWarn, 0, "\"master_process\" cannot be changed by a reload, ignored");
   }
-  const bool new_log =
-      now.error_log != before.error_log || now.error_log_level != before.error_log_level;
+  const bool new_log = now.error_log != before.error_log ||
+                       now.error_log_level != before.error_log_level ||
+                       now.more_error_logs != before.more_error_logs;
   if (new_log) {
-    if (Status s = log_.open(now.error_log, now.error_log_level); !s) {
+    if (Status s = open_error_logs(log_, now); !s) {
       VIGIL_LOG(log_, kEmerg, s.err(), "%s", s.message().c_str());
       return;
     }
@@ -434,7 +436,7 @@ void Master::reload() {
   if (!made) {
     if (new_log) {
       // Back to the running configuration's log, which the workers still use.
-      if (Status s = log_.open(before.error_log, before.error_log_level); !s) {
+      if (Status s = open_error_logs(log_, before); !s) {
         VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
       }
     }

@@ -63,6 +63,14 @@ int run_single(Cycle& cycle, Log& log) {
 
 }  // namespace
 
+Status open_error_logs(Log& log, const CoreConf& core) {
+  if (Status s = log.open(core.error_log, core.error_log_level); !s) return s;
+  for (const auto& [path, level] : core.more_error_logs) {
+    if (Status s = log.add(path, level); !s) return s;
+  }
+  return Status::ok();
+}
+
 int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log) {
   if (Status s = signals::install(); !s) return fail(log, s);
   set_counter_blocks(server_counter_blocks());

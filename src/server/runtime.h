@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/conf/loader.h"
+#include "core/core_module.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
@@ -16,5 +17,9 @@ namespace vigil {
 // ones `conf` was loaded with: a reload (SIGHUP) loads them again. Protocols
 // added with add_server_module() (server/modules.h) must be added before.
 int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& options, Log& log);
+
+// Opens every main-level error_log of `core` on `log`: the first replaces
+// what `log` had, the others are added.
+Status open_error_logs(Log& log, const CoreConf& core);
 
 }  // namespace vigil

@@ -20,6 +20,9 @@ std::vector<std::string> worker_files(const Cycle& cycle) {
   std::vector<std::string> files;
   const CoreConf& core = cycle.conf->core();
   if (core.error_log != "stderr") files.push_back(core.error_log);
+  for (const auto& [path, level] : core.more_error_logs) {
+    if (path != "stderr") files.push_back(path);
+  }
   if (const http::HttpServers* servers = http::http_servers(*cycle.conf); servers != nullptr) {
     for (const http::AccessLogConf* al : servers->access_logs) files.push_back(al->path);
   }

@@ -238,6 +238,29 @@ TEST_F(Cli, ErrorLogOptionTakesStartupErrorsAndIsTheDefaultErrorLog) {
   EXPECT_NE(qout.find("option \"-e\" requires file name"), std::string::npos) << qout;
 }
 
+// Several error_log lines in the main context: each file gets what its level admits.
+TEST_F(Cli, SeveralErrorLogsEachGetTheirLines) {
+  const int port = test::free_port();
+  write("conf/run.conf", "daemon off;\nmaster_process off;\nerror_log logs/a.log;\n"
+                         "error_log logs/b.log notice;\nevents {}\nhttp {\n    server {\n"
+                         "        listen 127.0.0.1:" + std::to_string(port) + ";\n"
+                         "        access_log off;\n    }\n}\n");
+  test::Process server({kVigil, "-p", dir_, "-c", "conf/run.conf"});
+  ASSERT_TRUE(test::wait_for([&] {
+    return test::get(port, "GET /missing HTTP/1.0\r\n\r\n").status == 404;
+  })) << server.output();
+  for (const char* file : {"/logs/a.log", "/logs/b.log"}) {
+    EXPECT_TRUE(test::wait_for([&] {
+      return test::read_file(dir_ + file).find("No such file or directory") != std::string::npos;
+    })) << file << ": " << test::read_file(dir_ + file);
+  }
+  // notice lines (the start) go to b.log only.
+  EXPECT_NE(test::read_file(dir_ + "/logs/b.log").find("[notice]"), std::string::npos);
+  EXPECT_EQ(test::read_file(dir_ + "/logs/a.log").find("[notice]"), std::string::npos);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(), 0) << server.output();
+}
+
 // Test tools and migrated configurations carry nginx's temporary-file
 // paths; Vigil writes no temporary files, checks their syntax and goes on.
 TEST_F(Cli, TempPathDirectivesAreCheckedAndAccepted) {

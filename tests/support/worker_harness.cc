@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
 
   Log& log = Log::global();
   const CoreConf& core = conf.value()->core();
-  if (Status s = log.open(core.error_log, core.error_log_level); !s) {
+  if (Status s = open_error_logs(log, core); !s) {
     std::fprintf(stderr, "worker_harness: [emerg] %s\n", s.to_string().c_str());
     return 1;
   }

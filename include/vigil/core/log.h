@@ -28,12 +28,22 @@ class Log {
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
 
-  // "stderr" or a file path (opened for append, created 0644).
+  // "stderr" or a file path (opened for append, created 0644). Drops the
+  // targets add() gave.
   Status open(std::string_view target, LogLevel level);
-  Status reopen();  // reopen the same path (after logrotate)
-  void set_level(LogLevel level) { level_ = level; }
+  // One more target, with its own level (nginx's several error_log lines at
+  // one level): a line goes to every target whose level admits it.
+  static constexpr int kMaxExtraTargets = 7;
+  Status add(std::string_view target, LogLevel level);
+  Status reopen();  // reopen the same paths (after logrotate)
+  void set_level(LogLevel level) {
+    level_ = level;
+    update_max_level();
+  }
   LogLevel level() const { return level_; }
-  bool enabled(LogLevel level) const { return static_cast<int>(level) <= static_cast<int>(level_); }
+  bool enabled(LogLevel level) const {
+    return static_cast<int>(level) <= static_cast<int>(max_level_);
+  }
   const std::string& target() const { return target_; }
   int fd() const { return fd_; }
 
@@ -45,10 +55,22 @@ class Log {
   static Log& global();
 
  private:
+  struct Extra {
+    int fd = -1;
+    bool owns = false;
+    LogLevel level = LogLevel::kError;
+    std::string target;
+  };
+  void close_extras();
+  void update_max_level();
+
   int fd_ = 2;
   bool owns_fd_ = false;
   LogLevel level_ = LogLevel::kNotice;
+  LogLevel max_level_ = LogLevel::kNotice;  // the most verbose of all targets
   std::string target_ = "stderr";
+  Extra extra_[kMaxExtraTargets];
+  int nextra_ = 0;
 };
 
 }  // namespace vigil

@@ -51,6 +51,35 @@ class LogTest : public ::testing::Test {
   std::string path_;
 };
 
+// Several targets: a line goes to each whose level admits it; open() drops
+// the added ones; reopen() reopens them all.
+TEST_F(LogTest, AddedTargetsEachTakeTheirLevel) {
+  const std::string second = dir_ + "/second.log";
+  Log log;
+  ASSERT_TRUE(log.open(path_, LogLevel::kError).is_ok());
+  ASSERT_TRUE(log.add(second, LogLevel::kInfo).is_ok());
+  EXPECT_TRUE(log.enabled(LogLevel::kInfo));
+  EXPECT_FALSE(log.enabled(LogLevel::kDebug));
+  log.write(LogLevel::kInfo, 0, "detail");
+  log.write(LogLevel::kError, 0, "failure");
+  ASSERT_EQ(lines(path_).size(), 1u);
+  EXPECT_NE(lines(path_)[0].find("[error]"), std::string::npos);
+  ASSERT_EQ(lines(second).size(), 2u);
+  EXPECT_NE(lines(second)[0].find("detail"), std::string::npos);
+
+  ASSERT_EQ(std::rename(second.c_str(), (second + ".1").c_str()), 0);
+  ASSERT_TRUE(log.reopen().is_ok());
+  log.write(LogLevel::kError, 0, "after rotation");
+  EXPECT_EQ(lines(second).size(), 1u);
+
+  ASSERT_TRUE(log.open(path_, LogLevel::kError).is_ok());
+  EXPECT_FALSE(log.enabled(LogLevel::kInfo));
+  log.write(LogLevel::kError, 0, "only the first");
+  EXPECT_EQ(lines(second).size(), 1u);
+  std::remove(second.c_str());
+  std::remove((second + ".1").c_str());
+}
+
 TEST_F(LogTest, LineFormatMatchesNginx) {
   clock::time_update_fixed(1795287812, 0, 1, 0);
   Log log;

@@ -100,13 +100,23 @@ TEST_F(LoaderTest, ErrorLogTargetsAndLevels) {
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_EQ((*r)->core().error_log, "logs/x.log");
   EXPECT_EQ((*r)->core().error_log_level, LogLevel::kDebug);
+  EXPECT_TRUE((*r)->core().more_error_logs.empty());
+
+  // Several: the first is the log, the others are added with their levels.
+  r = load("error_log logs/x.log; error_log logs/y.log info; error_log stderr; events {}");
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_EQ((*r)->core().error_log, "logs/x.log");
+  using Target = std::pair<std::string, LogLevel>;
+  EXPECT_EQ((*r)->core().more_error_logs,
+            (std::vector<Target>{{"logs/y.log", LogLevel::kInfo}, {"stderr", LogLevel::kError}}));
 
   EXPECT_EQ(error_of("error_log stderr loud; events {}"),
             "invalid value \"loud\" in \"error_log\" directive, it must be \"debug\", \"info\", "
             "\"notice\", \"warn\", \"error\", \"crit\", \"alert\" or \"emerg\" in "
             "conf/vigil.conf:1");
-  EXPECT_EQ(error_of("events {}\nerror_log stderr;\nerror_log logs/e.log;\n"),
-            "\"error_log\" directive is duplicate in conf/vigil.conf:3");
+  std::string many = "events {}\n";
+  for (int i = 0; i < 9; ++i) many += "error_log logs/e" + std::to_string(i) + ".log;\n";
+  EXPECT_EQ(error_of(many), "too many \"error_log\" directives in conf/vigil.conf:10");
   EXPECT_EQ(error_of("error_log a b c; events {}"),
             "invalid number of arguments in \"error_log\" directive in conf/vigil.conf:1");
 }
