@@ -45,7 +45,10 @@ struct TlsServerConf {
   std::string dhparam;
   std::string password_file;
   std::vector<std::pair<std::string, std::string>> conf_commands;
-  Msec handshake_timeout = 60000;
+  // ssl_handshake_timeout; 0 when not set: each protocol bounds the
+  // handshake as nginx does (http: the server's client_header_timeout,
+  // stream: 60 s, mail: the server's timeout).
+  Msec handshake_timeout = 0;
 
   // ssl_session_cache: off | none | [builtin[:size]] [shared:name:size]
   enum class Cache : std::uint8_t { kOff, kNone, kOn };
