@@ -152,7 +152,7 @@ Result<TlsTicketKey> read_ticket_key(const std::string& path, const std::string&
 // decrypts, and a ticket under an older key is renewed (return 2).
 int ticket_key_cb(SSL* ssl, unsigned char name[16], unsigned char iv[EVP_MAX_IV_LENGTH],
                   EVP_CIPHER_CTX* ectx, EVP_MAC_CTX* hctx, int enc) {
-  TlsContext* tc = TlsContext::of(SSL_get_SSL_CTX(ssl));
+  TlsContext* tc = tls_session_context(ssl);
   if (tc == nullptr || tc->ticket_keys().empty()) return -1;
   const auto& keys = tc->ticket_keys();
   auto init = [&](const TlsTicketKey& k) {
