@@ -369,8 +369,8 @@ void init_connection(Connection& c) {
   // TLS termination: the upstream is contacted once the client's handshake is done.
   // Unset, ssl_handshake_timeout is 60 s, nginx's stream default.
   const Msec timeout = conf->ssl.handshake_timeout != 0 ? conf->ssl.handshake_timeout : 60000;
-  if (Status st = tls_start_server(c, *conf->tls, /*detect_plain=*/false, timeout,
-                                   client_handshake_done);
+  if (Status st =
+          tls_start_server(c, *conf->tls, /*detect_plain=*/false, timeout, client_handshake_done);
       !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
     c.loop->pool().close_connection(c);

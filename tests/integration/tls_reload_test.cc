@@ -144,8 +144,8 @@ std::string conf_plain_server_with_key(int port, int plain_port, const std::stri
          std::to_string(port) +
          " ssl;\n    root html;\n  }\n"
          "  server {\n    listen 127.0.0.1:" +
-         std::to_string(plain_port) + ";\n    server_name plain;\n    ssl_password_file ../" +
-         pw + ";\n  }\n}\n";
+         std::to_string(plain_port) + ";\n    server_name plain;\n    ssl_password_file ../" + pw +
+         ";\n  }\n}\n";
 }
 
 bool make_encrypted_key(TlsServer& s) {

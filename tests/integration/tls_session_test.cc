@@ -111,8 +111,10 @@ TEST_P(TlsVersions, SniSelectedServerWithItsOwnCacheOrTicketKeyResumes) {
       test::tls_server_block(ticket_port, "ssl_session_ticket_key ../ticket1.key;", "default") +
       test::tls_server_block(ticket_port, "ssl_session_ticket_key ../ticket2.key;", "tickets")))
       << s.output();
-  for (const auto& [port, name] : {std::pair{cache_port, "default"}, {cache_port, "nocache"},
-                                   {ticket_port, "default"}, {ticket_port, "tickets"}}) {
+  for (const auto& [port, name] : {std::pair{cache_port, "default"},
+                                   {cache_port, "nocache"},
+                                   {ticket_port, "default"},
+                                   {ticket_port, "tickets"}}) {
     SCOPED_TRACE(name);
     Session sess;
     bool reused = true;

@@ -69,7 +69,8 @@ Status read_password_file(const DirectiveCall& call, std::vector<std::string>& o
       return call.error("\"" + path + "\" is too long for a password file");
     }
   }
-  if (::close(fd) == -1) return Status::error("cannot close \"" + path + "\"" + call.where(), errno);
+  if (::close(fd) == -1)
+    return Status::error("cannot close \"" + path + "\"" + call.where(), errno);
   std::vector<std::string> list;
   std::size_t start = 0;
   while (start < data.size()) {
