@@ -91,6 +91,12 @@ void finalize(Session& s, const char* why) {
 
 void start_tls(Session& s);
 void greet(Session& s);
+
+// nginx bounds a mail handshake by the server's `timeout`
+// (ngx_mail_ssl_init_connection); ssl_handshake_timeout is Vigil's own.
+Msec handshake_timeout(const MailSrvConf& conf) {
+  return conf.ssl.handshake_timeout != 0 ? conf.ssl.handshake_timeout : conf.timeout;
+}
 void client_handler(Event& ev);
 
 // Sends what `out` holds; true when it is all gone (and the session lives).
@@ -712,7 +718,7 @@ void tls_done(Connection& c, TlsHandshake result) {
 
 void start_tls(Session& s) {
   Connection& c = *s.c;
-  if (Status st = tls_start_server(c, *s.conf->tls, false, s.conf->ssl.handshake_timeout, tls_done);
+  if (Status st = tls_start_server(c, *s.conf->tls, false, handshake_timeout(*s.conf), tls_done);
       !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
     finalize(s, "TLS failed");
@@ -842,7 +848,7 @@ void init_connection(Connection& c) {
     if (port->ssl) {
       // "listen ... ssl": the greeting comes after the handshake.
       if (Status st =
-              tls_start_server(c, *conf->tls, false, conf->ssl.handshake_timeout, ssl_listen_done);
+              tls_start_server(c, *conf->tls, false, handshake_timeout(*conf), ssl_listen_done);
           !st) {
         VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
         finalize(*s, "TLS failed");

@@ -367,8 +367,10 @@ void init_connection(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
   if (!conf->ssl_listen) return start_session(c);
   // TLS termination: the upstream is contacted once the client's handshake is done.
-  if (Status st = tls_start_server(c, *conf->tls, /*detect_plain=*/false,
-                                   conf->ssl.handshake_timeout, client_handshake_done);
+  // Unset, ssl_handshake_timeout is 60 s, nginx's stream default.
+  const Msec timeout = conf->ssl.handshake_timeout != 0 ? conf->ssl.handshake_timeout : 60000;
+  if (Status st =
+          tls_start_server(c, *conf->tls, /*detect_plain=*/false, timeout, client_handshake_done);
       !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
     c.loop->pool().close_connection(c);

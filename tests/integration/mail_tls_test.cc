@@ -93,6 +93,22 @@ std::string x509_field(const std::string& dir, const std::string& file,
   return v;
 }
 
+// nginx bounds a mail handshake by the server's `timeout`
+// (ngx_mail_ssl_init_connection): a client that opens the SSL port and says
+// nothing is closed then, not after a fixed 60 s.
+TEST_F(MailTls, HandshakeWithoutItsOwnTimeoutEndsAtTheServersTimeout) {
+  ASSERT_TRUE(start(certs() +
+                    " server {\n  listen 127.0.0.1:0 ssl;\n  protocol imap;\n  timeout 1s;\n }\n"))
+      << server_.output();
+  Client silent(server_.port());
+  ASSERT_TRUE(silent.ok());
+  // A generous bound, well under the 60 s a wrong default would give.
+  EXPECT_TRUE(silent.closed_within(15000)) << server_.output();
+  EXPECT_TRUE(server_.wait_output("client timed out in SSL handshake", 5000)) << server_.output();
+  expect_client("imap_ssl", server_.port());
+  EXPECT_EQ(server_.stop(), 0);
+}
+
 TEST_F(MailTls, ClientCertificateHeadersToAuthHttp) {
   const std::string conf = server_.path("conf");
   ASSERT_TRUE(make_cert(conf, "client", "client.test", "ca"));

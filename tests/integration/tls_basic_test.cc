@@ -222,6 +222,24 @@ TEST(Tls, StalledHalfClientHelloIsClosedByTheHandshakeTimeout) {
   EXPECT_EQ(get_over_tls(port).body, "hello tls\n");
 }
 
+// Without ssl_handshake_timeout the handshake is bounded by the server's
+// client_header_timeout, as nginx bounds it (ngx_http_ssl_handshake): a
+// client that connects and says nothing, or stalls inside its ClientHello,
+// is closed then, not after 60 s.
+TEST(Tls, HandshakeWithoutItsOwnTimeoutEndsAtClientHeaderTimeout) {
+  TlsServer s;
+  int port = test::free_port();
+  start(s, port, "client_header_timeout 1s;");
+  test::Client silent(port);
+  test::Client half(port);
+  ASSERT_TRUE(half.send(std::string("\x16\x03\x01\x01\x00\x01\x00\x00\xfc\x03\x03", 11)));
+  // Generous bounds, well under the 60 s a wrong default would give.
+  EXPECT_TRUE(silent.closed_within(15000)) << s.output();
+  EXPECT_TRUE(half.closed_within(15000)) << s.output();
+  EXPECT_TRUE(s.wait_output("client timed out in SSL handshake")) << s.output();
+  EXPECT_EQ(get_over_tls(port).body, "hello tls\n");
+}
+
 void reset(int fd) {
   linger l{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);

@@ -45,6 +45,11 @@ void start(TlsServer& s, int port, const std::string& extra) {
 
 class TlsVersions : public ::testing::TestWithParam<int> {};
 
+// A key file whose bytes are all `fill` (nginx-tests' '1' x 48).
+void write_key_file(const std::string& path, std::size_t size, char fill) {
+  std::ofstream(path, std::ios::binary) << std::string(size, fill);
+}
+
 TEST_P(TlsVersions, BuiltinCacheResumesAndOffDoesNot) {
   TlsServer s;
   int port = test::free_port();
@@ -79,6 +84,47 @@ TEST_P(TlsVersions, TicketsResumeWithoutACache) {
   EXPECT_FALSE(reused);
   ASSERT_TRUE(request(port, {.max_version = GetParam(), .session = sess.s}, "/", &reused));
   EXPECT_TRUE(reused);
+}
+
+// nginx-tests' ssl_sni_sessions.t: SNI switches the connection to another
+// server block with its own session cache or ticket keys. OpenSSL looks a
+// session up (or decrypts a ticket) before the SNI callback runs, with the
+// callbacks of the context the handshake began with, so sessions must be
+// stored and tickets made under that context's cache and keys too (nginx's
+// ssl->session_ctx); otherwise nothing made for the SNI server resumes.
+TEST_P(TlsVersions, SniSelectedServerWithItsOwnCacheOrTicketKeyResumes) {
+  TlsServer s;
+  ASSERT_TRUE(s.pki_ok());
+  write_key_file(s.path("ticket1.key"), 48, '1');
+  write_key_file(s.path("ticket2.key"), 48, '2');
+  s.write("html/index.html", "hello\n");
+  const int cache_port = test::free_port();
+  const int ticket_port = test::free_port();
+  ASSERT_TRUE(s.start(
+      "access_log off;\n" +
+      test::tls_server_block(cache_port,
+                             "ssl_session_tickets off;\n  ssl_session_cache shared:cache1:1m;",
+                             "default") +
+      test::tls_server_block(cache_port,
+                             "ssl_session_tickets off;\n  ssl_session_cache shared:cache2:1m;",
+                             "nocache") +
+      test::tls_server_block(ticket_port, "ssl_session_ticket_key ../ticket1.key;", "default") +
+      test::tls_server_block(ticket_port, "ssl_session_ticket_key ../ticket2.key;", "tickets")))
+      << s.output();
+  for (const auto& [port, name] : {std::pair{cache_port, "default"},
+                                   {cache_port, "nocache"},
+                                   {ticket_port, "default"},
+                                   {ticket_port, "tickets"}}) {
+    SCOPED_TRACE(name);
+    Session sess;
+    bool reused = true;
+    const TlsOptions first{.sni = name, .max_version = GetParam()};
+    ASSERT_TRUE(request(port, first, "/", &reused, &sess.s));
+    EXPECT_FALSE(reused);
+    const TlsOptions again{.sni = name, .max_version = GetParam(), .session = sess.s};
+    ASSERT_TRUE(request(port, again, "/", &reused));
+    EXPECT_TRUE(reused) << "a session made for the SNI-selected server resumes";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Version, TlsVersions, ::testing::Values(TLS1_2_VERSION, TLS1_3_VERSION),

@@ -37,20 +37,6 @@ int password_cb(char* buf, int size, int, void* arg) {
   return static_cast<int>(p.size());
 }
 
-Result<Passwords> read_passwords(const std::string& path, const std::string& where) {
-  Passwords pw;
-  if (path.empty()) return pw;
-  std::ifstream in(path);
-  if (!in) return Status::error("cannot open \"" + path + "\"" + where, errno);
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-    if (!line.empty()) pw.list.push_back(line);
-  }
-  if (pw.list.empty()) return Status::error("no passwords in \"" + path + "\"" + where);
-  return pw;
-}
-
 // Loads a private key, trying every password; the key itself never reaches
 // a log line, only its path.
 Result<EVP_PKEY*> load_key(const std::string& path, Passwords& pw, const std::string& where) {
@@ -152,7 +138,7 @@ Result<TlsTicketKey> read_ticket_key(const std::string& path, const std::string&
 // decrypts, and a ticket under an older key is renewed (return 2).
 int ticket_key_cb(SSL* ssl, unsigned char name[16], unsigned char iv[EVP_MAX_IV_LENGTH],
                   EVP_CIPHER_CTX* ectx, EVP_MAC_CTX* hctx, int enc) {
-  TlsContext* tc = TlsContext::of(SSL_get_SSL_CTX(ssl));
+  TlsContext* tc = tls_session_context(ssl);
   if (tc == nullptr || tc->ticket_keys().empty()) return -1;
   const auto& keys = tc->ticket_keys();
   auto init = [&](const TlsTicketKey& k) {
@@ -300,12 +286,11 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
   if (conf.prefer_server_ciphers) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
 
-  auto pw = read_passwords(conf.password_file, where);
-  if (!pw) return pw.status();
+  Passwords pw{conf.passwords};
   for (std::size_t i = 0; i < conf.certificates.size(); ++i) {
     const std::string& cw =
         i < conf.certificate_where.size() ? conf.certificate_where[i] : conf.where;
-    if (Status s = load_pair(ctx, conf.certificates[i], conf.keys[i], pw.value(), cw); !s) {
+    if (Status s = load_pair(ctx, conf.certificates[i], conf.keys[i], pw, cw); !s) {
       return s;
     }
   }
@@ -433,9 +418,8 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
       return Status::error("no \"proxy_ssl_certificate_key\" is defined for certificate \"" +
                            conf.certificate + "\"" + where);
     }
-    auto pw = read_passwords(conf.password_file, where);
-    if (!pw) return pw.status();
-    if (Status s = load_pair(ctx, conf.certificate, conf.certificate_key, pw.value(), where); !s) {
+    Passwords pw{conf.passwords};
+    if (Status s = load_pair(ctx, conf.certificate, conf.certificate_key, pw, where); !s) {
       return s;
     }
   }

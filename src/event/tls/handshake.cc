@@ -247,6 +247,7 @@ Result<TlsConnection*> create(Connection& c, TlsContext& ctx) {
     tls_watch_reads(*t);
   }
   SSL_set_app_data(t->ssl, &c);
+  t->sessions = &ctx;
   c.ssl = t;
   // OpenSSL reads and writes the socket itself from here on. The TLS I/O is
   // installed before any event is armed, so a completion-based backend
@@ -359,6 +360,12 @@ int tls_client_new_session_cb(SSL* ssl, SSL_SESSION* session) {
   if (c == nullptr || c->ssl == nullptr || c->ssl->saved == nullptr) return 0;
   c->ssl->saved(*c, session);
   return 1;  // the callee owns the reference now
+}
+
+TlsContext* tls_session_context(const SSL* ssl) {
+  const auto* c = static_cast<const Connection*>(SSL_get_app_data(ssl));
+  if (c != nullptr && c->ssl != nullptr && c->ssl->sessions != nullptr) return c->ssl->sessions;
+  return TlsContext::of(SSL_get_SSL_CTX(ssl));
 }
 
 int tls_servername_cb(SSL* ssl, int*, void*) {

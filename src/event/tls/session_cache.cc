@@ -10,6 +10,7 @@
 #include "core/rbtree.h"
 #include "core/slab.h"
 #include "event/tls/context.h"
+#include "event/tls/tls.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
@@ -111,8 +112,7 @@ void expire(SlabPool& pool, Shared& s, int n, bool force) {
   }
 }
 
-ShmZone* zone_of(SSL_CTX* ctx) {
-  TlsContext* tc = TlsContext::of(ctx);
+ShmZone* zone_of(const TlsContext* tc) {
   if (tc == nullptr || tc->server_conf() == nullptr) return nullptr;
   ShmZone* z = tc->server_conf()->shared_zone;
   return z != nullptr && z->mapped() && z->data() != nullptr ? z : nullptr;
@@ -128,7 +128,7 @@ int new_session_cb(SSL* ssl, SSL_SESSION* sess) {
   if (SSL_version(ssl) == TLS1_3_VERSION && (SSL_get_options(ssl) & SSL_OP_NO_TICKET) == 0) {
     return 0;
   }
-  ShmZone* z = zone_of(SSL_get_SSL_CTX(ssl));
+  ShmZone* z = zone_of(tls_session_context(ssl));
   if (z == nullptr) return 0;
   unsigned id_len = 0;
   const unsigned char* id = SSL_SESSION_get_id(sess, &id_len);
@@ -178,7 +178,7 @@ int new_session_cb(SSL* ssl, SSL_SESSION* sess) {
 
 SSL_SESSION* get_session_cb(SSL* ssl, const unsigned char* id, int len, int* copy) {
   *copy = 0;  // the session returned is ours to give: OpenSSL takes the reference
-  ShmZone* z = zone_of(SSL_get_SSL_CTX(ssl));
+  ShmZone* z = zone_of(tls_session_context(ssl));
   if (z == nullptr || len <= 0 || static_cast<unsigned>(len) > kMaxId) return nullptr;
   unsigned char der[kMaxSession];
   std::uint32_t der_len = 0;
@@ -210,7 +210,7 @@ SSL_SESSION* get_session_cb(SSL* ssl, const unsigned char* id, int len, int* cop
 }
 
 void remove_session_cb(SSL_CTX* ctx, SSL_SESSION* sess) {
-  ShmZone* z = zone_of(ctx);
+  ShmZone* z = zone_of(TlsContext::of(ctx));  // OpenSSL's session_ctx
   if (z == nullptr) return;
   unsigned id_len = 0;
   const unsigned char* id = SSL_SESSION_get_id(sess, &id_len);

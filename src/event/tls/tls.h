@@ -50,6 +50,10 @@ struct TlsConnection {
   TlsHandshakeDone done = nullptr;
   TlsSelectServer select = nullptr;
   TlsSessionSaved saved = nullptr;
+  // Server side: the context the handshake began with. Its session cache and
+  // ticket keys hold this connection's sessions whatever server SNI chooses
+  // (tls_session_context).
+  TlsContext* sessions = nullptr;
   // A file range being encrypted: bytes [stage_off, stage_off + stage_len)
   // of stage_fd, of which stage_pos are sent. `stage` points into the loop's
   // file buffer (kTlsStageSize, one per loop, shared by its connections),
@@ -141,6 +145,14 @@ bool tls_has_pending(const Connection& c);
 long tls_send(Connection& c, const char* buf, std::size_t size);
 long tls_recv_chain(Connection& c, Chain* chain, off_t limit);
 Chain* tls_send_chain(Connection& c, Chain* in, off_t limit);
+
+// The context whose session cache and ticket keys serve `ssl`: the one its
+// handshake began with, not the one SNI switched to. OpenSSL looks a session
+// up, or decrypts a ticket, before the SNI callback runs, through the first
+// context's callbacks (its session_ctx), so sessions are stored and tickets
+// made under that context too, or a session made after an SNI switch never
+// resumes (nginx keeps ssl->session_ctx for this, nginx ticket #235).
+TlsContext* tls_session_context(const SSL* ssl);
 
 // SSL_CTX_set_tlsext_servername_callback for every server context.
 int tls_servername_cb(SSL* ssl, int* alert, void* arg);

@@ -1,5 +1,9 @@
 #include "event/tls/tls_conf.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <functional>
 
 #include "core/conf/values.h"
@@ -37,6 +41,48 @@ Status parse_flag_into(const DirectiveCall& call, bool& out) {
   auto v = parse_flag(call.arg(0));
   if (!v) return call.invalid_value(0, ", it must be \"on\" or \"off\"");
   out = *v;
+  return Status::ok();
+}
+
+// ssl_password_file, proxy_ssl_password_file: the passphrases, one per line,
+// read now as nginx does (ngx_ssl_read_password_file), once however many
+// servers inherit them; the file may be a FIFO whose writer waits for us.
+Status read_password_file(const DirectiveCall& call, std::vector<std::string>& out) {
+  constexpr std::size_t kMaxSize = 65536;
+  const std::string path = call.env().conf_prefixed(call.arg(0));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd == -1) return Status::error("cannot open \"" + path + "\"" + call.where(), errno);
+  std::string data;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == -1 && errno == EINTR) continue;
+    if (n == -1) {
+      const int err = errno;
+      (void)::close(fd);
+      return Status::error("cannot read \"" + path + "\"" + call.where(), err);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (data.size() > kMaxSize) {
+      (void)::close(fd);
+      return call.error("\"" + path + "\" is too long for a password file");
+    }
+  }
+  if (::close(fd) == -1)
+    return Status::error("cannot close \"" + path + "\"" + call.where(), errno);
+  std::vector<std::string> list;
+  std::size_t start = 0;
+  while (start < data.size()) {
+    std::size_t end = data.find('\n', start);
+    if (end == std::string::npos) end = data.size();
+    std::string line = data.substr(start, end - start);
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) list.push_back(std::move(line));
+    start = end + 1;
+  }
+  if (list.empty()) return call.error("no passwords in \"" + path + "\"");
+  out = std::move(list);
   return Status::ok();
 }
 
@@ -153,8 +199,7 @@ const ServerDirective kServerDirectives[] = {
      }},
     {"ssl_password_file", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsServerConf& t) {
-       t.password_file = call.env().conf_prefixed(call.arg(0));
-       return Status::ok();
+       return read_password_file(call, t.passwords);
      }},
     {"ssl_conf_command", Arity::exactly(2), true,
      [](const DirectiveCall& call, TlsServerConf& t) {
@@ -250,8 +295,7 @@ const ClientDirective kClientDirectives[] = {
      }},
     {"proxy_ssl_password_file", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
-       t.password_file = call.env().conf_prefixed(call.arg(0));
-       return Status::ok();
+       return read_password_file(call, t.passwords);
      }},
     {"proxy_ssl_conf_command", Arity::exactly(2), true,
      [](const DirectiveCall& call, TlsClientConf& t) {
@@ -318,7 +362,7 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_prefer_server_ciphers")) c.prefer_server_ciphers = p.prefer_server_ciphers;
   if (!ctx.is_set("ssl_ecdh_curve")) c.ecdh_curve = p.ecdh_curve;
   if (!ctx.is_set("ssl_dhparam")) c.dhparam = p.dhparam;
-  if (!ctx.is_set("ssl_password_file")) c.password_file = p.password_file;
+  if (!ctx.is_set("ssl_password_file")) c.passwords = p.passwords;
   if (!ctx.is_set("ssl_conf_command")) c.conf_commands = p.conf_commands;
   if (!ctx.is_set("ssl_handshake_timeout")) c.handshake_timeout = p.handshake_timeout;
   if (!ctx.is_set("ssl_session_cache")) {
@@ -351,7 +395,7 @@ void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClien
   if (!ctx.is_set("proxy_ssl_session_reuse")) c.session_reuse = p.session_reuse;
   if (!ctx.is_set("proxy_ssl_certificate")) c.certificate = p.certificate;
   if (!ctx.is_set("proxy_ssl_certificate_key")) c.certificate_key = p.certificate_key;
-  if (!ctx.is_set("proxy_ssl_password_file")) c.password_file = p.password_file;
+  if (!ctx.is_set("proxy_ssl_password_file")) c.passwords = p.passwords;
   if (!ctx.is_set("proxy_ssl_conf_command")) c.conf_commands = p.conf_commands;
   if (c.where.empty()) c.where = p.where;
 }

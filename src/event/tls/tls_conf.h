@@ -43,9 +43,14 @@ struct TlsServerConf {
   bool prefer_server_ciphers = false;
   std::string ecdh_curve = "auto";
   std::string dhparam;
-  std::string password_file;
+  // ssl_password_file: its lines, read when the directive is (as nginx reads
+  // it), so a server inheriting it does not open the file again.
+  std::vector<std::string> passwords;
   std::vector<std::pair<std::string, std::string>> conf_commands;
-  Msec handshake_timeout = 60000;
+  // ssl_handshake_timeout; 0 when not set: each protocol bounds the
+  // handshake as nginx does (http: the server's client_header_timeout,
+  // stream: 60 s, mail: the server's timeout).
+  Msec handshake_timeout = 0;
 
   // ssl_session_cache: off | none | [builtin[:size]] [shared:name:size]
   enum class Cache : std::uint8_t { kOff, kNone, kOn };
@@ -82,7 +87,7 @@ struct TlsClientConf {
   bool session_reuse = true;
   std::string certificate;
   std::string certificate_key;
-  std::string password_file;
+  std::vector<std::string> passwords;  // proxy_ssl_password_file, read with the directive
   std::vector<std::pair<std::string, std::string>> conf_commands;
   std::string where;
 };

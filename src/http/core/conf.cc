@@ -377,20 +377,32 @@ Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t
   return Status::ok();
 }
 
-// Every server reachable on a "listen ... ssl" address gets its TLS context
-// now, at load time: -t and a reload report an unreadable certificate or a
-// key that does not match, and the running workers are not touched.
+// Every server reachable on a "listen ... ssl" address, and every other
+// server with an ssl_certificate (set or inherited), gets its TLS context
+// now, at load time, as nginx's ngx_http_ssl_merge_srv_conf loads the
+// certificates of each server that has them: -t and a reload report an
+// unreadable certificate, a key that does not match or a wrong password,
+// and the running workers are not touched.
+Status build_tls_context(HttpSrvConf& srv) {
+  if (srv.tls) return Status::ok();
+  if (srv.ssl.where.empty()) srv.ssl.where = srv.where;
+  // ALPN: HTTP/1.x only for now; h2 would be offered first here.
+  auto ctx = TlsContext::server(srv.ssl, {"http/1.1", "http/1.0"});
+  if (!ctx) return ctx.status();
+  srv.tls = std::move(ctx.value());
+  return Status::ok();
+}
+
 Status build_tls_contexts(HttpServers& servers) {
   for (const auto& addr : servers.addresses) {
     if (!addr->listen.ssl) continue;
     for (HttpSrvConf* srv : addr->servers) {
-      if (srv->tls) continue;
-      if (srv->ssl.where.empty()) srv->ssl.where = srv->where;
-      // ALPN: HTTP/1.x only for now; h2 would be offered first here.
-      auto ctx = TlsContext::server(srv->ssl, {"http/1.1", "http/1.0"});
-      if (!ctx) return ctx.status();
-      srv->tls = std::move(ctx.value());
+      if (Status s = build_tls_context(*srv); !s) return s;
     }
+  }
+  for (HttpSrvConf* srv : servers.servers) {
+    if (srv->ssl.certificates.empty()) continue;
+    if (Status s = build_tls_context(*srv); !s) return s;
   }
   return Status::ok();
 }

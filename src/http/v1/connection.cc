@@ -282,8 +282,12 @@ void init_connection(Connection& c) {
 
   if (addr->listen.ssl) {
     const HttpSrvConf& srv = *hc->srv;
-    if (Status s = tls_start_server(c, *srv.tls, /*detect_plain=*/true, srv.ssl.handshake_timeout,
-                                    handshake_done, select_server);
+    // nginx bounds the handshake by the default server's client_header_timeout
+    // (ngx_http_ssl_handshake); ssl_handshake_timeout is Vigil's own.
+    const Msec timeout =
+        srv.ssl.handshake_timeout != 0 ? srv.ssl.handshake_timeout : srv.client_header_timeout;
+    if (Status s = tls_start_server(c, *srv.tls, /*detect_plain=*/true, timeout, handshake_done,
+                                    select_server);
         !s) {
       VIGIL_LOG(*c.log, kAlert, 0, "*%llu %s", static_cast<unsigned long long>(c.number),
                 s.message().c_str());
