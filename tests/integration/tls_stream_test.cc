@@ -4,6 +4,8 @@
 // servers in the same configuration.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <string>
 
 #include "tls_harness.h"
@@ -116,6 +118,25 @@ TEST_P(TlsStreamReuse, UpstreamSessionsAreResumed) {
 
 INSTANTIATE_TEST_SUITE_P(Reuse, TlsStreamReuse, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "on" : "off"; });
+
+// A TLS upstream that answers and closes: the client sees the answer and
+// then EOF, and a graceful stop is not held up by the session. The backend
+// shares the proxy's event loop, so its response, close_notify and FIN are
+// all in the upstream socket by the time the proxy reads: one read of the
+// TLS side meets the bytes and the end together (nginx-tests
+// stream_proxy_ssl_name.t).
+TEST_F(TlsStream, UpstreamTlsCloseAfterResponseEndsTheSession) {
+  ASSERT_TRUE(start(false, p_.https, "    proxy_ssl on;\n    proxy_ssl_session_reuse off;"))
+      << s_.output();
+  for (int i = 0; i < 3; ++i) {
+    test::Client c(p_.front);
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+    EXPECT_TRUE(c.closed_within(5000)) << i << "\n" << s_.output();
+    EXPECT_NE(c.extra().find("\r\n\r\nbackend\n"), std::string::npos) << c.extra();
+  }
+  s_.signal(SIGQUIT);
+  EXPECT_EQ(s_.wait_exit(5000), 0) << s_.output();
+}
 
 TEST_F(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
   // No SNI: the backend's default certificate (localhost) is not other.test.
