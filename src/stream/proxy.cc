@@ -246,8 +246,9 @@ void connect_upstream(Session& s) {
 }
 
 // The `hash` key of the session: the key as written with the stream
-// variables $remote_addr, $remote_port, $server_addr, $server_port and
-// $binary_remote_addr substituted, built in the connection's arena.
+// variables $remote_addr, $remote_port, $server_addr, $server_port,
+// $binary_remote_addr, $proxy_protocol_addr and $proxy_protocol_port
+// substituted, built in the connection's arena.
 std::string_view hash_key(Connection& c, const std::string& key) {
   if (key.find('$') == std::string::npos) return key;
   // addr_text is the client's address without the port (as nginx's); the
@@ -285,7 +286,11 @@ std::string_view hash_key(Connection& c, const std::string& key) {
     std::string_view value;
   };
   // Longest names first: $remote_addr must not match inside $remote_address.
+  // No listener reads a PROXY protocol header, so its variables are empty
+  // (as nginx's for a connection that came without one).
   const Var vars[] = {{"binary_remote_addr", binary},
+                      {"proxy_protocol_addr", {}},
+                      {"proxy_protocol_port", {}},
                       {"remote_addr", remote_host},
                       {"remote_port", remote_port},
                       {"server_addr", local},
