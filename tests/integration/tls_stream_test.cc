@@ -31,6 +31,7 @@ std::string backends(const Ports& p) {
          "  server { listen 127.0.0.1:" +
          std::to_string(p.https) +
          " ssl; server_name localhost; root html;\n"
+         "    add_header X-Name \"$ssl_server_name,\";\n"
          "    ssl_certificate ../server.crt; ssl_certificate_key ../server.key; }\n"
          "  server { listen 127.0.0.1:" +
          std::to_string(p.https) +
@@ -91,6 +92,21 @@ TEST_F(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
   for (int i = 0; i < 3; ++i) {
     Response r = test::get(p_.front, test::simple_get("/"));
     EXPECT_EQ(r.body, "backend\n") << i << "\n" << s_.output();
+  }
+}
+
+// The name sent as SNI is proxy_ssl_name's (or proxy_pass's) host without a
+// port, and none when it is an IP literal (RFC 6066 §3); the backend echoes
+// what it got (nginx-tests stream_proxy_ssl_name.t).
+TEST_F(TlsStream, UpstreamSniIsAHostNameWithoutPort) {
+  for (const char* name : {"", "localhost:123"}) {
+    ASSERT_TRUE(start(false, p_.https,
+                      std::string("    proxy_ssl on;\n    proxy_ssl_server_name on;\n") +
+                          (*name != 0 ? std::string("    proxy_ssl_name ") + name + ";" : "")))
+        << s_.output();
+    Response r = test::get(p_.front, test::simple_get("/"));
+    EXPECT_EQ(r.header("x-name"), *name != 0 ? "localhost," : ",") << name << "\n" << r.head;
+    s_.stop();
   }
 }
 
