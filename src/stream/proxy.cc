@@ -329,7 +329,7 @@ std::string_view hash_key(Connection& c, const std::string& key) {
         if (!rest.starts_with(v.name)) continue;
         if (braced && !rest.substr(v.name.size()).starts_with("}")) continue;
         std::size_t n = std::min(v.value.size(), cap - len);
-        std::memcpy(out + len, v.value.data(), n);
+        if (n > 0) std::memcpy(out + len, v.value.data(), n);  // an empty value may have no data
         len += n;
         i += 1 + v.name.size() + (braced ? 2 : 0);
         matched = true;
