@@ -178,21 +178,41 @@ void upstream_session_saved(Connection& u, SSL_SESSION* sess) {
   conf->upstream_session.session = sess;
 }
 
+// The host of proxy_ssl_name or proxy_pass: the text up to its port's colon
+// ("[v6]:port" keeps its brackets), as nginx takes it for both.
+std::string_view ssl_host(std::string_view text) {
+  std::size_t from = 0;
+  if (text.starts_with('[')) {
+    const std::size_t close = text.find(']');
+    if (close != std::string_view::npos) from = close;
+  }
+  const std::size_t colon = text.find(':', from);
+  return colon == std::string_view::npos ? text : text.substr(0, colon);
+}
+
+bool is_ipv4_literal(std::string_view name) {
+  char text[INET_ADDRSTRLEN];
+  if (name.empty() || name.size() >= sizeof text) return false;
+  std::memcpy(text, name.data(), name.size());
+  text[name.size()] = '\0';
+  in_addr a{};
+  return ::inet_pton(AF_INET, text, &a) == 1;
+}
+
 // The TCP connection to the upstream is up: relay, or first a TLS handshake.
 void connected(Session& s) {
   const StreamSrvConf& conf = *s.conf;
   if (!conf.proxy_ssl.enable) return start_relay(s);
-  // proxy_ssl_name, else the host part of proxy_pass.
-  std::string name = conf.proxy_ssl.name;
-  if (name.empty()) {
-    name = conf.proxy_pass;
-    if (auto colon = name.rfind(':');
-        colon != std::string::npos && name.find(']') == std::string::npos) {
-      name.resize(colon);
-    }
-  }
+  const std::string_view name =
+      ssl_host(conf.proxy_ssl.name.empty() ? conf.proxy_pass : conf.proxy_ssl.name);
+  // The certificate is checked against the name; SNI carries it only when
+  // it is a host name, never an IP literal (RFC 6066 §3), as nginx.
+  const bool literal = name.starts_with('[') || is_ipv4_literal(name);
+  const std::string_view verify =
+      name.starts_with('[') && name.ends_with(']') ? name.substr(1, name.size() - 2) : name;
   Status st = tls_start_client(
-      *s.upstream, *conf.upstream_tls, conf.proxy_ssl.server_name ? name : std::string(), name,
+      *s.upstream, *conf.upstream_tls,
+      conf.proxy_ssl.server_name && !literal ? name : std::string_view(), verify,
       conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr,
       conf.proxy_connect_timeout, upstream_handshake_done,
       conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
@@ -246,8 +266,9 @@ void connect_upstream(Session& s) {
 }
 
 // The `hash` key of the session: the key as written with the stream
-// variables $remote_addr, $remote_port, $server_addr, $server_port and
-// $binary_remote_addr substituted, built in the connection's arena.
+// variables $remote_addr, $remote_port, $server_addr, $server_port,
+// $binary_remote_addr, $proxy_protocol_addr and $proxy_protocol_port
+// substituted, built in the connection's arena.
 std::string_view hash_key(Connection& c, const std::string& key) {
   if (key.find('$') == std::string::npos) return key;
   // addr_text is the client's address without the port (as nginx's); the
@@ -285,7 +306,11 @@ std::string_view hash_key(Connection& c, const std::string& key) {
     std::string_view value;
   };
   // Longest names first: $remote_addr must not match inside $remote_address.
+  // No listener reads a PROXY protocol header, so its variables are empty
+  // (as nginx's for a connection that came without one).
   const Var vars[] = {{"binary_remote_addr", binary},
+                      {"proxy_protocol_addr", {}},
+                      {"proxy_protocol_port", {}},
                       {"remote_addr", remote_host},
                       {"remote_port", remote_port},
                       {"server_addr", local},
@@ -304,7 +329,7 @@ std::string_view hash_key(Connection& c, const std::string& key) {
         if (!rest.starts_with(v.name)) continue;
         if (braced && !rest.substr(v.name.size()).starts_with("}")) continue;
         std::size_t n = std::min(v.value.size(), cap - len);
-        std::memcpy(out + len, v.value.data(), n);
+        if (n > 0) std::memcpy(out + len, v.value.data(), n);  // an empty value may have no data
         len += n;
         i += 1 + v.name.size() + (braced ? 2 : 0);
         matched = true;

@@ -1,9 +1,12 @@
 // The balancers: nginx's smooth weighted round-robin
-// (ngx_http_upstream_get_peer), weighted least_conn, hash (modulo with
-// rehash, or a consistent ring) and ip_hash, over the same health rules.
+// (ngx_http_upstream_get_peer), weighted least_conn, hash (nginx's rehashing
+// walk, or its consistent ring) and ip_hash, over the same health rules. The
+// hash methods choose what nginx chooses for the same key and servers, so
+// keys keep their server when nginx is replaced.
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "upstream/group.h"
 
@@ -11,7 +14,8 @@ namespace vigil::upstream {
 
 namespace {
 
-// After this many rehashes a hash method falls back to round-robin, as nginx.
+// After more than this many unusable servers a hash method falls back to
+// round-robin, as nginx.
 constexpr unsigned kHashTries = 20;
 
 std::uint64_t load(const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); }
@@ -112,22 +116,31 @@ std::uint64_t total_weight(const Group& g) {
   return total;
 }
 
+// nginx's `hash` (ngx_http_upstream_get_hash_peer, compatible with
+// Cache::Memcached): each round adds (crc32([round] key) >> 16) & 0x7fff to
+// the running value, the round number written in decimal and left out of the
+// first round, and the value modulo the total weight picks a server by its
+// weight. Rounds and failures carry over to the request's next attempt.
 Peer* modulo_hash(PeerRequest& pr, Msec now) {
   Group& g = *pr.group();
-  const std::uint64_t total = total_weight(g);
-  if (!pr.hash_started) {
-    pr.hash_value = crc32(pr.hash_key());
-    pr.hash_started = true;
+  if (pr.hash_key().empty() || pr.hash_tries > kHashTries) {
+    return round_robin(pr, 0, g.primaries, now);
   }
-  while (pr.hash_tries < kHashTries) {
+  const std::uint64_t total = total_weight(g);
+  for (;;) {
+    std::uint32_t crc = 0;
+    if (pr.hash_rounds > 0) {
+      char digits[16];
+      const auto end = std::to_chars(digits, digits + sizeof digits, pr.hash_rounds).ptr;
+      crc = crc32(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+    }
+    crc = crc32(pr.hash_key(), crc);
+    pr.hash_value += (crc >> 16) & 0x7fff;
+    ++pr.hash_rounds;
     Peer* p = by_weight(g, pr.hash_value % total);
     if (usable(pr, *p, now) && take(*p, now)) return p;
-    // Rehash: mix the attempt number into the previous value.
-    ++pr.hash_tries;
-    char n[4] = {static_cast<char>(pr.hash_tries), 0, 0, 0};
-    pr.hash_value = crc32(std::string_view(n, 4), pr.hash_value);
+    if (++pr.hash_tries > kHashTries) return round_robin(pr, 0, g.primaries, now);
   }
-  return round_robin(pr, 0, g.primaries, now);
 }
 
 Peer* ip_hash(PeerRequest& pr, Msec now) {
@@ -161,25 +174,43 @@ Peer* ip_hash(PeerRequest& pr, Msec now) {
   return round_robin(pr, 0, g.primaries, now);
 }
 
+// nginx's `hash ... consistent` (ngx_http_upstream_get_chash_peer): the
+// first ring point at or after crc32(key), wrapping; the point names a
+// server line, and of that line's usable addresses the smooth weighted
+// round-robin picks one. No usable address: the next point.
 Peer* consistent_hash(PeerRequest& pr, Msec now) {
   Group& g = *pr.group();
-  if (g.ring.empty()) return nullptr;
+  if (pr.hash_key().empty() || pr.hash_tries > kHashTries || g.ring.empty()) {
+    return round_robin(pr, 0, g.primaries, now);
+  }
   if (!pr.hash_started) {
     const std::uint32_t h = crc32(pr.hash_key());
     auto it = std::lower_bound(g.ring.begin(), g.ring.end(), h,
                                [](const RingPoint& p, std::uint32_t v) { return p.hash < v; });
-    pr.hash_value = static_cast<std::uint32_t>(it - g.ring.begin());  // the point to start at
+    pr.hash_value = static_cast<std::uint32_t>(it - g.ring.begin());  // may be ring.size(): wraps
     pr.hash_started = true;
   }
-  // Walk the ring from the key's point to the next usable server.
-  while (pr.hash_tries < kHashTries) {
-    const RingPoint& point = g.ring[pr.hash_value % g.ring.size()];
-    Peer& p = g.peers[point.peer];
-    if (usable(pr, p, now) && take(p, now)) return &p;
-    ++pr.hash_tries;
+  for (;;) {
+    const std::string& server = g.peers[g.ring[pr.hash_value % g.ring.size()].peer].server;
+    for (;;) {
+      Peer* best = nullptr;
+      int total = 0;
+      for (std::size_t i = 0; i < g.primaries; ++i) {
+        Peer& p = g.peers[i];
+        if (!usable(pr, p, now) || p.server != server) continue;
+        p.current_weight += p.effective_weight;
+        total += p.effective_weight;
+        if (p.effective_weight < p.weight) ++p.effective_weight;
+        if (best == nullptr || p.current_weight > best->current_weight) best = &p;
+      }
+      if (best == nullptr) break;
+      best->current_weight -= total;
+      if (take(*best, now)) return best;
+      pr.set_tried(best->index);  // another worker is probing it: not ours
+    }
     ++pr.hash_value;
+    if (++pr.hash_tries > kHashTries) return round_robin(pr, 0, g.primaries, now);
   }
-  return round_robin(pr, 0, g.primaries, now);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <strings.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -59,6 +60,34 @@ std::uint32_t crc32(std::string_view data, std::uint32_t crc) {
   for (unsigned char ch : data) crc = t[(crc ^ ch) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
+
+namespace {
+
+// What every ring point of a server line is chained on: the CRC-32 of its
+// host, a NUL and its port, split as nginx splits the text as written:
+// "unix:/path" is all host; else the port is the digits after the last
+// colon when nothing but digits follows it ("localhost" and "[::1]" have
+// none, "[::1]:80" has "80").
+std::uint32_t ring_base(std::string_view server) {
+  std::string_view host = server;
+  std::string_view port;
+  if (server.size() >= 5 && ::strncasecmp(server.data(), "unix:", 5) == 0) {
+    host = server.substr(5);
+  } else {
+    for (std::size_t j = server.size(); j > 0; --j) {
+      const char c = server[j - 1];
+      if (c == ':') {
+        host = server.substr(0, j - 1);
+        port = server.substr(j);
+        break;
+      }
+      if (c < '0' || c > '9') break;
+    }
+  }
+  return crc32(port, crc32(std::string_view("", 1), crc32(host)));
+}
+
+}  // namespace
 
 Status resolve_address(std::string_view text, unsigned default_port, std::vector<Peer>& out) {
   const std::string quoted = "\"" + std::string(text) + "\"";
@@ -162,23 +191,31 @@ void finish_peers(Group& group) {
   }
   group.ring.clear();
   if (group.method != Method::kConsistentHash) return;
-  // Ketama-style: 160 points per weight unit, each the CRC-32 of the server's
-  // name and the point's number, so a server's points do not depend on the
-  // other servers and removing one moves only the keys that were on its points.
+  // nginx's points (ngx_http_upstream_init_chash, compatible with
+  // Cache::Memcached::Fast): 160 per weight unit of each address, the first
+  // crc32(host "\0" port prev) with prev four zero bytes, each next one
+  // chained on the previous point (its four bytes, little-endian). A server
+  // line's points depend only on its own text and weight, so removing one
+  // server moves only the keys that were on its points.
   for (std::size_t i = 0; i < group.primaries; ++i) {
     const Peer& p = group.peers[i];
+    const std::uint32_t base = ring_base(p.server);
+    std::uint32_t prev = 0;
     const std::size_t points = 160 * static_cast<std::size_t>(p.weight);
-    std::uint32_t base = crc32(p.server == p.name ? p.name : p.server + "/" + p.name);
     for (std::size_t k = 0; k < points; ++k) {
-      std::uint32_t n = static_cast<std::uint32_t>(k);
-      char bytes[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16),
-                       static_cast<char>(n >> 24)};
-      group.ring.push_back({crc32(std::string_view(bytes, 4), base), static_cast<std::uint32_t>(i)});
+      const char bytes[4] = {static_cast<char>(prev), static_cast<char>(prev >> 8),
+                             static_cast<char>(prev >> 16), static_cast<char>(prev >> 24)};
+      prev = crc32(std::string_view(bytes, 4), base);
+      group.ring.push_back({prev, static_cast<std::uint32_t>(i)});
     }
   }
   std::sort(group.ring.begin(), group.ring.end(), [](const RingPoint& a, const RingPoint& b) {
     return a.hash != b.hash ? a.hash < b.hash : a.peer < b.peer;
   });
+  // One point per hash value, as nginx keeps (the first server's).
+  auto last = std::unique(group.ring.begin(), group.ring.end(),
+                          [](const RingPoint& a, const RingPoint& b) { return a.hash == b.hash; });
+  group.ring.erase(last, group.ring.end());
 }
 
 // ---- GroupSet -------------------------------------------------------------

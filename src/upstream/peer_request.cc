@@ -38,6 +38,7 @@ void PeerRequest::init(Group& group, EventLoop& loop, unsigned max_tries, std::s
   hash_key_ = hash_key;
   client_ = client;
   hash_tries = 0;
+  hash_rounds = 0;
   hash_value = 0;
   hash_started = false;
   const std::size_t n = group.peers.size();

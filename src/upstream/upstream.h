@@ -77,8 +77,8 @@ enum class Protocol : std::uint8_t { kHttp, kStream };
 enum class Method : std::uint8_t {
   kRoundRobin,      // nginx's smooth weighted round-robin (the default)
   kLeastConn,       // least_conn: fewest active connections / weight, then round-robin
-  kHash,            // hash key: crc32(key) % total weight, rehash on a failed peer
-  kConsistentHash,  // hash key consistent: a ring of 160 points per weight unit
+  kHash,            // hash key: nginx's (Cache::Memcached's) CRC-32 walk over the weights
+  kConsistentHash,  // hash key consistent: nginx's ring of 160 points per weight unit
   kIpHash,          // ip_hash: first three octets of IPv4, the whole IPv6 address
 };
 
@@ -253,7 +253,8 @@ class PeerRequest {
   EventLoop* loop() const { return loop_; }
   std::string_view hash_key() const { return hash_key_; }
   const sockaddr* client() const { return client_; }
-  unsigned hash_tries = 0;      // rehash attempts made (hash methods)
+  unsigned hash_tries = 0;      // servers the hash led to that could not be used
+  unsigned hash_rounds = 0;     // hashes computed (hash: the next rehash number)
   std::uint32_t hash_value = 0; // hash state carried between attempts
   bool hash_started = false;
 

@@ -194,13 +194,14 @@ TEST_F(ProxyUpstream, HashOfALongKeyIsTheWholeKeys) {
                         b.address() + "; }",
                     "location / { proxy_pass http://h; }"))
       << server_.output();
-  // Two 300-byte keys that crc32 sends to different servers (equal weights:
-  // crc32(key) % 2 is the server), the first server for the first key.
+  // Two 300-byte keys that the hash sends to different servers (nginx's
+  // first round, equal weights: ((crc32(key) >> 16) & 0x7fff) % 2 is the
+  // server), the first server for the first key.
   const std::string base(296, 'k');
   std::string keys[2];
   for (int i = 0; keys[0].empty() || keys[1].empty(); ++i) {
     const std::string key = base + std::to_string(1000 + i);
-    std::string& slot = keys[upstream::crc32(key) % 2];
+    std::string& slot = keys[((upstream::crc32(key) >> 16) & 0x7fff) % 2];
     if (slot.empty()) slot = key;
   }
   for (int round = 0; round < 3; ++round) {

@@ -139,6 +139,24 @@ TEST_F(StreamUpstream, HashOfTheRemotePortSpreads) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
+// A key that is empty for this connection ($proxy_protocol_addr without a
+// PROXY protocol header) is balanced round-robin, as nginx, with and without
+// `consistent` (nginx-tests stream_upstream_hash.t).
+TEST_F(StreamUpstream, HashOfAnEmptyKeyIsRoundRobin) {
+  for (const char* method :
+       {"hash $proxy_protocol_addr;", "hash $proxy_protocol_addr consistent;"}) {
+    NamedBackend a("A"), b("B");
+    ASSERT_TRUE(a.ready() && b.ready());
+    ASSERT_TRUE(
+        start(std::string(method) + "\n server " + a.addr() + ";\n server " + b.addr() + ";"))
+        << server_.output();
+    auto seen = ask_n(4);
+    EXPECT_EQ(seen["A"], 2) << method;
+    EXPECT_EQ(seen["B"], 2) << method;
+    EXPECT_EQ(server_.stop(), 0);
+  }
+}
+
 TEST(StreamUpstreamConf, KeepaliveAndIpHashAreHttpOnly) {
   VigilServer s;
   auto check = [&](const std::string& stream, const std::string& want) {

@@ -4,6 +4,8 @@
 // servers in the same configuration.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <string>
 
 #include "tls_harness.h"
@@ -29,6 +31,7 @@ std::string backends(const Ports& p) {
          "  server { listen 127.0.0.1:" +
          std::to_string(p.https) +
          " ssl; server_name localhost; root html;\n"
+         "    add_header X-Name \"$ssl_server_name,\";\n"
          "    ssl_certificate ../server.crt; ssl_certificate_key ../server.key; }\n"
          "  server { listen 127.0.0.1:" +
          std::to_string(p.https) +
@@ -92,6 +95,21 @@ TEST_F(TlsStream, UpstreamTlsVerifiedWithSniAndName) {
   }
 }
 
+// The name sent as SNI is proxy_ssl_name's (or proxy_pass's) host without a
+// port, and none when it is an IP literal (RFC 6066 §3); the backend echoes
+// what it got (nginx-tests stream_proxy_ssl_name.t).
+TEST_F(TlsStream, UpstreamSniIsAHostNameWithoutPort) {
+  for (const char* name : {"", "localhost:123"}) {
+    ASSERT_TRUE(start(false, p_.https,
+                      std::string("    proxy_ssl on;\n    proxy_ssl_server_name on;\n") +
+                          (*name != 0 ? std::string("    proxy_ssl_name ") + name + ";" : "")))
+        << s_.output();
+    Response r = test::get(p_.front, test::simple_get("/"));
+    EXPECT_EQ(r.header("x-name"), *name != 0 ? "localhost," : ",") << name << "\n" << r.head;
+    s_.stop();
+  }
+}
+
 std::uint64_t reused_total(int http_port) {
   Response r = test::get(http_port, test::simple_get("/metrics"));
   const std::string name = "\nvigil_tls_sessions_reused_total ";
@@ -116,6 +134,25 @@ TEST_P(TlsStreamReuse, UpstreamSessionsAreResumed) {
 
 INSTANTIATE_TEST_SUITE_P(Reuse, TlsStreamReuse, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "on" : "off"; });
+
+// A TLS upstream that answers and closes: the client sees the answer and
+// then EOF, and a graceful stop is not held up by the session. The backend
+// shares the proxy's event loop, so its response, close_notify and FIN are
+// all in the upstream socket by the time the proxy reads: one read of the
+// TLS side meets the bytes and the end together (nginx-tests
+// stream_proxy_ssl_name.t).
+TEST_F(TlsStream, UpstreamTlsCloseAfterResponseEndsTheSession) {
+  ASSERT_TRUE(start(false, p_.https, "    proxy_ssl on;\n    proxy_ssl_session_reuse off;"))
+      << s_.output();
+  for (int i = 0; i < 3; ++i) {
+    test::Client c(p_.front);
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+    EXPECT_TRUE(c.closed_within(5000)) << i << "\n" << s_.output();
+    EXPECT_NE(c.extra().find("\r\n\r\nbackend\n"), std::string::npos) << c.extra();
+  }
+  s_.signal(SIGQUIT);
+  EXPECT_EQ(s_.wait_exit(5000), 0) << s_.output();
+}
 
 TEST_F(TlsStream, UpstreamCertificateNotMatchingTheNameIsRefused) {
   // No SNI: the backend's default certificate (localhost) is not other.test.

@@ -197,6 +197,18 @@ long watch_reads_cb(BIO* bio, int oper, const char*, std::size_t len, int, long,
   return ret;
 }
 
+// The peer ended the stream (close_notify, or the socket's EOF) after
+// `total` bytes of this call. The end is reported by the next call, which
+// returns 0 at once (eof is set): with bytes in hand it stays `ready`, so a
+// caller that reads until it would block makes that call. The socket has
+// nothing more to say, so no readiness event would ever tell it to (nginx's
+// ngx_ssl_recv sets ready when it returns bytes before the end).
+long at_eof(Event& rev, std::size_t total) {
+  rev.eof = 1;
+  rev.ready = total > 0 ? 1 : 0;
+  return static_cast<long>(total);
+}
+
 }  // namespace
 
 void tls_watch_reads(TlsConnection& t) {
@@ -255,17 +267,13 @@ long tls_recv(Connection& c, char* buf, std::size_t size) {
         if (c.loop != nullptr) c.loop->posted_next().post(rev);
         return total > 0 ? static_cast<long>(total) : kIoAgain;
       case SSL_ERROR_ZERO_RETURN:  // close_notify: a clean end of the stream
-        rev.ready = 0;
-        rev.eof = 1;
-        return static_cast<long>(total);
+        return at_eof(rev, total);
       default: {
         const int sys = err == SSL_ERROR_SYSCALL ? errno : 0;
         if (err == SSL_ERROR_SYSCALL && sys == 0 && ERR_peek_error() == 0) {
           // EOF without close_notify: truncation is the protocol's concern
           // (HTTP has its own framing), so it reads as an ordinary EOF.
-          rev.ready = 0;
-          rev.eof = 1;
-          return static_cast<long>(total);
+          return at_eof(rev, total);
         }
         log_failure(c, "SSL_read()", sys);
         if (total > 0) {

@@ -3,6 +3,7 @@
 // the consistent ring's remapping, ip_hash.
 #include <arpa/inet.h>
 
+#include <array>
 #include <map>
 
 #include "unit/upstream/upstream_test_util.h"
@@ -206,6 +207,136 @@ TEST_F(Balancer, ConsistentHashSkipsAFailedServer) {
   ASSERT_NE(g, nullptr);
   g->peers[0].down = true;
   for (int i = 0; i < 100; ++i) EXPECT_EQ(pick(*g, "k" + std::to_string(i)), 2);
+}
+
+// What nginx 1.22.1 chose, recorded by running it (not computed here): the
+// servers below, weighted 1 2 1 3 1, in `upstream`s of an http block, one
+// request per key /loc?k=k0 ... k199 through "hash $arg_k [consistent]",
+// each backend answering with its number. In "down", servers 1, 3 and 4 are
+// `down` (and all of weight 1 but server 2); in "retry", 3 and 4 are not
+// listening (max_fails=0), so nginx retries on the next server its algorithm
+// gives. An operator moving from nginx keeps every key on the same server.
+struct NginxHashCase {
+  const char* name;
+  std::array<const char*, 5> params;  // of each server
+  const char* dead;                   // servers that refuse, in the retry case
+  const char* expected;               // the server (1-5) of k0 ... k199
+};
+
+constexpr std::array<const char*, 5> kWeights = {"", " weight=2", "", " weight=3", ""};
+
+// Server n (1-5) is 127.0.0.<n+1>:<base+n>.
+std::string nginx_hash_upstream(const NginxHashCase& c, bool consistent, int base = 28080) {
+  std::string u = std::string("upstream b { hash $k") + (consistent ? " consistent" : "") + ";";
+  for (int n = 1; n <= 5; ++n) {
+    u += " server 127.0.0." + std::to_string(n + 1) + ":" + std::to_string(base + n) +
+         c.params[n - 1] + ";";
+  }
+  return u + " }";
+}
+
+// The first server a request would use, then, while it is one of `dead`,
+// the next attempt of the same request: the server (1-5) that answers.
+int answering(Group& g, EventLoop& loop, std::string_view key, std::string_view dead,
+              int base = 28080) {
+  PeerRequest pr;
+  pr.init(g, loop, 0, key);
+  for (;;) {
+    Peer* p = select_peer(pr);
+    if (p == nullptr) return -1;
+    const int n = ntohs(reinterpret_cast<const sockaddr_in*>(&p->addr)->sin_port) - base;
+    if (dead.find(static_cast<char>('0' + n)) == std::string_view::npos) return n;
+  }
+}
+
+void expect_nginx_choices(Group& g, EventLoop& loop, const NginxHashCase& c) {
+  std::string got;
+  for (int i = 0; i < 200; ++i) {
+    got += static_cast<char>('0' + answering(g, loop, "k" + std::to_string(i), c.dead));
+  }
+  EXPECT_EQ(got, c.expected) << c.name;
+}
+
+TEST_F(Balancer, HashPicksTheServerNginxPicks) {
+  const NginxHashCase cases[] = {
+      {"all up", kWeights, "",
+       "24514324245124244343244351242424514324241542423434"
+       "34424215154215344242423415424242341542424215344242"
+       "42341542424215344242344242151515424234342451432424"
+       "24435124245124244343432424515143242451515124244343"},
+      {"down", {{" down", " weight=2", " down", " down", ""}}, "",
+       "22222555222225222552252252222255552225222222522252"
+       "22222222252222222222222222552552522225222225522252"
+       "25555252222522522252525225252552522255525522222552"
+       "52225525525255525252252252525255252252225522525255"},
+      {"retry", kWeights, "34",
+       "22512222225122222121222151222222512122221522221212"
+       "12222215152215122222221215222222121522222215122222"
+       "52551552525215555252555252151515525255552551552525"
+       "25555125255125255555552525515155252551515125255555"},
+  };
+  for (const NginxHashCase& c : cases) {
+    Group* g = load_group(nginx_hash_upstream(c, false));
+    ASSERT_NE(g, nullptr);
+    expect_nginx_choices(*g, *loop_, c);
+  }
+}
+
+TEST_F(Balancer, ConsistentHashPicksTheServerNginxPicks) {
+  const NginxHashCase cases[] = {
+      {"all up", kWeights, "",
+       "41142442234144324251534223424124344232223425441454"
+       "12252235244444452112442551344212444445223315534444"
+       "34422452544444144444444421245451555442412225424244"
+       "42114224424424444451442521255124243152415214415245"},
+      {"down", {{" down", " weight=2", " down", " down", ""}}, "",
+       "25252522225225522252522225222522222222225225222255"
+       "22252225222522252222552555222222222255222255525222"
+       "22222552522225252522252525255555555522522225222225"
+       "22222225522225552252222525255222252252525252255225"},
+      {"retry", kWeights, "34",
+       "21152522215125122251522225121122212222225225221155"
+       "12252225222522252112552551122212222155222115525121"
+       "22222552522125152112251521255551555522512225222225"
+       "22112221522225151251222521255121211152515212215215"},
+  };
+  for (const NginxHashCase& c : cases) {
+    Group* g = load_group(nginx_hash_upstream(c, true));
+    ASSERT_NE(g, nullptr);
+    expect_nginx_choices(*g, *loop_, c);
+  }
+}
+
+// The stream form, recorded the same way: "hash $remote_addr [consistent]"
+// in a stream block (the servers at ports 28091-28095), one connection from
+// each of 127.0.0.1 ... 127.0.0.40.
+TEST_F(Balancer, StreamRemoteAddrHashPicksTheServerNginxPicks) {
+  const NginxHashCase plain = {"stream", kWeights, "",
+                               "5424234342451432424432424515151242443434"};
+  const NginxHashCase consistent = {"stream consistent", kWeights, "",
+                                    "4334224444453234345512424233433422444254"};
+  for (const NginxHashCase* c : {&plain, &consistent}) {
+    Group* g = load_group(nginx_hash_upstream(*c, c == &consistent, 28090), Protocol::kStream);
+    ASSERT_NE(g, nullptr);
+    std::string got;
+    for (int i = 1; i <= 40; ++i) {
+      got += static_cast<char>('0' + answering(*g, *loop_, "127.0.0." + std::to_string(i), "", 28090));
+    }
+    EXPECT_EQ(got, c->expected) << c->name;
+  }
+}
+
+// An empty key (the variable was empty) is no key: nginx balances those
+// requests round-robin, with and without `consistent` (the sequence is
+// nginx's, recorded with the servers above).
+TEST_F(Balancer, HashWithAnEmptyKeyIsRoundRobin) {
+  for (bool consistent : {false, true}) {
+    Group* g = load_group(nginx_hash_upstream({"empty", kWeights, "", ""}, consistent));
+    ASSERT_NE(g, nullptr);
+    std::string got;
+    for (int i = 0; i < 16; ++i) got += static_cast<char>('0' + answering(*g, *loop_, "", ""));
+    EXPECT_EQ(got, "4213452442134524") << (consistent ? "consistent" : "plain");
+  }
 }
 
 TEST_F(Balancer, IpHashUsesThreeOctetsOfIPv4AndAllOfIPv6) {
