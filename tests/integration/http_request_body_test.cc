@@ -103,6 +103,27 @@ TEST_F(RequestBody, ReadInPiecesThroughTheBuffer) {
   EXPECT_EQ(backend_.last().body, "abc");
 }
 
+// $request_body: the body read whole into the buffer (read ahead, plain or
+// chunked); a body streamed through a smaller buffer has no value.
+TEST_F(RequestBody, RequestBodyVariable) {
+  ASSERT_TRUE(start("location / { " + proxy("client_body_buffer_size 1k;") +
+                        " access_log logs/status.log st buffer=0;"
+                        " access_log logs/body.log rb buffer=0; }",
+                    "log_format rb '[$request_body]';"))
+      << server_.output();
+  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
+                       "Connection: close\r\n\r\nhello").body, "got 5");
+  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n\r\n" + chunked("chunked body", 5)).body,
+            "got 12");
+  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n"
+                       "Connection: close\r\n\r\n" + pattern(3000)).body, "got 3000");
+  EXPECT_EQ(get(port_, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").body,
+            "got 0");
+  statuses(4);
+  EXPECT_EQ(server_.read("logs/body.log"), "[hello]\n[chunked body]\n[-]\n[-]\n");
+}
+
 // Buffering on: the body is read ahead into the buffer, then sent on.
 TEST_F(RequestBody, ReadAheadInPieces) {
   ASSERT_TRUE(start("location / { " + proxy("client_body_buffer_size 64k;") + " }"))

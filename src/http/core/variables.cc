@@ -281,6 +281,16 @@ bool var_content_type(const Request& r, std::string_view, VarSink& s) {
   return var_http(r, "content-type", s);
 }
 
+// The body, when it was read whole into the one body buffer (nginx: when it
+// is in memory); a body larger than the buffer is streamed and has no value.
+bool var_request_body(const Request& r, std::string_view, VarSink& s) {
+  const RequestBody& b = r.body;
+  if (!b.started || !b.done || b.failed || b.received == 0) return false;
+  if (b.buf.start == nullptr || b.buf.last - b.buf.start != b.received) return false;
+  s.put({b.buf.start, static_cast<std::size_t>(b.received)});
+  return true;
+}
+
 bool var_connection(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr) return false;
   s.put_uint(r.c->number);
@@ -426,6 +436,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"msec", var_msec},
     {"content_length", var_content_length},
     {"content_type", var_content_type},
+    {"request_body", var_request_body},
     {"document_root", var_document_root},
     {"upstream_addr", var_upstream_addr},
     {"upstream_status", var_upstream_status},

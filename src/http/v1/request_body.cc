@@ -86,6 +86,7 @@ long decode_chunked(Request& r, const char* p, std::size_t n, int& status) {
       case ChunkStatus::kData:
         std::memmove(b.last, data.data(), data.size());
         b.last += data.size();
+        rb.received += static_cast<std::int64_t>(data.size());
         continue;
       case ChunkStatus::kAgain:
         return static_cast<long>(pos);
@@ -120,6 +121,7 @@ bool take_buffered(Request& r, Buf& hb, int& status) {
   b.last += n;
   hb.pos += n;
   rb.rest -= static_cast<std::int64_t>(n);
+  rb.received += static_cast<std::int64_t>(n);
   if (rb.rest == 0) rb.done = true;
   return true;
 }
@@ -342,6 +344,7 @@ int read_request_body(Request& r) {
     if (!rb.chunked_in) {
       b.last += n;
       rb.rest -= n;
+      rb.received += n;
       if (rb.rest == 0) rb.done = true;
       continue;
     }
