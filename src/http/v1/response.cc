@@ -201,8 +201,11 @@ bool write_header(Request& r) {
     // reading requests, and read (lingering) what is still coming.
     r.lingering = true;
   }
+  // A worker that is exiting keeps no connection: a response written after
+  // the graceful stop began says so (nginx's header filter does the same).
   r.keepalive = r.check.keep_alive && !r.lingering && !c.close && !h.upgrade &&
-                loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests;
+                loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests &&
+                !c.loop->exiting();
   // The body's framing (no body: a HEAD, 1xx, 204, 304).
   const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
   const BodyFraming framing = body_framing(r, h.content_length);
