@@ -89,7 +89,9 @@ struct ReturnConf;  // return.h
 
 struct ErrorPage {
   int status = 0;
-  int overwrite = 0;  // "=code": answer with this status instead; 0 keeps the original
+  // "=code": answer with this status instead; "=" alone (0): with the status
+  // the page's location answers; none (-1): with the error's status.
+  int overwrite = -1;
   std::string uri;
 };
 

@@ -306,11 +306,27 @@ void finalize_error(Request& r, int status) {
       (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
-      r.headers_out = HeadersOut{};
+      // A redirect's Location stays for a page that sets none (nginx's does).
+      HeadersOut fresh;
+      if (is_redirect(status)) {
+        fresh.location = r.headers_out.location;
+        fresh.location_query = r.headers_out.location_query;
+        fresh.location_as_is = r.headers_out.location_as_is;
+      }
+      r.headers_out = fresh;
       r.body_offset = 0;
-      r.status = page->overwrite != 0 ? page->overwrite : status;
-      r.loc = &find_location(*r.srv, page->uri);
-      std::string_view uri = page->uri;
+      // "=code" answers with that code, "=" with the page's own status, none
+      // with the error's (nginx's err_status).
+      r.status = page->overwrite < 0 ? status : page->overwrite;
+      // The page's URI and arguments become the request's, as nginx's
+      // internal redirect to it ($uri, $args).
+      if (!set_request_uri_and_args(r, page->uri)) {
+        r.status = 0;
+        send_special(r, 500);
+        return;
+      }
+      const std::string_view uri = r.uri;
+      r.loc = &find_location(*r.srv, uri);
       std::string_view ext;
       if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
           dot != std::string_view::npos && dot > slash + 1) {
@@ -324,6 +340,9 @@ void finalize_error(Request& r, int status) {
         return;
       }
       r.status = 0;
+      // The page's location answered with a status of its own (a redirect,
+      // a missing file): that one is sent, as nginx's err_status becomes it.
+      if (rc >= 100) status = rc;
     }
   }
   send_special(r, status);

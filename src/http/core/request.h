@@ -158,6 +158,11 @@ struct Request {
   off_t file_end = 0;
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
+  // The Location a `return` made (return.cc): apart from obuf, because it
+  // stays for the error_page of a redirect while that page's handler takes
+  // obuf for its own body.
+  char* location_mem = nullptr;
+  std::uint32_t location_mem_size = 0;
   bool use_sendfile = false;
   bool chunked_out = false;      // the body goes out chunked (write_header chose it)
   ChunkFrame chunk_frame;        // the chunked filter's framing in flight (filters/chunked.cc)

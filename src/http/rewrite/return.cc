@@ -106,6 +106,22 @@ std::size_t escape_url(std::string_view in, char* out) {
   return static_cast<std::size_t>(p - out);
 }
 
+// A buffer of at least `size` bytes for the Location, kept as
+// r.location_mem until the request ends. The Location it held before (an
+// earlier redirect's, before its error_page led here) is being replaced.
+char* location_memory(Request& r, std::size_t size) {
+  if (r.location_mem != nullptr && r.location_mem_size >= size) return r.location_mem;
+  BufferCache& cache = r.hc->worker->buffers();
+  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
+  r.location_mem = nullptr;
+  const std::size_t cap = (size + 4095) & ~std::size_t{4095};
+  char* mem = cache.get(cap);
+  if (mem == nullptr) return nullptr;
+  r.location_mem = mem;
+  r.location_mem_size = static_cast<std::uint32_t>(cap);
+  return mem;
+}
+
 void set_body(Request& r, std::string_view body) {
   r.bbuf = Buf{};
   if (body.empty() || r.header_only) return;
@@ -141,14 +157,16 @@ int send_return(Request& r, std::string_view extension) {
   if (!ret.has_text && ret.code >= 400) return ret.code;
 
   HeadersOut& h = r.headers_out;
-  // Reached through error_page: the error's status stays (nginx's err_status).
-  h.status = r.status != 0 ? r.status : ret.code;
-  r.header_only = r.line.method == Method::kHead;
-  std::string_view body;
   if (is_redirect(ret.code)) {
+    // As nginx's: the Location is set and the request ends with the code,
+    // so that an error_page for it applies, else the built-in page (which
+    // keeps the Location), whatever status an error_page brought here.
+    h.location = {};
+    h.location_query = {};
+    h.location_as_is = false;
     if (ret.has_text) {
       const std::size_t n = ret.text.length(r);
-      char* mem = response_memory(r, 4 * n + 1);
+      char* mem = location_memory(r, 4 * n + 1);
       if (mem == nullptr) return 500;
       // The raw URL after the room its escaped form may need.
       char* raw = mem + 3 * n;
@@ -156,23 +174,25 @@ int send_return(Request& r, std::string_view extension) {
       h.location = std::string_view(mem, escape_url(std::string_view(raw, len), mem));
       h.location_as_is = true;
     }
-    body = special_body(ret.code, r.loc->server_tokens);
-    if (!body.empty()) h.content_type = "text/html";
+    return ret.code;
+  }
+  // Reached through error_page: the error's status stays (nginx's err_status).
+  h.status = r.status != 0 ? r.status : ret.code;
+  r.header_only = r.line.method == Method::kHead;
+  std::string_view body;
+  if (ret.text.is_literal()) {
+    body = ret.text.literal_text();
+  } else if (ret.has_text) {
+    const std::size_t n = ret.text.length(r);
+    char* mem = response_memory(r, n + 1);
+    if (mem == nullptr) return 500;
+    body = std::string_view(mem, static_cast<std::size_t>(ret.text.write(r, mem) - mem));
+  }
+  if (h.status == 204 || h.status == 304) {
+    r.header_only = true;
+    body = {};
   } else {
-    if (ret.text.is_literal()) {
-      body = ret.text.literal_text();
-    } else if (ret.has_text) {
-      const std::size_t n = ret.text.length(r);
-      char* mem = response_memory(r, n + 1);
-      if (mem == nullptr) return 500;
-      body = std::string_view(mem, static_cast<std::size_t>(ret.text.write(r, mem) - mem));
-    }
-    if (h.status == 204 || h.status == 304) {
-      r.header_only = true;
-      body = {};
-    } else {
-      h.content_type = content_type_for(*r.loc, extension);
-    }
+    h.content_type = content_type_for(*r.loc, extension);
   }
   if (h.status != 204 && h.status != 304) h.content_length = static_cast<std::int64_t>(body.size());
   if (const int rc = send_header(r); rc != 0) return rc;
