@@ -57,6 +57,10 @@ struct ContentHandler {
   const char* name;
   int (*run)(Request& r);
   bool any_method;  // takes every method: its 405 names no Allow list
+  // nginx's clcf->auto_redirect (proxy_pass sets it): a location named with
+  // a final "/" answers a request for the name without it, which no
+  // location names, with a 301 to the name (servers.h, match_location).
+  bool auto_redirect = false;
 };
 
 // lingering_close off | on | always

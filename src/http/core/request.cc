@@ -112,8 +112,25 @@ bool set_request_uri_and_args(Request& r, std::string_view target) {
   return true;
 }
 
+namespace {
+
+// nginx's auto_redirect: a 301 to the name of r.loc (the location named
+// r.uri + "/"), with the request's arguments. The request ends with the
+// status, so the location's error_page for 301 applies, else the built-in
+// page, which keeps the Location.
+int auto_redirect(Request& r) {
+  HeadersOut& h = r.headers_out;
+  h.location = r.loc->name;  // the configuration's, alive as long as the request
+  h.location_query = r.line.has_query ? r.line.query : std::string_view();
+  h.location_as_is = false;
+  return 301;
+}
+
+}  // namespace
+
 int find_config_handler(Request& r) {
-  r.loc = &find_location(*r.srv, r.uri);
+  const LocationMatch m = match_location(*r.srv, r.uri);
+  r.loc = m.loc;
   const HttpLocConf& loc = *r.loc;
   // As nginx's find-config phase: a declared body over client_max_body_size
   // is refused before any module of the location runs.
@@ -124,6 +141,7 @@ int find_config_handler(Request& r) {
               static_cast<long long>(r.check.content_length));
     return 413;
   }
+  if (m.redirect) return auto_redirect(r);
   return kPhaseNext;
 }
 
@@ -326,14 +344,16 @@ void finalize_error(Request& r, int status) {
         return;
       }
       const std::string_view uri = r.uri;
-      r.loc = &find_location(*r.srv, uri);
+      const LocationMatch m = match_location(*r.srv, uri);
+      r.loc = m.loc;
       std::string_view ext;
       if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      const int rc =
-          location_return(*r.loc) != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
+      const int rc = m.redirect                          ? auto_redirect(r)
+                     : location_return(*r.loc) != nullptr ? send_return(r, ext)
+                                                          : static_handler(r, uri, ext);
       if (rc == 0) return;
       if (rc == kPhaseJump) {  // an index file in another location
         run_phases(r);
