@@ -119,14 +119,34 @@ namespace {
 // status, so the location's error_page for 301 applies, else the built-in
 // page, which keeps the Location.
 int auto_redirect(Request& r) {
+  // Copied: the arguments may lie in the URI buffer an error_page reuses.
+  const std::string_view name = r.loc->name;
+  const std::string_view args = r.line.has_query ? r.line.query : std::string_view();
+  char* mem = location_memory(r, name.size() + args.size());
+  if (mem == nullptr) return 500;
+  std::memcpy(mem, name.data(), name.size());
+  std::memcpy(mem + name.size(), args.data(), args.size());
   HeadersOut& h = r.headers_out;
-  h.location = r.loc->name;  // the configuration's, alive as long as the request
-  h.location_query = r.line.has_query ? r.line.query : std::string_view();
+  h.location = std::string_view(mem, name.size());
+  h.location_query = std::string_view(mem + name.size(), args.size());
   h.location_as_is = false;
   return 301;
 }
 
 }  // namespace
+
+char* location_memory(Request& r, std::size_t size) {
+  if (r.location_mem != nullptr && r.location_mem_size >= size) return r.location_mem;
+  BufferCache& cache = r.hc->worker->buffers();
+  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
+  r.location_mem = nullptr;
+  const std::size_t cap = (size + 4095) & ~std::size_t{4095};
+  char* mem = cache.get(cap);
+  if (mem == nullptr) return nullptr;
+  r.location_mem = mem;
+  r.location_mem_size = static_cast<std::uint32_t>(cap);
+  return mem;
+}
 
 int find_config_handler(Request& r) {
   const LocationMatch m = match_location(*r.srv, r.uri);

@@ -261,6 +261,11 @@ bool set_request_uri(Request& r, std::string_view uri);
 // The same for "uri[?args]": the arguments become those after its '?' (none
 // without one, as nginx's internal redirects).
 bool set_request_uri_and_args(Request& r, std::string_view target);
+// A buffer of at least `size` bytes for the Location the request answers
+// with (a `return` redirect, auto_redirect), kept as r.location_mem until the
+// request ends; the Location it held before is being replaced. Null when no
+// buffer could be had.
+char* location_memory(Request& r, std::size_t size);
 // The engine's own steps (phases.h): the location for r.uri, and the
 // location's content handler.
 int find_config_handler(Request& r);

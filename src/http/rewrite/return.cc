@@ -106,22 +106,6 @@ std::size_t escape_url(std::string_view in, char* out) {
   return static_cast<std::size_t>(p - out);
 }
 
-// A buffer of at least `size` bytes for the Location, kept as
-// r.location_mem until the request ends. The Location it held before (an
-// earlier redirect's, before its error_page led here) is being replaced.
-char* location_memory(Request& r, std::size_t size) {
-  if (r.location_mem != nullptr && r.location_mem_size >= size) return r.location_mem;
-  BufferCache& cache = r.hc->worker->buffers();
-  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
-  r.location_mem = nullptr;
-  const std::size_t cap = (size + 4095) & ~std::size_t{4095};
-  char* mem = cache.get(cap);
-  if (mem == nullptr) return nullptr;
-  r.location_mem = mem;
-  r.location_mem_size = static_cast<std::uint32_t>(cap);
-  return mem;
-}
-
 void set_body(Request& r, std::string_view body) {
   r.bbuf = Buf{};
   if (body.empty() || r.header_only) return;
