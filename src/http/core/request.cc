@@ -340,10 +340,15 @@ void finalize_error(Request& r, int status) {
     return;
   }
   r.phase = Phase::kWriting;
-  if (r.loc != nullptr && r.redirects < 10 && !status_closes(status) &&
+  // A status that closes the connection gets its page too once the request
+  // reached its location (r.uri set: not a head that failed to parse), as
+  // nginx's; the connection still closes after it.
+  const bool closes = status_closes(status);
+  if (r.loc != nullptr && r.redirects < 10 && (!closes || !r.uri.empty()) &&
       (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
+      if (closes) r.check.keep_alive = false;
       // A redirect's Location stays for a page that sets none (nginx's does).
       HeadersOut fresh;
       if (is_redirect(status)) {
