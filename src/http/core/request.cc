@@ -125,7 +125,7 @@ int auto_redirect(Request& r) {
   char* mem = location_memory(r, name.size() + args.size());
   if (mem == nullptr) return 500;
   std::memcpy(mem, name.data(), name.size());
-  std::memcpy(mem + name.size(), args.data(), args.size());
+  if (!args.empty()) std::memcpy(mem + name.size(), args.data(), args.size());
   HeadersOut& h = r.headers_out;
   h.location = std::string_view(mem, name.size());
   h.location_query = std::string_view(mem + name.size(), args.size());
