@@ -323,6 +323,7 @@ int run_worker(const WorkerContext& ctx, Log& log) {
     }
     if (flags.quit && !exiting) {
       exiting = true;
+      loop->set_exiting();
       VIGIL_LOG(log, kNotice, 0, "gracefully shutting down");
       accept_queued(*loop);
       loop->close_listening();

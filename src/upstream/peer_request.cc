@@ -42,7 +42,11 @@ void PeerRequest::init(Group& group, EventLoop& loop, unsigned max_tries, std::s
   hash_value = 0;
   hash_started = false;
   const std::size_t n = group.peers.size();
-  tries_ = static_cast<unsigned>(n);
+  // A server marked `down` is no try (nginx's peers->tries leaves it out):
+  // once every other server was tried, the last answer stands instead of a
+  // search for one more ending in "no live upstreams".
+  tries_ = 0;
+  for (const Peer& p : group.peers) tries_ += p.down ? 0 : 1;
   if (max_tries != 0 && max_tries < tries_) tries_ = max_tries;
   const std::size_t words = (n + 63) / 64;
   if (n <= kInlinePeers) {

@@ -38,8 +38,9 @@
 //   if (pc.connection) close it;       // free() took it into the cache otherwise
 //   if the attempt failed and pc.tries > 0: connect again (the tried peers are skipped).
 //
-// pc.tries starts at the number of servers (primaries + backups), or the
-// caller's next_upstream_tries when smaller, and free() decrements it.
+// pc.tries starts at the number of servers not marked `down` (primaries +
+// backups), or the caller's next_upstream_tries when smaller, and free()
+// decrements it.
 //
 // Ownership: groups belong to the Configuration that loaded them and live as
 // long as it. Per-worker state (round-robin weights, the keepalive cache) is

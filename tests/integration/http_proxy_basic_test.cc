@@ -84,6 +84,55 @@ TEST_F(Proxy, UriRules) {
   EXPECT_EQ(request(simple_get("/exact?z")).body, "backend GET /e?z");
 }
 
+// nginx's auto_redirect, compared with nginx 1.22 by hand: a location
+// ending in "/" whose handler is proxy_pass makes a request for its name
+// without the slash, which no location names exactly, a 301 to the name
+// (the arguments kept), in the find-config phase: before `return`, with the
+// redirecting location's error_page.
+TEST_F(Proxy, AutoRedirectToTheSlashedLocation) {
+  const std::string to = backend_.address();
+  ASSERT_TRUE(start("location / { return 404; }\n"
+                    "location /a/ { proxy_pass http://" + to + "; }\n"
+                    "location = /b { return 200 \"exact\"; }\n"
+                    "location /b/ { proxy_pass http://" + to + "; }\n"
+                    "location /c { return 200 \"c\"; }\n"
+                    "location /c/ { proxy_pass http://" + to + "; }\n"
+                    "location /d/ { return 200 \"d\"; }\n"
+                    "location /n/ { location /n/p/ { proxy_pass http://" + to + "; } }\n"
+                    "location = /e/ { proxy_pass http://" + to + "; }\n"
+                    "location /f/ { proxy_pass http://" + to + "; error_page 301 /text; }\n"
+                    "location /g/ { return 200 \"g\"; proxy_pass http://" + to + "; }\n"
+                    "location = /text { return 200 \"text\"; }"))
+      << server_.output();
+  Response r = request(simple_get("/a"));
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "/a/");
+  EXPECT_NE(r.body.find("301 Moved Permanently"), std::string::npos) << r.body;
+  EXPECT_EQ(request(simple_get("/a?x=1&y")).header("location"), "/a/?x=1&y");
+  r = request("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", true);
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "/a/");
+  EXPECT_EQ(request("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx").status, 301);
+  EXPECT_EQ(request(simple_get("/n/p")).header("location"), "/n/p/");  // nested
+  EXPECT_EQ(request(simple_get("/e")).header("location"), "/e/");      // an exact one too
+  EXPECT_EQ(request(simple_get("/g")).header("location"), "/g/");      // before its return
+  r = request(simple_get("/f"));
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "/f/");
+  EXPECT_EQ(r.body, "text");  // the error_page of /f/
+  EXPECT_EQ(backend_.requests(), 0);
+
+  // A location with the very name wins; a location without proxy_pass does
+  // not redirect; nor does a longer name.
+  EXPECT_EQ(request(simple_get("/b")).body, "exact");
+  EXPECT_EQ(request(simple_get("/c")).body, "c");
+  EXPECT_EQ(request(simple_get("/d")).status, 404);
+  EXPECT_EQ(request(simple_get("/ab")).status, 404);
+  r = request(simple_get("/a/"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "backend GET /a/");
+}
+
 TEST_F(Proxy, SetHeaderWithVariablesAndEmptyValues) {
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
                     ";\n"

@@ -256,6 +256,26 @@ TEST_F(ProxyErrors, InterceptErrors) {
   EXPECT_EQ(r.body, "backend's 404");
 }
 
+// nginx-tests' proxy_intercept_errors.t: an error_page for 500 applies to an
+// intercepted 500 too, its location's `return` answering (not the built-in
+// page); the connection still closes after a 500, as nginx's.
+TEST_F(ProxyErrors, InterceptedErrorThatClosesStillGetsItsErrorPage) {
+  Backend b([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(500, "backend's 500"));
+  });
+  ASSERT_TRUE(start("location / { proxy_pass http://" + b.address() +
+                    "; proxy_intercept_errors on; error_page 500 /intercepted; }\n"
+                    "location = /intercepted { return 200 \"intercepted\\n\"; }"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send(simple_get("/500")));
+  Response r = c.read_response();
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, "intercepted\n");
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_TRUE(c.closed_within(3000));
+}
+
 TEST_F(ProxyErrors, ClientGoingAwayAbortsTheUpstreamRequest) {
   std::atomic<bool> saw_close{false};
   Backend slow([&](BackendConn& c, const BackendRequest&) {

@@ -63,6 +63,36 @@ TEST_F(ProxyLimits, LimitConnCountsARequestWaitingOnItsUpstream) {
   EXPECT_EQ(get(port_, simple_get("/again")).status, 200);
 }
 
+// The entry is held until the request ends, not when the backend is done:
+// a proxied response stalled on a client that does not read still counts.
+TEST_F(ProxyLimits, LimitConnCountsAProxiedResponseBeingSent) {
+  const std::string big(16 << 20, 'b');
+  Backend backend([&big](BackendConn& c, const BackendRequest& r) {
+    return c.send(backend_response(200, r.target == "/big" ? big : "small"));
+  });
+  ASSERT_TRUE(
+      start("limit_conn_zone $binary_remote_addr zone=perip:1m;",
+            "location / { limit_conn perip 1; proxy_pass http://" + backend.address() + "; }"))
+      << server_.output();
+
+  Client slow(port_);
+  ASSERT_TRUE(slow.ok());
+  int small = 4096;
+  ASSERT_EQ(::setsockopt(slow.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  ASSERT_TRUE(slow.send(simple_get("/big")));
+  // The response is under way (its first bytes arrived), stalled on this
+  // reader: more than the sockets between can hold.
+  ASSERT_TRUE(readable(slow.fd(), 5000));
+
+  EXPECT_EQ(get(port_, simple_get("/small")).status, 503);
+  EXPECT_EQ(backend.requests(), 1);
+
+  // The request ends when its client goes away, and gives the entry back.
+  slow.close();
+  EXPECT_TRUE(wait_for([this] { return get(port_, simple_get("/small")).status == 200; }, 5000))
+      << server_.output();
+}
+
 TEST_F(ProxyLimits, LimitReqRejectsBeforeTheBackendIsAsked) {
   Backend backend;
   ASSERT_TRUE(start("limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;",

@@ -121,6 +121,35 @@ TEST_F(ProxyUpstream, OneBadResponseDoesNotTakeOutTheOnlyServer) {
   EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
 }
 
+TEST_F(ProxyUpstream, NextUpstreamRelaysTheLastResponseWhenEveryServerWasTried) {
+  // A server marked down is not a try (nginx counts the tries of a group
+  // without its down servers): once the live ones answered 404, the last
+  // 404 is the answer, not "no live upstreams".
+  Backend a([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(404, "a404"));
+  });
+  Backend b([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(404, "b404"));
+  });
+  ASSERT_TRUE(start("upstream two { server " + a.address() + "; server " + b.address() +
+                        "; }\n"
+                        "upstream dn { server " + a.address() + "; server " + b.address() +
+                        " down; }",
+                    "location /two/ { proxy_pass http://two; proxy_next_upstream http_404; }\n"
+                    "location /dn/ { proxy_pass http://dn; proxy_next_upstream http_404; }"))
+      << server_.output();
+  Response r = get("/two/x");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(r.body == "a404" || r.body == "b404") << r.body;
+  EXPECT_EQ(a.requests() + b.requests(), 2);  // both tried, once each
+
+  r = get("/dn/x");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(r.body, "a404");
+  EXPECT_EQ(b.requests(), 1);  // the down server was never asked
+  EXPECT_EQ(server_.output().find("no live upstreams"), std::string::npos) << server_.output();
+}
+
 TEST_F(ProxyUpstream, KeepaliveIsNotUsedForCloseDelimitedOrHttp10) {
   Backend b([](BackendConn& c, const BackendRequest& r) {
     if (r.target == "/close") {

@@ -119,6 +119,48 @@ TEST_F(HttpReturn, Redirects) {
   EXPECT_EQ(request("/sp").header("location"), "/a%20b");
 }
 
+// error_page leading to a location that returns, compared with nginx 1.22
+// by hand: a redirect's own error_page is used, the redirect of the page's
+// location wins (its Location, not the first one), "=" takes the page's own
+// status, and a redirect's Location stays for a page that sets none.
+TEST_F(HttpReturn, ErrorPageLeadingToAReturn) {
+  const std::string locations = R"(
+    location /r1 { error_page 302 /to; return 302 "first"; }
+    location /r2 { error_page 302 /to?1; return 302 "first"; }
+    location /to { return 302 "http://example.com/$args"; }
+    location /r3 { error_page 302 /text; return 302 "/first"; }
+    location /text { return 200 "custom\n"; }
+    location /r4 { error_page 404 = /text; }
+    location /r6 { error_page 404 =200 /to; }
+    location /r9 { error_page 404 = /gone; }
+    location /gone { return 410; }
+    location /r5 { error_page 404 /dir; })";
+  ASSERT_TRUE(start(locations)) << server_.output();
+  Response r = request("/r1");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/");
+  EXPECT_NE(r.body.find("302 Found"), std::string::npos) << r.body;
+  r = request("/r2");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/1");  // the page's arguments
+  r = request("/r3");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "/first");
+  EXPECT_EQ(r.body, "custom\n");
+  r = request("/r4/x");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "custom\n");
+  r = request("/r6/x");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/");
+  r = request("/r9/x");
+  EXPECT_EQ(r.status, 410);
+  EXPECT_NE(r.body.find("410 Gone"), std::string::npos) << r.body;
+  r = request("/r5/x");
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "/dir/");
+}
+
 TEST_F(HttpReturn, Code444ClosesWithoutAResponse) {
   ASSERT_TRUE(start("location /drop { return 444; }")) << server_.output();
   Client c(port_);

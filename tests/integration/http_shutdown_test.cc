@@ -1,10 +1,12 @@
 // HTTP under the master/worker model: several workers serve, a graceful
 // stop (QUIT) lets a response in flight finish while idle keep-alive
-// connections are closed at once, and worker_shutdown_timeout ends what is
-// left.
+// connections are closed at once, a response whose header is written after
+// the stop began says Connection: close, and worker_shutdown_timeout ends
+// what is left.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "http_harness.h"
+#include "proxy_backend.h"
 
 namespace vigil {
 namespace {
@@ -127,6 +130,40 @@ TEST_F(HttpWorkers, ShutdownTimeoutEndsAStalledResponse) {
   EXPECT_EQ(server_.wait_exit(10000), 0) << server_.output();
   EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 5000);
   EXPECT_EQ(server_.output().find("Sanitizer"), std::string::npos) << server_.output();
+}
+
+// nginx's header filter drops keep-alive once the worker is exiting: a
+// response finished during a graceful stop closes its connection instead of
+// promising one that close_idle would cut.
+TEST(HttpGracefulStop, AResponseWrittenDuringTheStopSaysConnectionClose) {
+  std::atomic<bool> release{false};
+  test::Backend backend([&release](test::BackendConn& c, const test::BackendRequest& r) {
+    // Held until the test has begun the stop (bounded).
+    test::wait_for([&release] { return release.load(); }, 10000);
+    return c.send(test::backend_response(200, "backend " + r.target));
+  });
+  VigilServer server;
+  const int port = test::free_port();
+  ASSERT_TRUE(server.start("server { listen 127.0.0.1:" + std::to_string(port) +
+                           "; location / { proxy_pass http://" + backend.address() + "; } }"))
+      << server.output();
+
+  Client c(port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send(test::simple_get("/slow")));
+  ASSERT_TRUE(test::wait_for([&backend] { return backend.requests() == 1; }, 5000));
+
+  server.process().signal(SIGQUIT);
+  ASSERT_TRUE(server.wait_output("gracefully shutting down")) << server.output();
+  release = true;
+
+  Response r = c.read_response();
+  ASSERT_TRUE(r.complete) << server.output();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "backend /slow");
+  EXPECT_EQ(r.header("connection"), "close") << r.head;
+  EXPECT_TRUE(c.closed_within(5000));
+  EXPECT_EQ(server.wait_exit(10000), 0) << server.output();
 }
 
 }  // namespace

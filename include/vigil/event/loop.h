@@ -99,6 +99,11 @@ class EventLoop {
   void run();
   void stop() { stopping_ = true; }
   bool stopping() const { return stopping_; }
+  // Graceful shutdown began (nginx's ngx_exiting): the worker drains what is
+  // in flight. Protocols ask it so that nothing finished from now on promises
+  // the client a connection that is about to close (HTTP's keep-alive).
+  void set_exiting() { exiting_ = true; }
+  bool exiting() const { return exiting_; }
 
   // Load balancing (seed 002, 9.8.3): n/8 - free, updated after each accept.
   std::int64_t accept_disabled = 0;
@@ -176,6 +181,7 @@ class EventLoop {
   bool accept_events_enabled_ = false;
   unsigned accept_flags_ = kEvLevel;
   bool stopping_ = false;
+  bool exiting_ = false;
   LoopStats stats_;
   Event notify_event_;
   // timer_resolution's tick: a timerfd of this loop's own, watched like a

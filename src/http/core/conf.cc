@@ -262,10 +262,11 @@ Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
   if (uri.empty() || uri[0] != '/') {
     return call.error("error_page \"" + uri + "\" must be a path starting with \"/\"");
   }
-  int overwrite = 0;
+  int overwrite = -1;
   std::size_t codes_end = call.arg_count() - 1;
   const std::string& before = call.arg(codes_end - 1);
   if (!before.empty() && before[0] == '=') {
+    overwrite = 0;
     if (before.size() > 1) {
       auto v = parse_number(std::string_view(before).substr(1));
       if (!v || *v < 200 || *v > 599) return call.invalid_value(codes_end - 1);

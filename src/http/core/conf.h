@@ -58,6 +58,10 @@ struct ContentHandler {
   const char* name;
   int (*run)(Request& r);
   bool any_method;  // takes every method: its 405 names no Allow list
+  // nginx's clcf->auto_redirect (proxy_pass sets it): a location named with
+  // a final "/" answers a request for the name without it, which no
+  // location names, with a 301 to the name (servers.h, match_location).
+  bool auto_redirect = false;
 };
 
 // lingering_close off | on | always
@@ -92,7 +96,9 @@ struct ReturnConf;  // return.h
 
 struct ErrorPage {
   int status = 0;
-  int overwrite = 0;  // "=code": answer with this status instead; 0 keeps the original
+  // "=code": answer with this status instead; "=" alone (0): with the status
+  // the page's location answers; none (-1): with the error's status.
+  int overwrite = -1;
   std::string uri;
 };
 

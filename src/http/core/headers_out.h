@@ -13,6 +13,12 @@ namespace vigil::http {
 struct AddHeaderList;
 struct HeaderField;  // codec/parse.h
 
+// The statuses whose response names a Location (a `return` takes its text as
+// the URL; the built-in page of one keeps the Location set before it).
+constexpr bool is_redirect(int code) {
+  return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
+}
+
 struct HeadersOut {
   int status = 200;
   std::string_view content_type;

@@ -112,8 +112,45 @@ bool set_request_uri_and_args(Request& r, std::string_view target) {
   return true;
 }
 
+namespace {
+
+// nginx's auto_redirect: a 301 to the name of r.loc (the location named
+// r.uri + "/"), with the request's arguments. The request ends with the
+// status, so the location's error_page for 301 applies, else the built-in
+// page, which keeps the Location.
+int auto_redirect(Request& r) {
+  // Copied: the arguments may lie in the URI buffer an error_page reuses.
+  const std::string_view name = r.loc->name;
+  const std::string_view args = r.line.has_query ? r.line.query : std::string_view();
+  char* mem = location_memory(r, name.size() + args.size());
+  if (mem == nullptr) return 500;
+  std::memcpy(mem, name.data(), name.size());
+  if (!args.empty()) std::memcpy(mem + name.size(), args.data(), args.size());
+  HeadersOut& h = r.headers_out;
+  h.location = std::string_view(mem, name.size());
+  h.location_query = std::string_view(mem + name.size(), args.size());
+  h.location_as_is = false;
+  return 301;
+}
+
+}  // namespace
+
+char* location_memory(Request& r, std::size_t size) {
+  if (r.location_mem != nullptr && r.location_mem_size >= size) return r.location_mem;
+  BufferCache& cache = r.hc->worker->buffers();
+  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
+  r.location_mem = nullptr;
+  const std::size_t cap = (size + 4095) & ~std::size_t{4095};
+  char* mem = cache.get(cap);
+  if (mem == nullptr) return nullptr;
+  r.location_mem = mem;
+  r.location_mem_size = static_cast<std::uint32_t>(cap);
+  return mem;
+}
+
 int find_config_handler(Request& r) {
-  r.loc = &find_location(*r.srv, r.uri);
+  const LocationMatch m = match_location(*r.srv, r.uri);
+  r.loc = m.loc;
   const HttpLocConf& loc = *r.loc;
   // As nginx's find-config phase: a declared body over client_max_body_size
   // is refused before any module of the location runs.
@@ -124,6 +161,7 @@ int find_config_handler(Request& r) {
               static_cast<long long>(r.check.content_length));
     return 413;
   }
+  if (m.redirect) return auto_redirect(r);
   return kPhaseNext;
 }
 
@@ -324,28 +362,54 @@ void finalize_error(Request& r, int status) {
     return;
   }
   r.phase = Phase::kWriting;
-  if (r.loc != nullptr && r.redirects < 10 && !status_closes(status) &&
+  // A status that closes the connection gets its page too once the request
+  // reached its location (r.uri set: not a head that failed to parse), as
+  // nginx's; the connection still closes after it.
+  const bool closes = status_closes(status);
+  if (r.loc != nullptr && r.redirects < 10 && (!closes || !r.uri.empty()) &&
       (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
-      r.headers_out = HeadersOut{};
+      if (closes) r.check.keep_alive = false;
+      // A redirect's Location stays for a page that sets none (nginx's does).
+      HeadersOut fresh;
+      if (is_redirect(status)) {
+        fresh.location = r.headers_out.location;
+        fresh.location_query = r.headers_out.location_query;
+        fresh.location_as_is = r.headers_out.location_as_is;
+      }
+      r.headers_out = fresh;
       r.body_offset = 0;
-      r.status = page->overwrite != 0 ? page->overwrite : status;
-      r.loc = &find_location(*r.srv, page->uri);
-      std::string_view uri = page->uri;
+      // "=code" answers with that code, "=" with the page's own status, none
+      // with the error's (nginx's err_status).
+      r.status = page->overwrite < 0 ? status : page->overwrite;
+      // The page's URI and arguments become the request's, as nginx's
+      // internal redirect to it ($uri, $args).
+      if (!set_request_uri_and_args(r, page->uri)) {
+        r.status = 0;
+        send_special(r, 500);
+        return;
+      }
+      const std::string_view uri = r.uri;
+      const LocationMatch m = match_location(*r.srv, uri);
+      r.loc = m.loc;
       std::string_view ext;
       if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      const int rc =
-          location_return(*r.loc) != nullptr ? send_return(r, ext) : static_handler(r, uri, ext);
+      const int rc = m.redirect                          ? auto_redirect(r)
+                     : location_return(*r.loc) != nullptr ? send_return(r, ext)
+                                                          : static_handler(r, uri, ext);
       if (rc == 0) return;
       if (rc == kPhaseJump) {  // an index file in another location
         run_phases(r);
         return;
       }
       r.status = 0;
+      // The page's location answered with a status of its own (a redirect,
+      // a missing file): that one is sent, as nginx's err_status becomes it.
+      if (rc >= 100) status = rc;
     }
   }
   send_special(r, status);

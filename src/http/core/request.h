@@ -169,6 +169,11 @@ struct Request {
   off_t file_end = 0;
   char* obuf = nullptr;  // read buffer (sendfile off) or generated body (metrics)
   std::uint32_t obuf_size = 0;
+  // The Location a `return` made (return.cc): apart from obuf, because it
+  // stays for the error_page of a redirect while that page's handler takes
+  // obuf for its own body.
+  char* location_mem = nullptr;
+  std::uint32_t location_mem_size = 0;
   bool use_sendfile = false;
   bool chunked_out = false;      // the body goes out chunked (write_header chose it)
   ChunkFrame chunk_frame;        // the chunked filter's framing in flight (filters/chunked.cc)
@@ -269,6 +274,11 @@ bool set_request_uri(Request& r, std::string_view uri);
 // The same for "uri[?args]": the arguments become those after its '?' (none
 // without one, as nginx's internal redirects).
 bool set_request_uri_and_args(Request& r, std::string_view target);
+// A buffer of at least `size` bytes for the Location the request answers
+// with (a `return` redirect, auto_redirect), kept as r.location_mem until the
+// request ends; the Location it held before is being replaced. Null when no
+// buffer could be had.
+char* location_memory(Request& r, std::size_t size);
 // The engine's own steps (phases.h): the location for r.uri, and the
 // location's content handler.
 int find_config_handler(Request& r);

@@ -193,23 +193,65 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
 
 namespace {
 
-const HttpLocConf* find_in(const HttpLocConf& level, std::string_view path) {
+bool names_with_slash(const HttpLocConf& loc, std::string_view path) {
+  return loc.name.size() == path.size() + 1 && loc.name.back() == '/' &&
+         std::string_view(loc.name).starts_with(path);
+}
+
+// The location of `level` named path + "/" whose handler asks for
+// auto_redirect, or null. With an exact and a prefix location of that name,
+// the exact one is the redirect's (nginx's tree node keeps both).
+const HttpLocConf* slashed_in(const HttpLocConf& level, std::string_view path) {
+  const HttpLocConf* exact = nullptr;
+  const HttpLocConf* prefix = nullptr;
+  for (const HttpLocConf* e : level.exact_locations) {
+    if (names_with_slash(*e, path)) exact = e;
+  }
+  for (const HttpLocConf* p : level.prefix_locations) {
+    if (names_with_slash(*p, path)) prefix = p;
+  }
+  const auto asks = [](const HttpLocConf* l) {
+    return l != nullptr && l->content != nullptr && l->content->auto_redirect;
+  };
+  if (!asks(exact) && !asks(prefix)) return nullptr;
+  return exact != nullptr ? exact : prefix;
+}
+
+// `redirect` null: no auto_redirect (find_location).
+const HttpLocConf* find_in(const HttpLocConf& level, std::string_view path, bool* redirect) {
   for (const HttpLocConf* e : level.exact_locations) {
     if (e->name == path) return e;
   }
-  for (const HttpLocConf* p : level.prefix_locations) {
+  const HttpLocConf* prefix = nullptr;
+  for (const HttpLocConf* p : level.prefix_locations) {  // longest first
     if (path.starts_with(p->name)) {
-      const HttpLocConf* nested = find_in(*p, path);
-      return nested != nullptr ? nested : p;
+      prefix = p;
+      break;
     }
   }
-  return nullptr;
+  // A prefix of the very name wins over the redirect; a shorter one not.
+  if (redirect != nullptr && (prefix == nullptr || prefix->name.size() != path.size())) {
+    if (const HttpLocConf* slashed = slashed_in(level, path); slashed != nullptr) {
+      *redirect = true;
+      return slashed;
+    }
+  }
+  if (prefix == nullptr) return nullptr;
+  const HttpLocConf* nested = find_in(*prefix, path, redirect);
+  return nested != nullptr ? nested : prefix;
 }
 
 }  // namespace
 
+LocationMatch match_location(const HttpSrvConf& srv, std::string_view path) {
+  LocationMatch m;
+  m.loc = find_in(*srv.loc, path, &m.redirect);
+  if (m.loc == nullptr) m.loc = srv.loc;
+  return m;
+}
+
 const HttpLocConf& find_location(const HttpSrvConf& srv, std::string_view path) {
-  const HttpLocConf* loc = find_in(*srv.loc, path);
+  const HttpLocConf* loc = find_in(*srv.loc, path, nullptr);
   return loc != nullptr ? *loc : *srv.loc;
 }
 

@@ -69,8 +69,17 @@ class HttpServers {
 };
 
 // The location for a normalised path (nginx's ngx_http_core_find_location):
-// an exact "= /x" match at a level wins; else the longest prefix, searched
-// again among its nested locations; else the server level.
+// at each level an exact "= /x" match wins; then a prefix of the very name;
+// then a location named path + "/" whose handler asks for auto_redirect
+// (proxy_pass): `redirect` is set and that location returned, for a 301 to
+// its name; else the longest prefix, searched again among its nested
+// locations; else the server level.
+struct LocationMatch {
+  const HttpLocConf* loc = nullptr;
+  bool redirect = false;
+};
+LocationMatch match_location(const HttpSrvConf& srv, std::string_view path);
+// The location by the same rules without auto_redirect.
 const HttpLocConf& find_location(const HttpSrvConf& srv, std::string_view path);
 
 }  // namespace vigil::http

@@ -41,7 +41,7 @@ int proxy_content(Request& r) {
 
 }  // namespace
 
-const ContentHandler kContent{"proxy_pass", proxy_content, true};
+const ContentHandler kContent{"proxy_pass", proxy_content, true, true};
 
 int start(Request& r) {
   const ProxyConf& conf = proxy_conf(*r.loc);

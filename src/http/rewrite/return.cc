@@ -141,14 +141,16 @@ int send_return(Request& r, std::string_view extension) {
   if (!ret.has_text && ret.code >= 400) return ret.code;
 
   HeadersOut& h = r.headers_out;
-  // Reached through error_page: the error's status stays (nginx's err_status).
-  h.status = r.status != 0 ? r.status : ret.code;
-  r.header_only = r.line.method == Method::kHead;
-  std::string_view body;
   if (is_redirect(ret.code)) {
+    // As nginx's: the Location is set and the request ends with the code,
+    // so that an error_page for it applies, else the built-in page (which
+    // keeps the Location), whatever status an error_page brought here.
+    h.location = {};
+    h.location_query = {};
+    h.location_as_is = false;
     if (ret.has_text) {
       const std::size_t n = ret.text.length(r);
-      char* mem = response_memory(r, 4 * n + 1);
+      char* mem = location_memory(r, 4 * n + 1);
       if (mem == nullptr) return 500;
       // The raw URL after the room its escaped form may need.
       char* raw = mem + 3 * n;
@@ -156,23 +158,25 @@ int send_return(Request& r, std::string_view extension) {
       h.location = std::string_view(mem, escape_url(std::string_view(raw, len), mem));
       h.location_as_is = true;
     }
-    body = special_body(ret.code, r.loc->server_tokens);
-    if (!body.empty()) h.content_type = "text/html";
+    return ret.code;
+  }
+  // Reached through error_page: the error's status stays (nginx's err_status).
+  h.status = r.status != 0 ? r.status : ret.code;
+  r.header_only = r.line.method == Method::kHead;
+  std::string_view body;
+  if (ret.text.is_literal()) {
+    body = ret.text.literal_text();
+  } else if (ret.has_text) {
+    const std::size_t n = ret.text.length(r);
+    char* mem = response_memory(r, n + 1);
+    if (mem == nullptr) return 500;
+    body = std::string_view(mem, static_cast<std::size_t>(ret.text.write(r, mem) - mem));
+  }
+  if (h.status == 204 || h.status == 304) {
+    r.header_only = true;
+    body = {};
   } else {
-    if (ret.text.is_literal()) {
-      body = ret.text.literal_text();
-    } else if (ret.has_text) {
-      const std::size_t n = ret.text.length(r);
-      char* mem = response_memory(r, n + 1);
-      if (mem == nullptr) return 500;
-      body = std::string_view(mem, static_cast<std::size_t>(ret.text.write(r, mem) - mem));
-    }
-    if (h.status == 204 || h.status == 304) {
-      r.header_only = true;
-      body = {};
-    } else {
-      h.content_type = content_type_for(*r.loc, extension);
-    }
+    h.content_type = content_type_for(*r.loc, extension);
   }
   if (h.status != 204 && h.status != 304) h.content_length = static_cast<std::int64_t>(body.size());
   if (const int rc = send_header(r); rc != 0) return rc;

@@ -23,14 +23,10 @@ struct ReturnConf {
   std::string where;
 };
 
-// True for the codes whose text is a URL (the Location header).
-constexpr bool is_redirect(int code) {
-  return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
-}
-
 // Runs r.loc's `return`: 0 when the response is on its way (or the
 // connection closed, 444), else the status to answer with the built-in page
-// or error_page (a code of 400 or more without text, or 500 when no memory).
+// or error_page (a redirect, its Location set in headers_out; a code of 400
+// or more without text; or 500 when no memory).
 // `extension`: of the request's path, for the Content-Type of a text.
 // The rewrite module's conf at each level: its `return`, never inherited
 // (a level without one has none, as nginx).

@@ -140,7 +140,12 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   const int fd = ref.fd;
 
   HeadersOut& h = r.headers_out;
-  h = HeadersOut{};
+  HeadersOut fresh;
+  // The error_page of a redirect keeps its Location (finalize_error).
+  fresh.location = h.location;
+  fresh.location_query = h.location_query;
+  fresh.location_as_is = h.location_as_is;
+  h = fresh;
   h.content_type = content_type_for(loc, ext);
   h.content_length = size;
   if (r.status != 0) {
@@ -290,8 +295,8 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
   }
   if (info.is_dir) {
     drop(r, ref);
-    if (r.status != 0) return 404;  // an error_page naming a directory
-    // nginx: 301 to the path with a slash, the query kept.
+    // nginx: 301 to the path with a slash, the query kept; an error_page
+    // naming a directory too (the 301 replaces the error's status).
     HeadersOut& h = r.headers_out;
     h = HeadersOut{};
     h.status = 301;

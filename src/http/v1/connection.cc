@@ -68,11 +68,12 @@ void free_request(Request& r) {
     r.chunk_frame.trailer_mem = nullptr;
   }
   if (r.obuf != nullptr) cache.put(r.obuf, r.obuf_size);
+  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
   if (r.fields_big) cache.put(reinterpret_cast<char*>(r.fields), kMaxFields * sizeof(HeaderField));
   if (r.uri_mem != nullptr) cache.put(r.uri_mem, r.uri_mem_size);
   r.fields_big = false;
   r.uri_mem = nullptr;
-  r.big_header = r.obuf = nullptr;
+  r.big_header = r.obuf = r.location_mem = nullptr;
   HttpCounters* counters = http_counters();
   if (r.stat_reading) counters->reading.add(-1);
   if (r.stat_writing) counters->writing.add(-1);

@@ -201,8 +201,11 @@ bool write_header(Request& r) {
     // reading requests, and read (lingering) what is still coming.
     r.lingering = true;
   }
+  // A worker that is exiting keeps no connection: a response written after
+  // the graceful stop began says so (nginx's header filter does the same).
   r.keepalive = r.check.keep_alive && !r.lingering && !c.close && !h.upgrade &&
-                loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests;
+                loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests &&
+                !c.loop->exiting();
   // The body's framing (no body: a HEAD, 1xx, 204, 304).
   const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
   const BodyFraming framing = body_framing(r, h.content_length);
@@ -310,7 +313,15 @@ bool write_header(Request& r) {
 void send_special(Request& r, int status) {
   if (r.loc == nullptr) r.loc = r.hc->srv->loc;
   HeadersOut& h = r.headers_out;
-  h = HeadersOut{};
+  // The page of a redirect says where to (a `return`, an error_page's
+  // location, or auto-redirect set it); anything else set before is dropped.
+  HeadersOut fresh;
+  if (is_redirect(status)) {
+    fresh.location = h.location;
+    fresh.location_query = h.location_query;
+    fresh.location_as_is = h.location_as_is;
+  }
+  h = fresh;
   std::string_view body = special_body(status, r.loc->server_tokens);
   // 495-497 go out as 400 with their own page.
   h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;

@@ -227,7 +227,21 @@ TEST_F(BodyFilters, FramingIsChosenByLengthVersionAndConf) {
   EXPECT_EQ(body_framing(r_, -1), BodyFraming::kClose);
 }
 
-TEST_F(BodyFilters, TheHeadWriterSaysChunkedForABodyOfUnknownLength) {
+// The head writer asks the connection's loop whether the worker is exiting.
+class HeadWriter : public BodyFilters {
+ protected:
+  void SetUp() override {
+    EventLoopConfig cfg;
+    cfg.connections = 4;
+    auto loop = EventLoop::create(cfg, Log::global());
+    ASSERT_TRUE(loop) << loop.status().to_string();
+    loop_ = std::move(loop.value());
+    c_.loop = loop_.get();
+  }
+  std::unique_ptr<EventLoop> loop_;
+};
+
+TEST_F(HeadWriter, TheHeadWriterSaysChunkedForABodyOfUnknownLength) {
   r_.line.version = 1001;
   r_.check.keep_alive = true;
   loc_.keepalive_timeout = 75000;
@@ -241,7 +255,7 @@ TEST_F(BodyFilters, TheHeadWriterSaysChunkedForABodyOfUnknownLength) {
   EXPECT_TRUE(r_.chunked_out);
 }
 
-TEST_F(BodyFilters, TheHeadWriterClosesAnHttp10BodyOfUnknownLength) {
+TEST_F(HeadWriter, TheHeadWriterClosesAnHttp10BodyOfUnknownLength) {
   r_.line.version = 1000;
   r_.check.keep_alive = true;  // "Connection: keep-alive" from the client
   loc_.keepalive_timeout = 75000;
@@ -255,7 +269,7 @@ TEST_F(BodyFilters, TheHeadWriterClosesAnHttp10BodyOfUnknownLength) {
   EXPECT_FALSE(r_.chunked_out);
 }
 
-TEST_F(BodyFilters, TheHeadWriterKeepsContentLengthWhenTheLengthIsKnown) {
+TEST_F(HeadWriter, TheHeadWriterKeepsContentLengthWhenTheLengthIsKnown) {
   r_.line.version = 1001;
   r_.check.keep_alive = true;
   loc_.keepalive_timeout = 75000;
@@ -266,6 +280,22 @@ TEST_F(BodyFilters, TheHeadWriterKeepsContentLengthWhenTheLengthIsKnown) {
   EXPECT_NE(head.find("\r\nContent-Length: 12\r\n"), std::string::npos) << head;
   EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
   EXPECT_FALSE(r_.chunked_out);
+}
+
+// A head written once a graceful stop began promises no keep-alive (nginx's
+// header filter, when ngx_exiting is set).
+TEST_F(HeadWriter, AHeadWrittenWhileTheWorkerExitsSaysConnectionClose) {
+  r_.line.version = 1001;
+  r_.check.keep_alive = true;
+  loc_.keepalive_timeout = 75000;
+  loc_.keepalive_requests = 1000;
+  r_.headers_out.status = 200;
+  r_.headers_out.content_length = 2;
+  loop_->set_exiting();
+  ASSERT_TRUE(write_header(r_));
+  const std::string head(r_.hbuf.pos, r_.hbuf.last);
+  EXPECT_NE(head.find("\r\nConnection: close\r\n"), std::string::npos) << head;
+  EXPECT_FALSE(r_.keepalive);
 }
 
 }  // namespace
