@@ -210,12 +210,12 @@ void connected(Session& s) {
   const bool literal = name.starts_with('[') || is_ipv4_literal(name);
   const std::string_view verify =
       name.starts_with('[') && name.ends_with(']') ? name.substr(1, name.size() - 2) : name;
-  Status st = tls_start_client(
-      *s.upstream, *conf.upstream_tls,
-      conf.proxy_ssl.server_name && !literal ? name : std::string_view(), verify,
-      conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr,
-      conf.proxy_connect_timeout, upstream_handshake_done,
-      conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
+  Status st =
+      tls_start_client(*s.upstream, *conf.upstream_tls,
+                       conf.proxy_ssl.server_name && !literal ? name : std::string_view(), verify,
+                       conf.proxy_ssl.session_reuse ? conf.upstream_session.session : nullptr,
+                       conf.proxy_connect_timeout, upstream_handshake_done,
+                       conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
   if (!st) {
     VIGIL_LOG(*s.client->log, kAlert, 0, "%s", st.message().c_str());
     finalize(s, "TLS to the upstream failed");
@@ -308,12 +308,9 @@ std::string_view hash_key(Connection& c, const std::string& key) {
   // Longest names first: $remote_addr must not match inside $remote_address.
   // No listener reads a PROXY protocol header, so its variables are empty
   // (as nginx's for a connection that came without one).
-  const Var vars[] = {{"binary_remote_addr", binary},
-                      {"proxy_protocol_addr", {}},
-                      {"proxy_protocol_port", {}},
-                      {"remote_addr", remote_host},
-                      {"remote_port", remote_port},
-                      {"server_addr", local},
+  const Var vars[] = {{"binary_remote_addr", binary}, {"proxy_protocol_addr", {}},
+                      {"proxy_protocol_port", {}},    {"remote_addr", remote_host},
+                      {"remote_port", remote_port},   {"server_addr", local},
                       {"server_port", local_port}};
   std::size_t cap = key.size() + 256;
   char* out = static_cast<char*>(c.arena->alloc(cap, 1));

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "test_process.h"
 #include "integration/http_harness.h"
+#include "test_process.h"
 #include "test_util.h"
 
 namespace vigil {
@@ -172,9 +172,9 @@ TEST_F(Cli, VersionSpeaksNginxsVocabulary) {
   const std::size_t at = out.find("\nconfigure arguments: ");
   ASSERT_NE(at, std::string::npos) << out;
   const std::string args = out.substr(at, out.find('\n', at + 1) - at) + " ";
-  for (const char* with : {"--with-http_ssl_module ", "--with-http_stub_status_module ",
-                           "--with-stream ", "--with-stream_ssl_module ", "--with-mail ",
-                           "--with-mail_ssl_module "}) {
+  for (const char* with :
+       {"--with-http_ssl_module ", "--with-http_stub_status_module ", "--with-stream ",
+        "--with-stream_ssl_module ", "--with-mail ", "--with-mail_ssl_module "}) {
     EXPECT_NE(args.find(with), std::string::npos) << with << " in " << args;
   }
   for (const char* has : {"http_proxy_module", "http_limit_req_module", "http_access_module",
@@ -216,9 +216,12 @@ TEST_F(Cli, ErrorLogOptionTakesStartupErrorsAndIsTheDefaultErrorLog) {
 
   // No error_log in the file: the server's errors go to the -e file.
   const int port = test::free_port();
-  write("conf/run.conf", "daemon off;\nmaster_process off;\nevents {}\nhttp {\n    server {\n"
-                         "        listen 127.0.0.1:" + std::to_string(port) + ";\n"
-                         "        access_log off;\n    }\n}\n");
+  write("conf/run.conf",
+        "daemon off;\nmaster_process off;\nevents {}\nhttp {\n    server {\n"
+        "        listen 127.0.0.1:" +
+            std::to_string(port) +
+            ";\n"
+            "        access_log off;\n    }\n}\n");
   test::Process server({kVigil, "-p", dir_, "-c", "conf/run.conf", "-e", "logs/run.log"});
   test::Response missing;
   ASSERT_TRUE(test::wait_for([&] {
@@ -228,7 +231,8 @@ TEST_F(Cli, ErrorLogOptionTakesStartupErrorsAndIsTheDefaultErrorLog) {
   ASSERT_TRUE(test::wait_for([&] {
     return test::read_file(dir_ + "/logs/run.log").find("No such file or directory") !=
            std::string::npos;
-  })) << server.output() << test::read_file(dir_ + "/logs/run.log");
+  })) << server.output()
+      << test::read_file(dir_ + "/logs/run.log");
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(), 0) << server.output();
   EXPECT_NE(::access((dir_ + "/logs/error.log").c_str(), F_OK), 0) << "-e replaces the default";
@@ -241,10 +245,13 @@ TEST_F(Cli, ErrorLogOptionTakesStartupErrorsAndIsTheDefaultErrorLog) {
 // Several error_log lines in the main context: each file gets what its level admits.
 TEST_F(Cli, SeveralErrorLogsEachGetTheirLines) {
   const int port = test::free_port();
-  write("conf/run.conf", "daemon off;\nmaster_process off;\nerror_log logs/a.log;\n"
-                         "error_log logs/b.log notice;\nevents {}\nhttp {\n    server {\n"
-                         "        listen 127.0.0.1:" + std::to_string(port) + ";\n"
-                         "        access_log off;\n    }\n}\n");
+  write("conf/run.conf",
+        "daemon off;\nmaster_process off;\nerror_log logs/a.log;\n"
+        "error_log logs/b.log notice;\nevents {}\nhttp {\n    server {\n"
+        "        listen 127.0.0.1:" +
+            std::to_string(port) +
+            ";\n"
+            "        access_log off;\n    }\n}\n");
   test::Process server({kVigil, "-p", dir_, "-c", "conf/run.conf"});
   ASSERT_TRUE(test::wait_for([&] {
     return test::get(port, "GET /missing HTTP/1.0\r\n\r\n").status == 404;
@@ -252,7 +259,8 @@ TEST_F(Cli, SeveralErrorLogsEachGetTheirLines) {
   for (const char* file : {"/logs/a.log", "/logs/b.log"}) {
     EXPECT_TRUE(test::wait_for([&] {
       return test::read_file(dir_ + file).find("No such file or directory") != std::string::npos;
-    })) << file << ": " << test::read_file(dir_ + file);
+    })) << file
+        << ": " << test::read_file(dir_ + file);
   }
   // notice lines (the start) go to b.log only.
   EXPECT_NE(test::read_file(dir_ + "/logs/b.log").find("[notice]"), std::string::npos);

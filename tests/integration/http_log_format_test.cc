@@ -122,25 +122,30 @@ TEST_F(LogFormat, Errors) {
 TEST_F(LogFormat, SeveralAccessLogsAndConditions) {
   port_ = free_port();
   server_.write("html/index.html", "hello\n");
-  ASSERT_TRUE(server_.start(
-      "log_format a 'a $uri $arg_x';\nlog_format b 'b $status';\n"
-      "server { listen 127.0.0.1:" + std::to_string(port_) + ";\n"
-      "  access_log logs/one.log a buffer=0;\n"
-      "  access_log logs/two.log b buffer=0 if=$arg_log;\n"
-      "  access_log logs/one.log b buffer=0;\n"
-      "  location / { }\n"
-      "  location /quiet { access_log off; return 204; }\n"
-      "}"))
+  ASSERT_TRUE(
+      server_.start("log_format a 'a $uri $arg_x';\nlog_format b 'b $status';\n"
+                    "server { listen 127.0.0.1:" +
+                    std::to_string(port_) +
+                    ";\n"
+                    "  access_log logs/one.log a buffer=0;\n"
+                    "  access_log logs/two.log b buffer=0 if=$arg_log;\n"
+                    "  access_log logs/one.log b buffer=0;\n"
+                    "  location / { }\n"
+                    "  location /quiet { access_log off; return 204; }\n"
+                    "}"))
       << server_.output();
   EXPECT_EQ(get(port_, simple_get("/index.html?x=1&log=1", "x")).status, 200);
   EXPECT_EQ(get(port_, simple_get("/index.html?x=2&log=0", "x")).status, 200);
   EXPECT_EQ(get(port_, simple_get("/quiet", "x")).status, 204);
   EXPECT_EQ(get(port_, simple_get("/none?log=yes", "x")).status, 404);
   std::string one;
-  ASSERT_TRUE(wait_until([&] {
-    one = server_.read("logs/one.log");
-    return std::count(one.begin(), one.end(), '\n') >= 6;
-  }, 3000)) << one;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        one = server_.read("logs/one.log");
+        return std::count(one.begin(), one.end(), '\n') >= 6;
+      },
+      3000))
+      << one;
   EXPECT_EQ(one, "a /index.html 1\nb 200\na /index.html 2\nb 200\na /none -\nb 404\n");
   EXPECT_EQ(server_.read("logs/two.log"), "b 200\nb 404\n");
 }

@@ -91,18 +91,33 @@ TEST_F(Proxy, UriRules) {
 // redirecting location's error_page.
 TEST_F(Proxy, AutoRedirectToTheSlashedLocation) {
   const std::string to = backend_.address();
-  ASSERT_TRUE(start("location / { return 404; }\n"
-                    "location /a/ { proxy_pass http://" + to + "; }\n"
-                    "location = /b { return 200 \"exact\"; }\n"
-                    "location /b/ { proxy_pass http://" + to + "; }\n"
-                    "location /c { return 200 \"c\"; }\n"
-                    "location /c/ { proxy_pass http://" + to + "; }\n"
-                    "location /d/ { return 200 \"d\"; }\n"
-                    "location /n/ { location /n/p/ { proxy_pass http://" + to + "; } }\n"
-                    "location = /e/ { proxy_pass http://" + to + "; }\n"
-                    "location /f/ { proxy_pass http://" + to + "; error_page 301 /text; }\n"
-                    "location /g/ { return 200 \"g\"; proxy_pass http://" + to + "; }\n"
-                    "location = /text { return 200 \"text\"; }"))
+  ASSERT_TRUE(
+      start("location / { return 404; }\n"
+            "location /a/ { proxy_pass http://" +
+            to +
+            "; }\n"
+            "location = /b { return 200 \"exact\"; }\n"
+            "location /b/ { proxy_pass http://" +
+            to +
+            "; }\n"
+            "location /c { return 200 \"c\"; }\n"
+            "location /c/ { proxy_pass http://" +
+            to +
+            "; }\n"
+            "location /d/ { return 200 \"d\"; }\n"
+            "location /n/ { location /n/p/ { proxy_pass http://" +
+            to +
+            "; } }\n"
+            "location = /e/ { proxy_pass http://" +
+            to +
+            "; }\n"
+            "location /f/ { proxy_pass http://" +
+            to +
+            "; error_page 301 /text; }\n"
+            "location /g/ { return 200 \"g\"; proxy_pass http://" +
+            to +
+            "; }\n"
+            "location = /text { return 200 \"text\"; }"))
       << server_.output();
   Response r = request(simple_get("/a"));
   EXPECT_EQ(r.status, 301);

@@ -111,15 +111,24 @@ TEST_F(RequestBody, RequestBodyVariable) {
                         " access_log logs/body.log rb buffer=0; }",
                     "log_format rb '[$request_body]';"))
       << server_.output();
-  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
-                       "Connection: close\r\n\r\nhello").body, "got 5");
-  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
-                       "Connection: close\r\n\r\n" + chunked("chunked body", 5)).body,
+  EXPECT_EQ(get(port_,
+                "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
+                "Connection: close\r\n\r\nhello")
+                .body,
+            "got 5");
+  EXPECT_EQ(get(port_,
+                "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+                "Connection: close\r\n\r\n" +
+                    chunked("chunked body", 5))
+                .body,
             "got 12");
-  EXPECT_EQ(get(port_, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n"
-                       "Connection: close\r\n\r\n" + pattern(3000)).body, "got 3000");
-  EXPECT_EQ(get(port_, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").body,
-            "got 0");
+  EXPECT_EQ(get(port_,
+                "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n"
+                "Connection: close\r\n\r\n" +
+                    pattern(3000))
+                .body,
+            "got 3000");
+  EXPECT_EQ(get(port_, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").body, "got 0");
   statuses(4);
   EXPECT_EQ(server_.read("logs/body.log"), "[hello]\n[chunked body]\n[-]\n[-]\n");
 }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tls_harness.h"
 #include "test_util.h"
+#include "tls_harness.h"
 
 namespace vigil {
 namespace {

@@ -30,7 +30,8 @@ class ClientCerts : public ::testing::Test {
     ASSERT_TRUE(s_.start("access_log off;\n" +
                          test::tls_server_block(port_, "ssl_verify_client " + mode +
                                                            ";\n  ssl_client_certificate ../ca.crt;"
-                                                           "\n  ssl_verify_depth 2;" + more)))
+                                                           "\n  ssl_verify_depth 2;" +
+                                                           more)))
         << s_.output();
   }
   Response get(const std::string& who, const std::string& path = "/") {

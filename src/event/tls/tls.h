@@ -164,21 +164,21 @@ std::string_view tls_server_name(const Connection& c);
 bool tls_session_reused(const Connection& c);
 // Facts computed on demand for variables (facts.cc), nginx's $ssl_*.
 enum class TlsFact : std::uint8_t {
-  kSessionId,          // the session's id, upper-case hex
-  kCurve,              // the key exchange group ("X25519", "prime256v1")
-  kClientVerify,       // "SUCCESS", "FAILED:<reason>" or "NONE"
-  kClientSubject,      // the client certificate's subject, RFC 2253
-  kClientIssuer,       // its issuer, RFC 2253
-  kClientSerial,       // its serial number, upper-case hex
-  kClientFingerprint,  // SHA-1 of its DER, lower-case hex
-  kClientRawCert,      // its PEM
-  kClientCert,         // its PEM with every line after the first indented by a tab
-  kCiphers,            // the ciphers the client offered, ':'-separated
+  kSessionId,            // the session's id, upper-case hex
+  kCurve,                // the key exchange group ("X25519", "prime256v1")
+  kClientVerify,         // "SUCCESS", "FAILED:<reason>" or "NONE"
+  kClientSubject,        // the client certificate's subject, RFC 2253
+  kClientIssuer,         // its issuer, RFC 2253
+  kClientSerial,         // its serial number, upper-case hex
+  kClientFingerprint,    // SHA-1 of its DER, lower-case hex
+  kClientRawCert,        // its PEM
+  kClientCert,           // its PEM with every line after the first indented by a tab
+  kCiphers,              // the ciphers the client offered, ':'-separated
   kClientSubjectLegacy,  // the subject in OpenSSL's one-line form ("/C=../CN=..")
   kClientIssuerLegacy,   // the issuer, likewise
   kClientNotBefore,      // "Nov 25 02:00:00 2026 GMT"
   kClientNotAfter,
-  kClientDaysLeft,       // whole days until notAfter (0 once expired)
+  kClientDaysLeft,  // whole days until notAfter (0 once expired)
 };
 // Writes the fact to `out` (null: only its length) and returns its length;
 // `found` false when the connection has none (no TLS, no client certificate).

@@ -398,7 +398,7 @@ void finalize_error(Request& r, int status) {
           dot != std::string_view::npos && dot > slash + 1) {
         ext = uri.substr(dot + 1);
       }
-      const int rc = m.redirect                          ? auto_redirect(r)
+      const int rc = m.redirect                           ? auto_redirect(r)
                      : location_return(*r.loc) != nullptr ? send_return(r, ext)
                                                           : static_handler(r, uri, ext);
       if (rc == 0) return;

@@ -50,9 +50,9 @@ using RequestBodyHandler = void (*)(Request& r);
 // A request's body state, inside the Request (no memory of its own but the
 // buffer).
 struct RequestBody {
-  Buf buf;                 // the body bytes read and not consumed: [pos, last)
-  std::uint32_t size = 0;  // buf's memory, a worker cache buffer of this size
-  std::int64_t rest = 0;   // Content-Length bytes still to come
+  Buf buf;                    // the body bytes read and not consumed: [pos, last)
+  std::uint32_t size = 0;     // buf's memory, a worker cache buffer of this size
+  std::int64_t rest = 0;      // Content-Length bytes still to come
   std::int64_t received = 0;  // body bytes read into buf so far (decoded)
   ChunkedParser chunked;
   RequestBodyHandler handler = nullptr;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
-#include "test_util.h"
 
 namespace vigil {
 namespace {
@@ -123,7 +123,8 @@ TEST_F(PoolTest, ReusableConnectionsAreDrainedOldestFirstWhenRunningShort) {
   EXPECT_GE(g_drained, 1);
   // The oldest idle connection went first.
   EXPECT_EQ(idle[0]->fd, -1);
-  EXPECT_EQ(count(test::read_file(log_path_), "32 worker_connections are not enough, reusing connections"),
+  EXPECT_EQ(count(test::read_file(log_path_),
+                  "32 worker_connections are not enough, reusing connections"),
             1u);
   // Marking a connection busy takes it off the reusable list.
   std::size_t before = pool.reusable_count();
