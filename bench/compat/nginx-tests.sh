@@ -6,7 +6,8 @@
 #   bench/compat/nginx-tests.sh NGINX_TESTS OUT_DIR [file.t ...]
 #
 # NGINX_TESTS  the checkout (its lib/Test/Nginx.pm drives both binaries)
-# OUT_DIR      created; holds table.tsv, summary.md and each run's TAP
+# OUT_DIR      created; holds table.tsv (every file), files.md (the files
+#              Vigil claims, as a Markdown table), summary.md and each TAP
 # file.t ...   the files to run (default: every *.t in the checkout)
 #
 # Environment: VIGIL_BINARY (default build/release/vigil), NGINX_BINARY
@@ -109,12 +110,20 @@ sub tap {
     return \%r;
 }
 open my $t, '>', "$out/table.tsv" or die;
+open my $md, '>', "$out/files.md" or die;
+print $md "| file | nginx | Vigil | Vigil's first failure |\n|---|---|---|---|\n";
 print $t join("\t", qw/file nginx nginx_pass vigil vigil_pass planned vigil_first_failure/), "\n";
 my %sum;
 for my $f (@files) {
     my ($n, $v) = (tap('nginx', $f), tap('vigil', $f));
     print $t join("\t", $f, $n->{result}, $n->{pass}, $v->{result}, $v->{pass},
         $n->{planned} || $v->{planned}, $v->{result} eq 'pass' ? '' : $v->{first}), "\n";
+    if ($v->{result} ne 'skipped') {
+        my $cell = sub { my $x = shift; $x->{result} eq 'skipped' ? 'skipped'
+            : "$x->{result} $x->{pass}/" . ($x->{planned} || '?') };
+        (my $why = $v->{result} eq 'pass' ? '' : $v->{first}) =~ s/\|/\\|/g;
+        print $md "| $f | ", $cell->($n), " | ", $cell->($v), " | $why |\n";
+    }
     for my $scope ('all', $v->{result} eq 'skipped' ? () : 'claimed') {
         $sum{$scope}{files}++;
         for my $who (['nginx', $n], ['vigil', $v]) {
@@ -124,6 +133,7 @@ for my $f (@files) {
     }
 }
 close $t;
+close $md;
 open my $s, '>', "$out/summary.md" or die;
 print $s "| files | count | nginx: files passed | Vigil: files passed | nginx: assertions passed | Vigil: assertions passed |\n";
 print $s "|---|---:|---:|---:|---:|---:|\n";
