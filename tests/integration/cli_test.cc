@@ -275,7 +275,8 @@ TEST_F(Cli, TempPathDirectivesAreCheckedAndAccepted) {
   write("conf/t.conf",
         "events {}\nhttp {\n    client_body_temp_path /tmp/cb 1 2;\n"
         "    proxy_temp_path /tmp/pt;\n    server {\n        location / {\n"
-        "            client_body_temp_path b 2;\n        }\n    }\n}\n");
+        "            client_body_temp_path b 2;\n            client_body_in_single_buffer on;\n"
+        "        }\n    }\n}\n");
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/t.conf", "-t"});
   EXPECT_EQ(rc, 0) << out;
   write("conf/t.conf", "events {}\nhttp {\n    client_body_temp_path /tmp/cb 3;\n}\n");

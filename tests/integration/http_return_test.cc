@@ -266,7 +266,8 @@ TEST_F(HttpReturn, AddHeaderOnProxiedResponses) {
 
 TEST_F(HttpReturn, ServerTokensOff) {
   ASSERT_TRUE(start("location /off { server_tokens off; return 403; }\n"
-                    "location /on { return 403; }"))
+                    "location /on { return 403; }\n"
+                    "location /build { server_tokens build; return 403; }"))
       << server_.output();
   Response r = request("/off");
   EXPECT_EQ(r.header("server"), "vigil");
@@ -275,6 +276,11 @@ TEST_F(HttpReturn, ServerTokensOff) {
   r = request("/on");
   EXPECT_TRUE(r.header("server").starts_with("vigil/")) << r.header("server");
   EXPECT_NE(r.body.find("<hr><center>vigil/"), std::string::npos) << r.body;
+  // nginx's "build" adds the build's name to the version; Vigil's builds
+  // have none, so it is "on".
+  const Response b = request("/build");
+  EXPECT_EQ(b.header("server"), r.header("server"));
+  EXPECT_EQ(b.body, r.body);
 }
 
 }  // namespace

@@ -546,7 +546,15 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
-  m->add("server_tokens", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::server_tokens, true));
+  // nginx's "build" adds the build name configure was given; Vigil's builds
+  // have none, so it is "on".
+  m->add("server_tokens", kHttpAny, Arity::exactly(1),
+         loc.one_of(&HttpLocConf::server_tokens, true,
+                    {{"on", true}, {"off", false}, {"build", true}}));
+  // The body is always read into one buffer (client_body_buffer_size), which
+  // is what "on" asks for; "off" changes nothing either.
+  m->add("client_body_in_single_buffer", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::client_body_in_single_buffer, false));
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_temp_path", kHttpAny, Arity::between(1, 4),
          DirectiveBody::handler(check_temp_path));
