@@ -3,8 +3,11 @@
 // proxy_intercept_errors, a client going away, and the error log lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -79,6 +82,35 @@ TEST_F(ProxyErrors, FailoverAndAllDown) {
            server_.read("logs/access.log").find("502 " + dead2 + ", " + dead1 + "|502, 502|") !=
                std::string::npos;
   })) << server_.read("logs/access.log");
+}
+
+// $upstream_connect_time and $upstream_header_time, per attempt: "-" for a
+// server that refused, seconds with milliseconds for the one that answered.
+TEST_F(ProxyErrors, UpstreamTimesPerAttempt) {
+  Backend up;
+  const std::string dead = dead_address();
+  ASSERT_TRUE(start("location /one { proxy_pass http://mixed;"
+                    " access_log logs/times.log times buffer=0; }\n"
+                    "location /all { proxy_pass http://" + dead + ";"
+                    " access_log logs/times.log times buffer=0; }",
+                    "log_format times '$upstream_connect_time|$upstream_header_time';\n"
+                    "upstream mixed { server " + dead + "; server " + up.address() + "; }"))
+      << server_.output();
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(request(simple_get("/one")).status, 200) << i;
+  EXPECT_EQ(request(simple_get("/all")).status, 502);
+  std::string text;
+  ASSERT_TRUE(wait_until([&] {
+    text = server_.read("logs/times.log");
+    return std::count(text.begin(), text.end(), '\n') == 3;
+  })) << text;
+  const std::regex answered(R"((-, )?\d+\.\d{3}\|(-, )?\d+\.\d{3})");
+  std::istringstream lines(text);
+  std::string line;
+  for (int i = 0; i < 2 && std::getline(lines, line); ++i) {
+    EXPECT_TRUE(std::regex_match(line, answered)) << line;
+  }
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line, "-|-");
 }
 
 TEST_F(ProxyErrors, ReadTimeoutIs504WithinBounds) {

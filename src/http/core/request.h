@@ -71,13 +71,17 @@ inline constexpr std::size_t kHeaderInline = 2048;
 inline constexpr std::uint32_t kInlineFields = 32;
 inline constexpr std::uint32_t kMaxFields = 512;
 
-// One upstream attempt, for $upstream_addr, $upstream_status and
-// $upstream_response_time (nginx lists every attempt, ", "-separated).
+// One upstream attempt, for $upstream_addr, $upstream_status and the
+// $upstream_*_time variables (nginx lists every attempt, ", "-separated).
 struct UpstreamTry {
   char addr[64];
   std::uint8_t addr_len = 0;
+  bool connected = false;   // connect_time is set (else written as "-")
+  bool has_header = false;  // header_time is set
   int status = 0;  // 0: no response (written as "-"), else the backend's status or 502/504
   Msec time = 0;   // from the connect to the end of the response header / failure
+  Msec connect_time = 0;  // from the connect to the connection ready (TLS included)
+  Msec header_time = 0;   // from the connect to the end of the response header
 };
 inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 

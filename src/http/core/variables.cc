@@ -390,6 +390,18 @@ bool var_upstream(const Request& r, std::string_view which, VarSink& s) {
       } else {
         s.put_uint(static_cast<std::uint64_t>(t.status));
       }
+    } else if (which == "connect") {
+      if (t.connected) {
+        s.put_msec(t.connect_time);
+      } else {
+        s.put_char('-');
+      }
+    } else if (which == "header") {
+      if (t.has_header) {
+        s.put_msec(t.header_time);
+      } else {
+        s.put_char('-');
+      }
     } else {
       s.put_msec(t.time);
     }
@@ -405,6 +417,12 @@ bool var_upstream_status(const Request& r, std::string_view, VarSink& s) {
 }
 bool var_upstream_response_time(const Request& r, std::string_view, VarSink& s) {
   return var_upstream(r, "time", s);
+}
+bool var_upstream_connect_time(const Request& r, std::string_view, VarSink& s) {
+  return var_upstream(r, "connect", s);
+}
+bool var_upstream_header_time(const Request& r, std::string_view, VarSink& s) {
+  return var_upstream(r, "header", s);
 }
 
 constexpr VarSpec kCoreVariables[] = {
@@ -441,6 +459,8 @@ constexpr VarSpec kCoreVariables[] = {
     {"upstream_addr", var_upstream_addr},
     {"upstream_status", var_upstream_status},
     {"upstream_response_time", var_upstream_response_time},
+    {"upstream_connect_time", var_upstream_connect_time},
+    {"upstream_header_time", var_upstream_header_time},
     {"connection", var_connection},
     {"connection_requests", var_connection_requests},
     {"pid", var_pid},

@@ -48,7 +48,21 @@ void add_try(Upstream& u) {
   t.addr_len = static_cast<std::uint8_t>(n);
   t.status = 0;
   t.time = 0;
+  t.connected = false;
+  t.has_header = false;
 }
+
+}  // namespace
+
+void note_connected(Upstream& u) {
+  Request& r = *u.r;
+  if (r.nupstream == 0) return;
+  UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
+  t.connect_time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+  t.connected = true;
+}
+
+namespace {
 
 bool within_timeout(const Upstream& u) {
   const Msec limit = u.conf->next_upstream_timeout;

@@ -212,6 +212,8 @@ bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string
 // The connection to the backend is up (fresh or cached): TLS first when the
 // conf asks for it and the connection has none yet, then the request.
 void connected(Upstream& u);
+// The connection to the current server is ready (TLS too): $upstream_connect_time.
+void note_connected(Upstream& u);
 // A cached keepalive connection fits this location: TLS with the same
 // context for https, plain for http (one group may serve both).
 bool cached_fits(const Upstream& u, const Connection& c);

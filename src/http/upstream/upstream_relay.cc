@@ -39,6 +39,8 @@ void on_head(Upstream& u) {
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     t.status = u.resp.status;
     t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+    t.header_time = t.time;
+    t.has_header = true;
   }
   if (u.resp.status == 101) {
     if (!u.upgrade_sent || !u.resp.has_upgrade) {

@@ -82,6 +82,7 @@ void handshake_done(Connection& u, TlsHandshake result) {
   u.read->handler = upstream_handler;
   u.write->handler = upstream_handler;
   if (result == TlsHandshake::kOk) {
+    note_connected(us);
     us.stage = Stage::kSending;
     send_request(us);
     return;
@@ -139,6 +140,7 @@ void connected(Upstream& us) {
     start_tls(us);
     return;
   }
+  note_connected(us);
   us.stage = Stage::kSending;
   send_request(us);
 }

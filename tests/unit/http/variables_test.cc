@@ -184,6 +184,11 @@ TEST_F(Vars, Upstream) {
   EXPECT_EQ(eval("$upstream_addr"), "127.0.0.1:9001, 127.0.0.1:9002");
   EXPECT_EQ(eval("$upstream_status"), "-, 200");
   EXPECT_EQ(eval("$upstream_response_time"), "0.003, 1.500");
+  b.connected = true;
+  b.connect_time = 2;
+  b.has_header = true;
+  b.header_time = 1400;
+  EXPECT_EQ(eval("$upstream_connect_time|$upstream_header_time"), "-, 0.002|-, 1.400");
 }
 
 TEST_F(Vars, Escaping) {
