@@ -35,9 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The input itself doubles as header values, with bytes that need escaping.
   r->fields[r->nfields++] = HeaderField{"User-Agent", in, HeaderId::kUserAgent};
   r->fields[r->nfields++] = HeaderField{"X-Forwarded-For", in, HeaderId::kOther};
+  r->fields[r->nfields++] = HeaderField{"Cookie", in, HeaderId::kOther};
   r->line.line = in;
   r->line.target = in;
   r->uri = in;
+  // $arg_NAME and $is_args parse the query: the input again.
+  r->line.query = in;
+  r->line.has_query = true;
   for (VarEscape esc : {VarEscape::kNone, VarEscape::kDefault, VarEscape::kJson}) {
     for (bool dash : {false, true}) {
       const std::size_t n = t->length(*r, esc, dash);
