@@ -33,8 +33,9 @@ def count(ok, kind="ok", what=""):
             FAILURES.append([time.time(), what])
 
 
-def read_response(sock, buf):
-    """One HTTP/1.1 response with Content-Length; returns (status, rest)."""
+def read_response(sock, buf, with_close=False):
+    """One HTTP/1.1 response with Content-Length; returns (status, rest), and
+    with_close: (status, rest, whether it said "Connection: close")."""
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(65536)
         if not chunk:
@@ -43,15 +44,20 @@ def read_response(sock, buf):
     head, _, buf = buf.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     length = 0
+    close = False
     for line in head.split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value)
+        elif name.strip().lower() == b"connection":
+            close = value.strip().lower() == b"close"
     while len(buf) < length:
         chunk = sock.recv(65536)
         if not chunk:
             raise ConnectionError("closed in the body")
         buf += chunk
+    if with_close:
+        return status, buf[length:], close
     return status, buf[length:]
 
 
@@ -107,14 +113,26 @@ def per_request(port, stop):
 
 
 def pipelining(port, stop):
+    request = b"GET / HTTP/1.1\r\nHost: soak\r\n\r\n"
     while not stop.is_set():
         try:
             s = connect(port)
-            s.sendall(b"GET / HTTP/1.1\r\nHost: soak\r\n\r\n" * 8)
+            pending = 8
+            s.sendall(request * pending)
             buf = b""
-            for _ in range(8):
-                status, buf = read_response(s, buf)
+            while pending:
+                status, buf, close = read_response(s, buf, with_close=True)
                 count(status == 200, what="pipelining")
+                pending -= 1
+                if close and pending:
+                    # The server ends the connection after this answer (a
+                    # worker stopping gracefully): the requests after it were
+                    # not processed, and a client sends them again on a new
+                    # connection (RFC 9112 §9.3.2).
+                    s.close()
+                    s = connect(port)
+                    s.sendall(request * pending)
+                    buf = b""
             s.close()
             time.sleep(PACE)
         except (OSError, ConnectionError, ValueError, IndexError):
