@@ -31,8 +31,18 @@ bool take(Peer& p, Msec now) {
          p.max_fails == 0 || h.fails.load(std::memory_order_relaxed) < p.max_fails;
 }
 
+std::int64_t conns_of(const Group& g, const Peer& p) {
+  return g.zone.empty() ? p.conns : p.health->conns.load(std::memory_order_relaxed);
+}
+
+// max_conns: the server holds as many connections as it may (counted per
+// worker, or across workers with a zone, as nginx).
+bool full(const Group& g, const Peer& p) {
+  return p.max_conns != 0 && conns_of(g, p) >= p.max_conns;
+}
+
 bool usable(const PeerRequest& pr, const Peer& p, Msec now) {
-  return !pr.tried(p.index) && peer_available(p, now);
+  return !pr.tried(p.index) && peer_available(p, now) && !full(*pr.group(), p);
 }
 
 // Smooth weighted round-robin over peers [from, to) (nginx's algorithm: every
@@ -56,10 +66,6 @@ Peer* round_robin(PeerRequest& pr, std::size_t from, std::size_t to, Msec now) {
     pr.set_tried(best->index);  // another worker is probing it: not ours
   }
   return nullptr;
-}
-
-std::int64_t conns_of(const Group& g, const Peer& p) {
-  return g.zone.empty() ? p.conns : p.health->conns.load(std::memory_order_relaxed);
 }
 
 // Fewest connections relative to weight; ties broken by round-robin among them.
@@ -229,7 +235,7 @@ Peer* select_peer(PeerRequest& pr) {
   Peer* p = nullptr;
   if (g.single()) {
     p = &g.peers[0];
-    if (p->down || pr.tried(0)) return nullptr;
+    if (p->down || pr.tried(0) || full(g, *p)) return nullptr;
     pr.set_tried(0);
     return p;
   }

@@ -52,6 +52,10 @@ Status parse_server(const DirectiveCall& call, BlockConf& b) {
       auto v = parse_number(std::string_view(a).substr(10));
       if (!v || *v > 1000000) return bad();
       line.max_fails = static_cast<unsigned>(*v);
+    } else if (a.starts_with("max_conns=")) {
+      auto v = parse_number(std::string_view(a).substr(10));
+      if (!v || *v < 0 || *v > 1000000000) return bad();
+      line.max_conns = *v;
     } else if (a.starts_with("fail_timeout=")) {
       auto v = parse_sec(std::string_view(a).substr(13));
       if (!v) return bad();

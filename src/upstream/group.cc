@@ -174,6 +174,7 @@ Status add_server(Group& group, const ServerLine& line, unsigned default_port) {
     p.effective_weight = line.weight;
     p.max_fails = line.max_fails;
     p.fail_timeout = line.fail_timeout;
+    p.max_conns = line.max_conns;
     p.backup = line.backup;
     p.down = line.down;
     group.peers.push_back(std::move(p));

@@ -21,6 +21,7 @@ struct ServerLine {
   int weight = 1;
   unsigned max_fails = 1;
   Msec fail_timeout = 10000;
+  std::int64_t max_conns = 0;  // 0: no limit
   bool backup = false;
   bool down = false;
 };

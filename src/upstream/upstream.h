@@ -110,6 +110,7 @@ struct Peer {
   int weight = 1;
   unsigned max_fails = 1;      // 0: never marked failed
   Msec fail_timeout = 10000;
+  std::int64_t max_conns = 0;  // `max_conns=`: the most connections at once (0: no limit)
   bool backup = false;
   bool down = false;           // `down`: never used
   std::size_t index = 0;       // position in Group::peers

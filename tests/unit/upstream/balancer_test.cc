@@ -137,6 +137,71 @@ TEST_F(Balancer, LeastConnPrefersFewestConnectionsPerWeight) {
   }
 }
 
+// max_conns=N: a server holding N connections (of this worker) is passed
+// over; with every server full, backups serve, then nothing does ("no live
+// upstreams"). max_conns=0 is no limit.
+TEST_F(Balancer, MaxConnsPassesOverAFullServer) {
+  for (const char* method : {"", "least_conn;"}) {
+    SCOPED_TRACE(method);
+    Group* g = load_group(std::string("upstream b { ") + method +
+                          " server 127.0.0.1:1 max_conns=2; server 127.0.0.1:2 max_conns=1;"
+                          " server 127.0.0.1:3 backup max_conns=1; }");
+    ASSERT_NE(g, nullptr);
+    std::vector<std::unique_ptr<PeerRequest>> open;
+    std::vector<std::unique_ptr<PeerConnection>> pcs;
+    std::map<std::string, int> n;
+    int busy = 0;
+    for (int i = 0; i < 5; ++i) {
+      open.push_back(std::make_unique<PeerRequest>());
+      pcs.push_back(std::make_unique<PeerConnection>());
+      open.back()->init(*g, *loop_, 0, "key" + std::to_string(i));
+      open.back()->attach(*pcs.back());
+      const int rc = PeerRequest::get(*pcs.back(), open.back().get());
+      if (rc == kPeerOk) {
+        ++n[pcs.back()->name];
+      } else {
+        EXPECT_EQ(rc, kPeerBusy);
+        ++busy;
+      }
+    }
+    EXPECT_EQ(n["127.0.0.1:1"], 2);
+    EXPECT_EQ(n["127.0.0.1:2"], 1);
+    EXPECT_EQ(n["127.0.0.1:3"], 1);
+    EXPECT_EQ(busy, 1);
+    for (std::size_t i = 0; i < pcs.size(); ++i) {
+      if (!pcs[i]->name.empty()) PeerRequest::free(*pcs[i], open[i].get(), 0);
+    }
+  }
+  // hash (which takes no backup): full servers are rehashed away from.
+  Group* h = load_group(
+      "upstream b { hash $remote_addr; server 127.0.0.1:1 max_conns=2;"
+      " server 127.0.0.1:2 max_conns=1; }");
+  ASSERT_NE(h, nullptr);
+  std::vector<std::unique_ptr<PeerRequest>> held;
+  std::vector<std::unique_ptr<PeerConnection>> held_pcs;
+  int ok = 0;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<PeerRequest>());
+    held_pcs.push_back(std::make_unique<PeerConnection>());
+    held.back()->init(*h, *loop_, 0, "same key");
+    held.back()->attach(*held_pcs.back());
+    ok += PeerRequest::get(*held_pcs.back(), held.back().get()) == kPeerOk ? 1 : 0;
+  }
+  EXPECT_EQ(ok, 3);
+
+  Group* g = load_group("upstream b { server 127.0.0.1:1 max_conns=0; }");
+  ASSERT_NE(g, nullptr);
+  std::vector<std::unique_ptr<PeerRequest>> open;
+  std::vector<std::unique_ptr<PeerConnection>> pcs;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(std::make_unique<PeerRequest>());
+    pcs.push_back(std::make_unique<PeerConnection>());
+    open.back()->init(*g, *loop_, 0);
+    open.back()->attach(*pcs.back());
+    EXPECT_EQ(PeerRequest::get(*pcs.back(), open.back().get()), kPeerOk) << i;
+  }
+}
+
 TEST_F(Balancer, HashIsStableAndSpreads) {
   Group* g = load_group(
       "upstream b { hash $k; server 127.0.0.1:1; server 127.0.0.1:2; server 127.0.0.1:3; }");
