@@ -136,16 +136,7 @@ int auto_redirect(Request& r) {
 }  // namespace
 
 char* location_memory(Request& r, std::size_t size) {
-  if (r.location_mem != nullptr && r.location_mem_size >= size) return r.location_mem;
-  BufferCache& cache = r.hc->worker->buffers();
-  if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
-  r.location_mem = nullptr;
-  const std::size_t cap = (size + 4095) & ~std::size_t{4095};
-  char* mem = cache.get(cap);
-  if (mem == nullptr) return nullptr;
-  r.location_mem = mem;
-  r.location_mem_size = static_cast<std::uint32_t>(cap);
-  return mem;
+  return r.hc->worker->buffers().reserve(r.location_mem, r.location_mem_size, size);
 }
 
 int find_config_handler(Request& r) {

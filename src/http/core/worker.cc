@@ -44,6 +44,15 @@ char* BufferCache::get(std::size_t size) {
   return new (std::nothrow) char[size];
 }
 
+char* BufferCache::reserve(char*& mem, std::uint32_t& size, std::size_t need) {
+  if (mem != nullptr && size >= need) return mem;
+  if (mem != nullptr) put(mem, size);
+  const std::size_t cap = (need + 4095) & ~std::size_t{4095};
+  mem = get(cap);
+  size = mem != nullptr ? static_cast<std::uint32_t>(cap) : 0;
+  return mem;
+}
+
 void BufferCache::put(char* p, std::size_t size) {
   if (p == nullptr) return;
   for (auto& b : buckets_) {

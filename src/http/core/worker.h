@@ -34,6 +34,11 @@ class BufferCache {
 
   char* get(std::size_t size);
   void put(char* p, std::size_t size);
+  // A buffer a request keeps and reuses (`mem`, `size` bytes; null and 0 at
+  // first): returned as it is when it holds `need` bytes, else given back
+  // and replaced by one of `need` rounded up to 4 KiB (its bytes are not
+  // kept). Null, with mem and size cleared, when none could be had.
+  char* reserve(char*& mem, std::uint32_t& size, std::size_t need);
   std::size_t cached() const;  // buffers on the free lists (tests, metrics)
 
  private:

@@ -42,15 +42,8 @@ bool frame_trailers(Request& r, bool after_data) {
     if (sendable(h.trailers[i])) need += h.trailers[i].name.size() + h.trailers[i].value.size() + 4;
   }
   ChunkFrame& f = r.chunk_frame;
-  if (need > f.trailer_size) {
-    BufferCache& cache = r.hc->worker->buffers();
-    if (f.trailer_mem != nullptr) cache.put(f.trailer_mem, f.trailer_size);
-    f.trailer_size = static_cast<std::uint32_t>((need + 4095) & ~std::size_t{4095});
-    f.trailer_mem = cache.get(f.trailer_size);
-    if (f.trailer_mem == nullptr) {
-      f.trailer_size = 0;
-      return false;
-    }
+  if (r.hc->worker->buffers().reserve(f.trailer_mem, f.trailer_size, need) == nullptr) {
+    return false;
   }
   char* p = f.trailer_mem;
   auto put = [&p](std::string_view s) {

@@ -159,15 +159,8 @@ int send_client_head(Upstream& u, bool upgrade) {
     // proxy_redirect: the Location with the replacement for the prefix.
     const std::string_view rest = f.value.substr(prefix.size());
     const std::size_t n = u.redirect_to.size() + rest.size();
-    if (n > u.location_mem_size) {
-      BufferCache& cache = r.hc->worker->buffers();
-      if (u.location_mem != nullptr) cache.put(u.location_mem, u.location_mem_size);
-      u.location_mem_size = static_cast<std::uint32_t>((n + 4095) & ~std::size_t{4095});
-      u.location_mem = cache.get(u.location_mem_size);
-      if (u.location_mem == nullptr) {
-        u.location_mem_size = 0;
-        return 500;
-      }
+    if (r.hc->worker->buffers().reserve(u.location_mem, u.location_mem_size, n) == nullptr) {
+      return 500;
     }
     std::memcpy(u.location_mem, u.redirect_to.data(), u.redirect_to.size());
     std::memcpy(u.location_mem + u.redirect_to.size(), rest.data(), rest.size());
