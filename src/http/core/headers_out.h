@@ -57,6 +57,19 @@ struct HeadersOut {
   // recipient to do anyway. A field whose value holds a CR or LF is left out.
   const HeaderField* trailers = nullptr;
   std::uint32_t ntrailers = 0;
+
+  // Starts the head over for a page answering `page_status` (an error page, the
+  // built-in page): a redirect keeps the Location set before it (a `return`,
+  // auto_redirect, an error_page's location), everything else is dropped.
+  void restart_for(int page_status) {
+    HeadersOut fresh;
+    if (is_redirect(page_status)) {
+      fresh.location = location;
+      fresh.location_query = location_query;
+      fresh.location_as_is = location_as_is;
+    }
+    *this = fresh;
+  }
 };
 
 }  // namespace vigil::http

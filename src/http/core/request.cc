@@ -363,13 +363,7 @@ void finalize_error(Request& r, int status) {
       ++r.redirects;
       if (closes) r.check.keep_alive = false;
       // A redirect's Location stays for a page that sets none (nginx's does).
-      HeadersOut fresh;
-      if (is_redirect(status)) {
-        fresh.location = r.headers_out.location;
-        fresh.location_query = r.headers_out.location_query;
-        fresh.location_as_is = r.headers_out.location_as_is;
-      }
-      r.headers_out = fresh;
+      r.headers_out.restart_for(status);
       r.body_offset = 0;
       // "=code" answers with that code, "=" with the page's own status, none
       // with the error's (nginx's err_status).

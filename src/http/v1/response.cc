@@ -313,15 +313,8 @@ bool write_header(Request& r) {
 void send_special(Request& r, int status) {
   if (r.loc == nullptr) r.loc = r.hc->srv->loc;
   HeadersOut& h = r.headers_out;
-  // The page of a redirect says where to (a `return`, an error_page's
-  // location, or auto-redirect set it); anything else set before is dropped.
-  HeadersOut fresh;
-  if (is_redirect(status)) {
-    fresh.location = h.location;
-    fresh.location_query = h.location_query;
-    fresh.location_as_is = h.location_as_is;
-  }
-  h = fresh;
+  // The page of a redirect says where to; anything else set before is dropped.
+  h.restart_for(status);
   std::string_view body = special_body(status, r.loc->server_tokens);
   // 495-497 go out as 400 with their own page.
   h.status = status >= kStatusCertError && status <= kStatusPlainHttp ? 400 : status;
