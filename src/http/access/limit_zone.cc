@@ -118,26 +118,13 @@ std::size_t LimitTable::size() const {
 }
 
 bool put_limit_status(LimitStatus status, VarSink& out) {
-  switch (status) {
-    case LimitStatus::kNone:
-      return false;
-    case LimitStatus::kPassed:
-      out.put("PASSED");
-      return true;
-    case LimitStatus::kDelayed:
-      out.put("DELAYED");
-      return true;
-    case LimitStatus::kRejected:
-      out.put("REJECTED");
-      return true;
-    case LimitStatus::kDelayedDryRun:
-      out.put("DELAYED_DRY_RUN");
-      return true;
-    case LimitStatus::kRejectedDryRun:
-      out.put("REJECTED_DRY_RUN");
-      return true;
-  }
-  return false;
+  // Indexed by LimitStatus.
+  static constexpr std::string_view kNames[] = {
+      "", "PASSED", "DELAYED", "REJECTED", "DELAYED_DRY_RUN", "REJECTED_DRY_RUN",
+  };
+  if (status == LimitStatus::kNone) return false;
+  out.put(kNames[static_cast<std::size_t>(status)]);
+  return true;
 }
 
 }  // namespace vigil::http

@@ -324,21 +324,17 @@ bool var_document_root(const Request& r, std::string_view, VarSink& s) {
 }
 
 // The figures stub_status shows, as variables.
-bool var_connections(const Request&, std::string_view which, VarSink& s) {
+enum class Figure : std::uint8_t { kActive, kReading, kWriting, kWaiting };
+
+template <Figure F>
+bool var_connections(const Request&, std::string_view, VarSink& s) {
   const SharedCounters* sc = shared_counters();
   const HttpCounters* h = http_counters();
   if (sc == nullptr || h == nullptr) return false;
-  if (which == "active") {
-    s.put_uint(sc->active.get());
-  } else if (which == "reading") {
-    s.put_uint(h->reading.get());
-  } else if (which == "writing") {
-    s.put_uint(h->writing.get());
-  } else if (which == "waiting") {
-    s.put_uint(h->waiting.get());
-  } else {
-    return false;
-  }
+  s.put_uint(F == Figure::kActive    ? sc->active.get()
+             : F == Figure::kReading ? h->reading.get()
+             : F == Figure::kWriting ? h->writing.get()
+                                     : h->waiting.get());
   return true;
 }
 
@@ -377,52 +373,42 @@ bool var_tls_fact(const Request& r, std::string_view, VarSink& s) {
   return found;
 }
 
-bool var_upstream(const Request& r, std::string_view which, VarSink& s) {
+// One column of the upstream attempts, for every attempt.
+enum class TryField : std::uint8_t { kAddr, kStatus, kResponseTime, kConnectTime, kHeaderTime };
+
+template <TryField F>
+bool var_upstream(const Request& r, std::string_view, VarSink& s) {
   if (r.nupstream == 0) return false;
   for (std::uint32_t i = 0; i < r.nupstream && i < kMaxUpstreamTries; ++i) {
     const UpstreamTry& t = r.upstream_tries[i];
     if (i > 0) s.put(", ");
-    if (which == "addr") {
-      s.put({t.addr, t.addr_len});
-    } else if (which == "status") {
-      if (t.status == 0) {
-        s.put_char('-');
-      } else {
-        s.put_uint(static_cast<std::uint64_t>(t.status));
+    switch (F) {
+      case TryField::kAddr:
+        s.put({t.addr, t.addr_len});
+        break;
+      case TryField::kStatus:
+        if (t.status == 0) {
+          s.put_char('-');
+        } else {
+          s.put_uint(static_cast<std::uint64_t>(t.status));
+        }
+        break;
+      case TryField::kResponseTime:
+        s.put_msec(t.time);
+        break;
+      case TryField::kConnectTime:
+      case TryField::kHeaderTime: {
+        const bool set = F == TryField::kConnectTime ? t.connected : t.has_header;
+        if (set) {
+          s.put_msec(F == TryField::kConnectTime ? t.connect_time : t.header_time);
+        } else {
+          s.put_char('-');
+        }
+        break;
       }
-    } else if (which == "connect") {
-      if (t.connected) {
-        s.put_msec(t.connect_time);
-      } else {
-        s.put_char('-');
-      }
-    } else if (which == "header") {
-      if (t.has_header) {
-        s.put_msec(t.header_time);
-      } else {
-        s.put_char('-');
-      }
-    } else {
-      s.put_msec(t.time);
     }
   }
   return true;
-}
-
-bool var_upstream_addr(const Request& r, std::string_view, VarSink& s) {
-  return var_upstream(r, "addr", s);
-}
-bool var_upstream_status(const Request& r, std::string_view, VarSink& s) {
-  return var_upstream(r, "status", s);
-}
-bool var_upstream_response_time(const Request& r, std::string_view, VarSink& s) {
-  return var_upstream(r, "time", s);
-}
-bool var_upstream_connect_time(const Request& r, std::string_view, VarSink& s) {
-  return var_upstream(r, "connect", s);
-}
-bool var_upstream_header_time(const Request& r, std::string_view, VarSink& s) {
-  return var_upstream(r, "header", s);
 }
 
 constexpr VarSpec kCoreVariables[] = {
@@ -456,11 +442,11 @@ constexpr VarSpec kCoreVariables[] = {
     {"content_type", var_content_type},
     {"request_body", var_request_body},
     {"document_root", var_document_root},
-    {"upstream_addr", var_upstream_addr},
-    {"upstream_status", var_upstream_status},
-    {"upstream_response_time", var_upstream_response_time},
-    {"upstream_connect_time", var_upstream_connect_time},
-    {"upstream_header_time", var_upstream_header_time},
+    {"upstream_addr", var_upstream<TryField::kAddr>},
+    {"upstream_status", var_upstream<TryField::kStatus>},
+    {"upstream_response_time", var_upstream<TryField::kResponseTime>},
+    {"upstream_connect_time", var_upstream<TryField::kConnectTime>},
+    {"upstream_header_time", var_upstream<TryField::kHeaderTime>},
     {"connection", var_connection},
     {"connection_requests", var_connection_requests},
     {"pid", var_pid},
@@ -484,7 +470,10 @@ constexpr VarSpec kCoreVariables[] = {
     {"ssl_client_v_start", var_tls_fact<TlsFact::kClientNotBefore>},
     {"ssl_client_v_end", var_tls_fact<TlsFact::kClientNotAfter>},
     {"ssl_client_v_remain", var_tls_fact<TlsFact::kClientDaysLeft>},
-    {"connections_", var_connections, true},
+    {"connections_active", var_connections<Figure::kActive>},
+    {"connections_reading", var_connections<Figure::kReading>},
+    {"connections_writing", var_connections<Figure::kWriting>},
+    {"connections_waiting", var_connections<Figure::kWaiting>},
     {"http_", var_http, true},
     {"arg_", var_arg, true},
     {"cookie_", var_cookie, true},
