@@ -56,14 +56,22 @@ bool drain(BIO* bio, Writer& w, bool tab_after_newline = false) {
   return true;
 }
 
-bool name_text(const X509_NAME* name, Writer& w) {
+// Runs `print` (true on success) on a fresh memory BIO and passes what it
+// wrote through `w`.
+template <class Print>
+bool printed(Writer& w, Print print, bool tab_after_newline = false) {
   BIO* bio = BIO_new(BIO_s_mem());
   if (bio == nullptr) return false;
-  if (X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) < 0) {
+  if (!print(bio)) {
     BIO_free(bio);
     return false;
   }
-  return drain(bio, w);
+  return drain(bio, w, tab_after_newline);
+}
+
+bool name_text(const X509_NAME* name, Writer& w) {
+  return printed(w,
+                 [name](BIO* b) { return X509_NAME_print_ex(b, name, 0, XN_FLAG_RFC2253) >= 0; });
 }
 
 }  // namespace
@@ -130,16 +138,10 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
     case TlsFact::kClientIssuer:
       found = name_text(X509_get_issuer_name(cert), w);
       break;
-    case TlsFact::kClientSerial: {
-      BIO* bio = BIO_new(BIO_s_mem());
-      if (bio == nullptr) return 0;
-      if (i2a_ASN1_INTEGER(bio, X509_get0_serialNumber(cert)) < 0) {
-        BIO_free(bio);
-        return 0;
-      }
-      found = drain(bio, w);
+    case TlsFact::kClientSerial:
+      found = printed(
+          w, [cert](BIO* b) { return i2a_ASN1_INTEGER(b, X509_get0_serialNumber(cert)) >= 0; });
       break;
-    }
     case TlsFact::kClientSubjectLegacy:
     case TlsFact::kClientIssuerLegacy: {
       char line[1024];
@@ -152,15 +154,9 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
     }
     case TlsFact::kClientNotBefore:
     case TlsFact::kClientNotAfter: {
-      BIO* bio = BIO_new(BIO_s_mem());
-      if (bio == nullptr) return 0;
       const ASN1_TIME* t =
           fact == TlsFact::kClientNotBefore ? X509_get0_notBefore(cert) : X509_get0_notAfter(cert);
-      if (ASN1_TIME_print(bio, t) != 1) {
-        BIO_free(bio);
-        return 0;
-      }
-      found = drain(bio, w);
+      found = printed(w, [t](BIO* b) { return ASN1_TIME_print(b, t) == 1; });
       break;
     }
     case TlsFact::kClientDaysLeft: {
@@ -183,16 +179,11 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
       break;
     }
     case TlsFact::kClientRawCert:
-    case TlsFact::kClientCert: {
-      BIO* bio = BIO_new(BIO_s_mem());
-      if (bio == nullptr) return 0;
-      if (PEM_write_bio_X509(bio, cert) != 1) {
-        BIO_free(bio);
-        return 0;
-      }
-      found = drain(bio, w, fact == TlsFact::kClientCert);
+    case TlsFact::kClientCert:
+      found = printed(
+          w, [cert](BIO* b) { return PEM_write_bio_X509(b, cert) == 1; },
+          fact == TlsFact::kClientCert);
       break;
-    }
     default:
       break;
   }
