@@ -95,7 +95,7 @@ sub tap {
         if (/^1\.\.(\d+)(?:\s*#\s*(?i:skip)\S*\s*(.*))?/) { $plan = $1; $skipall = $2 // '' if $1 == 0; next; }
         next unless /^(not )?ok \d+\s*(?:- )?(.*)$/;
         my ($not, $name) = ($1, $2); $seen++;
-        next if $name =~ /#\s*TODO/i;              # expected to fail on nginx too
+        next if $name =~ /#\s*TODO/i;              # the suite marks it as failing on nginx too
         if ($name =~ /#\s*skip/i) { $r{skip}++; next; }
         if ($not) { $r{fail}++; $r{first} ||= $name; } else { $r{pass}++; }
     }

@@ -68,6 +68,15 @@ class BodyFilters : public ::testing::Test {
     c_.log = &log_;
     r_.ctx[0] = &counted_;
   }
+  // A real event loop for the fixtures that need one (a worker's buffer
+  // cache, the loop's exiting flag), in loop_.
+  void make_loop() {
+    EventLoopConfig cfg;
+    cfg.connections = 4;
+    auto loop = EventLoop::create(cfg, Log::global());
+    ASSERT_TRUE(loop) << loop.status().to_string();
+    loop_ = std::move(loop.value());
+  }
   // One memory buffer over `text` (copied into the test's storage).
   Chain* body(std::string_view text, bool last) {
     std::memcpy(mem_, text.data(), text.size());
@@ -86,6 +95,7 @@ class BodyFilters : public ::testing::Test {
   char mem_[64];
   Buf buf_;
   Chain link_;
+  std::unique_ptr<EventLoop> loop_;
 };
 
 TEST_F(BodyFilters, AnInsertedFilterSeesTheBodyAndTheWriterGetsItsOutput) {
@@ -163,11 +173,8 @@ TEST_F(BodyFilters, ChunkedFilterRefusesANewChunkWhileTheLastIsInFlight) {
 class ChunkedTrailers : public BodyFilters {
  protected:
   void SetUp() override {
-    EventLoopConfig cfg;
-    cfg.connections = 4;
-    auto loop = EventLoop::create(cfg, Log::global());
-    ASSERT_TRUE(loop) << loop.status().to_string();
-    loop_ = std::move(loop.value());
+    make_loop();
+    if (HasFatalFailure()) return;
     worker_ = std::make_unique<HttpWorker>(*loop_, servers_, 0);
     hc_.worker = worker_.get();
     r_.hc = &hc_;
@@ -186,7 +193,6 @@ class ChunkedTrailers : public BodyFilters {
     if (f.trailer_mem != nullptr) worker_->buffers().put(f.trailer_mem, f.trailer_size);
   }
   HttpServers servers_;
-  std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<HttpWorker> worker_;
   HttpConnection hc_;
   HeaderField fields_[4];
@@ -231,14 +237,10 @@ TEST_F(BodyFilters, FramingIsChosenByLengthVersionAndConf) {
 class HeadWriter : public BodyFilters {
  protected:
   void SetUp() override {
-    EventLoopConfig cfg;
-    cfg.connections = 4;
-    auto loop = EventLoop::create(cfg, Log::global());
-    ASSERT_TRUE(loop) << loop.status().to_string();
-    loop_ = std::move(loop.value());
+    make_loop();
+    if (HasFatalFailure()) return;
     c_.loop = loop_.get();
   }
-  std::unique_ptr<EventLoop> loop_;
 };
 
 TEST_F(HeadWriter, TheHeadWriterSaysChunkedForABodyOfUnknownLength) {

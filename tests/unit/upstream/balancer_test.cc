@@ -141,24 +141,36 @@ TEST_F(Balancer, LeastConnPrefersFewestConnectionsPerWeight) {
 // over; with every server full, backups serve, then nothing does ("no live
 // upstreams"). max_conns=0 is no limit.
 TEST_F(Balancer, MaxConnsPassesOverAFullServer) {
+  // Each connection stays open (counted) until the vector goes.
+  struct Held {
+    PeerRequest pr;
+    PeerConnection pc;
+  };
+  auto hold = [this](Group& g, std::vector<std::unique_ptr<Held>>& held, std::string_view key) {
+    held.push_back(std::make_unique<Held>());
+    Held& h = *held.back();
+    h.pr.init(g, *loop_, 0, key);
+    h.pr.attach(h.pc);
+    return PeerRequest::get(h.pc, &h.pr);
+  };
+  auto release = [](std::vector<std::unique_ptr<Held>>& held) {
+    for (auto& h : held) {
+      if (!h->pc.name.empty()) PeerRequest::free(h->pc, &h->pr, 0);
+    }
+  };
   for (const char* method : {"", "least_conn;"}) {
     SCOPED_TRACE(method);
     Group* g = load_group(std::string("upstream b { ") + method +
                           " server 127.0.0.1:1 max_conns=2; server 127.0.0.1:2 max_conns=1;"
                           " server 127.0.0.1:3 backup max_conns=1; }");
     ASSERT_NE(g, nullptr);
-    std::vector<std::unique_ptr<PeerRequest>> open;
-    std::vector<std::unique_ptr<PeerConnection>> pcs;
+    std::vector<std::unique_ptr<Held>> held;
     std::map<std::string, int> n;
     int busy = 0;
     for (int i = 0; i < 5; ++i) {
-      open.push_back(std::make_unique<PeerRequest>());
-      pcs.push_back(std::make_unique<PeerConnection>());
-      open.back()->init(*g, *loop_, 0, "key" + std::to_string(i));
-      open.back()->attach(*pcs.back());
-      const int rc = PeerRequest::get(*pcs.back(), open.back().get());
+      const int rc = hold(*g, held, "key" + std::to_string(i));
       if (rc == kPeerOk) {
-        ++n[pcs.back()->name];
+        ++n[held.back()->pc.name];
       } else {
         EXPECT_EQ(rc, kPeerBusy);
         ++busy;
@@ -168,38 +180,24 @@ TEST_F(Balancer, MaxConnsPassesOverAFullServer) {
     EXPECT_EQ(n["127.0.0.1:2"], 1);
     EXPECT_EQ(n["127.0.0.1:3"], 1);
     EXPECT_EQ(busy, 1);
-    for (std::size_t i = 0; i < pcs.size(); ++i) {
-      if (!pcs[i]->name.empty()) PeerRequest::free(*pcs[i], open[i].get(), 0);
-    }
+    release(held);
   }
   // hash (which takes no backup): full servers are rehashed away from.
   Group* h = load_group(
       "upstream b { hash $remote_addr; server 127.0.0.1:1 max_conns=2;"
       " server 127.0.0.1:2 max_conns=1; }");
   ASSERT_NE(h, nullptr);
-  std::vector<std::unique_ptr<PeerRequest>> held;
-  std::vector<std::unique_ptr<PeerConnection>> held_pcs;
+  std::vector<std::unique_ptr<Held>> hashed;
   int ok = 0;
-  for (int i = 0; i < 4; ++i) {
-    held.push_back(std::make_unique<PeerRequest>());
-    held_pcs.push_back(std::make_unique<PeerConnection>());
-    held.back()->init(*h, *loop_, 0, "same key");
-    held.back()->attach(*held_pcs.back());
-    ok += PeerRequest::get(*held_pcs.back(), held.back().get()) == kPeerOk ? 1 : 0;
-  }
+  for (int i = 0; i < 4; ++i) ok += hold(*h, hashed, "same key") == kPeerOk ? 1 : 0;
   EXPECT_EQ(ok, 3);
+  release(hashed);
 
   Group* g = load_group("upstream b { server 127.0.0.1:1 max_conns=0; }");
   ASSERT_NE(g, nullptr);
-  std::vector<std::unique_ptr<PeerRequest>> open;
-  std::vector<std::unique_ptr<PeerConnection>> pcs;
-  for (int i = 0; i < 4; ++i) {
-    open.push_back(std::make_unique<PeerRequest>());
-    pcs.push_back(std::make_unique<PeerConnection>());
-    open.back()->init(*g, *loop_, 0);
-    open.back()->attach(*pcs.back());
-    EXPECT_EQ(PeerRequest::get(*pcs.back(), open.back().get()), kPeerOk) << i;
-  }
+  std::vector<std::unique_ptr<Held>> unlimited;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(hold(*g, unlimited, {}), kPeerOk) << i;
+  release(unlimited);
 }
 
 TEST_F(Balancer, HashIsStableAndSpreads) {
