@@ -9,9 +9,26 @@
 namespace vigil::http {
 namespace {
 
-// The inside of "[...]": an IPv6 address (RFC 3986 §3.2.2). IPvFuture ("v1.x")
-// names nothing we could serve and is refused.
-bool valid_ipv6(std::string_view s) {
+// IPvFuture (RFC 3986 §3.2.2): "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ).
+// Valid syntax, so a Host naming one is not a bad request (RFC 9112 §3.2);
+// it matches no server_name and goes to the default server, as in nginx.
+bool valid_ipvfuture(std::string_view s) {
+  const auto dot = s.find('.');
+  if (dot == std::string_view::npos || dot < 2 || dot + 1 == s.size()) return false;
+  for (std::size_t i = 1; i < dot; ++i) {
+    if (!chars::is_hex(s[i])) return false;
+  }
+  for (char c : s.substr(dot + 1)) {
+    const bool unreserved = chars::is_alpha(c) || chars::is_digit(c) || c == '-' || c == '.' ||
+                            c == '_' || c == '~';
+    if (!unreserved && (c == '\0' || std::strchr("!$&'()*+,;=:", c) == nullptr)) return false;
+  }
+  return true;
+}
+
+// The inside of "[...]": an IPv6 address or an IPvFuture literal.
+bool valid_ip_literal(std::string_view s) {
+  if (!s.empty() && (s.front() == 'v' || s.front() == 'V')) return valid_ipvfuture(s);
   char tmp[INET6_ADDRSTRLEN];
   if (s.empty() || s.size() >= sizeof tmp) return false;
   std::memcpy(tmp, s.data(), s.size());
@@ -48,7 +65,7 @@ bool parse_authority(std::string_view s, bool port_required, Authority& out) {
   std::string_view rest;
   if (!s.empty() && s.front() == '[') {
     auto close = s.find(']');
-    if (close == std::string_view::npos || !valid_ipv6(s.substr(1, close - 1))) return false;
+    if (close == std::string_view::npos || !valid_ip_literal(s.substr(1, close - 1))) return false;
     host = s.substr(0, close + 1);
     rest = s.substr(close + 1);
   } else {

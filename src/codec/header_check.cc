@@ -29,9 +29,12 @@ void HeaderChecker::add(const HeaderField& field) {
     case HeaderId::kHost:
       // RFC 9112 §3.2: more than one Host line, or an invalid value, is a 400.
       if (++hosts_ > 1) break;
-      if (!field.value.empty()) {
+      // An empty one is refused too, as nginx does: the target URI would
+      // be "http" with an empty host, which RFC 9110 §4.2.1 says to reject
+      // (RFC 9112 §3.3 lets a server refuse it or use its default).
+      {
         Authority a;
-        if (parse_authority(field.value, false, a)) {
+        if (!field.value.empty() && parse_authority(field.value, false, a)) {
           out_.host = a.host;
           out_.port = a.port;
         } else {

@@ -35,6 +35,13 @@ TEST_F(HttpEmptyGif, AnswersWithTheTransparentPixel) {
   ASSERT_EQ(r.body.size(), 43u);
   EXPECT_EQ(r.body.substr(0, 6), "GIF89a");
   EXPECT_EQ(r.body.back(), ';');  // the GIF trailer
+  // The image nginx sends, byte for byte: white, transparent, one pixel.
+  const std::string nginx_gif(
+      "GIF89a\x01\x00\x01\x00\x80\x01\x00\x00\x00\x00\xff\xff\xff"
+      "\x21\xf9\x04\x01\x00\x00\x01\x00"
+      "\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x4c\x01\x00\x3b",
+      43);
+  EXPECT_EQ(r.body, nginx_gif);
   EXPECT_EQ(r.header("last-modified"), "Mon, 28 Sep 1970 06:00:00 GMT");
   EXPECT_EQ(r.header("x-pixel"), "yes");  // the add_header filter ran
 }

@@ -106,7 +106,7 @@ TEST_F(HttpReturn, Redirects) {
   EXPECT_NE(r.body.find("301 Moved Permanently"), std::string::npos);
   r = request("/s/x?y=1", "", "example.org");
   EXPECT_EQ(r.status, 302);
-  EXPECT_EQ(r.status_line, "HTTP/1.1 302 Found");
+  EXPECT_EQ(r.status_line, "HTTP/1.1 302 Moved Temporarily");
   EXPECT_EQ(r.header("location"), "https://example.org/s/x?y=1");
   r = request("/o");
   EXPECT_EQ(r.status_line, "HTTP/1.1 303 See Other");
@@ -139,7 +139,7 @@ TEST_F(HttpReturn, ErrorPageLeadingToAReturn) {
   Response r = request("/r1");
   EXPECT_EQ(r.status, 302);
   EXPECT_EQ(r.header("location"), "http://example.com/");
-  EXPECT_NE(r.body.find("302 Found"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("302 Moved Temporarily"), std::string::npos) << r.body;
   r = request("/r2");
   EXPECT_EQ(r.status, 302);
   EXPECT_EQ(r.header("location"), "http://example.com/1");  // the page's arguments

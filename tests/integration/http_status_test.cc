@@ -363,5 +363,32 @@ TEST_F(HttpStatus, TimedOutRequestIsLoggedAs408) {
   })) << server_.read("logs/access.log");
 }
 
+// A client that leaves while its response is still being written (here
+// held back by limit_rate) ends the request at once, as nginx does: the
+// connection is gone from the counts and the request logged, not kept until
+// a send fails or send_timeout passes.
+TEST_F(HttpStatus, ClientLeavingASlowResponseEndsItAtOnce) {
+  server_.write("html/big.txt", std::string(64 * 1024, 'x'));
+  ASSERT_TRUE(start("access_log logs/access.log combined buffer=0;\n"
+                    "limit_rate 1k; limit_rate_after 1; send_timeout 300s;"))
+      << server_.output();
+  {
+    Client c(port_);
+    ASSERT_TRUE(c.send(test::simple_get("/big.txt")));
+    ASSERT_TRUE(test::wait_for([&] { return stub().writing == 2; }));
+  }  // closed with most of the body unsent
+  ASSERT_TRUE(test::wait_for([&] { return stub().active == 1; }));
+  // Logged at once, with what went out; the status stays the 200 already
+  // sent (nginx logs 499 only when nothing was).
+  static const std::regex line("\"GET /big.txt HTTP/1.1\" 200 (\\d+) ");
+  std::smatch m;
+  std::string log;
+  ASSERT_TRUE(test::wait_for([&] {
+    log = server_.read("logs/access.log");
+    return std::regex_search(log, m, line);
+  })) << log;
+  EXPECT_LT(std::stol(m[1]), 64 * 1024);
+}
+
 }  // namespace
 }  // namespace vigil

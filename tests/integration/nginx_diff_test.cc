@@ -310,9 +310,6 @@ const char* const kWhyVersionDigits =
     "RFC 9112 §2.3: HTTP-version is one digit each side of the dot; nginx takes up to 3";
 const char* const kWhyHttp09 =
     "HTTP/0.9 is not HTTP/1.1 (RFC 9112 §2.3 needs a version); nginx still answers it";
-const char* const kWhyEmptyHost =
-    "RFC 9112 §3.3 lets a server either refuse an empty authority or use its default server; "
-    "Vigil serves the default server, nginx refuses";
 const char* const kWhyHostPort =
     "RFC 9112 §3.2: a Host with an invalid value (port = *DIGIT) MUST be 400";
 const char* const kWhy412 =
@@ -329,8 +326,6 @@ const char* const kWhyChunkedLast =
     "RFC 9112 §6.3: Transfer-Encoding without chunked last MUST be 400 (nginx: 501)";
 const char* const kWhyChunkedTwice =
     "RFC 9112 §6.1: chunked MUST NOT be applied twice: a malformed request (nginx: 501)";
-const char* const kWhyContinueNotNeeded =
-    "RFC 9110 §10.1.1: a server MAY omit the 100 when the content is here or there is none";
 const char* const kWhyContinueBeforeError =
     "Vigil reads (and discards) the content before answering, so it asks for it; nginx answers "
     "first and discards it after (both allowed by RFC 9110 §10.1.1)";
@@ -552,9 +547,7 @@ TEST_F(NginxDiff, Versions) {
       {.name = "no Host in HTTP/1.1", .request = "GET /a.txt HTTP/1.1\r\n\r\n", .status = 400},
       {.name = "empty Host",
        .request = "GET /a.txt HTTP/1.1\r\nHost:\r\n\r\n",
-       .status = 400,
-       .kept = {{"1 status", "400", "200"}, {"after", "closed", "open"}},
-       .why = kWhyEmptyHost},
+       .status = 400},
       {.name = "duplicate Host",
        .request = "GET /a.txt HTTP/1.1\r\nHost: localhost\r\nHost: other\r\n\r\n",
        .status = 400},
@@ -806,17 +799,13 @@ TEST_F(NginxDiff, Bodies) {
        .then = "hello"},
       {.name = "Expect: 100-continue, body already sent",
        .request = get("/a.txt", "Expect: 100-continue\r\nContent-Length: 5\r\n") + "hello",
-       .status = 200,
-       .kept = {{"1 100-continue", "yes", ""}},
-       .why = kWhyContinueNotNeeded},
+       .status = 200},
       {.name = "Expect: 100-continue in HTTP/1.0",
        .request = "GET /a.txt HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello",
        .status = 200},
       {.name = "Expect: 100-continue without a body",
        .request = get("/a.txt", "Expect: 100-continue\r\n"),
-       .status = 200,
-       .kept = {{"1 100-continue", "yes", ""}},
-       .why = kWhyContinueNotNeeded},
+       .status = 200},
       {.name = "unknown expectation", .request = get("/a.txt", "Expect: foo\r\n"), .status = 200},
       {.name = "Expect: 100-continue on a missing file",
        .request = get("/missing.txt", "Expect: 100-continue\r\nContent-Length: 5\r\n"),

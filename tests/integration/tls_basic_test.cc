@@ -467,5 +467,28 @@ TEST(Tls, SslVariablesReachTheAccessLog) {
   EXPECT_NE(line.find("|localhost|.\n"), std::string::npos) << line;
 }
 
+// A small response goes out as one TLS record, head and body together (as
+// nginx's 16k ssl buffer makes it): one SSL_read has all of it, and a
+// client that reads once and shuts down finds no data after close_notify.
+TEST(Tls, SmallResponseIsOneRecord) {
+  TlsServer s;
+  int port = test::free_port();
+  start(s, port);
+  for (const char* path : {"/", "/missing"}) {
+    TlsClient c(port);
+    ASSERT_TRUE(c.handshake()) << c.error();
+    ASSERT_TRUE(c.send(test::simple_get(path)));
+    ASSERT_TRUE(c.fill(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+    const std::string& got = c.buffer();  // one SSL_read: one record
+    const auto end = got.find("\r\n\r\n");
+    ASSERT_NE(end, std::string::npos) << got;
+    if (std::string(path) == "/") {
+      EXPECT_EQ(got.substr(end + 4), "hello tls\n");
+    } else {
+      EXPECT_NE(got.find("</html>", end), std::string::npos) << got;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vigil

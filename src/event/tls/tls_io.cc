@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <new>
 
 #include "event/tls/buffers.h"
@@ -329,6 +330,48 @@ long tls_recv_chain(Connection& c, Chain* chain, off_t limit) {
   return total;
 }
 
+namespace {
+
+// Memory buffers in a row, each smaller than a record (a response head and a
+// short body, a chunk header and its chunk), go out as one record as nginx's
+// ssl_buffer_size does: one SSL_write and one send() instead of one each, and
+// a client that reads one record gets the whole small response.
+constexpr std::size_t kGatherSize = 16384;
+
+bool gatherable(const Chain* cl) {
+  if (cl->buf->in_file || cl->buf->size() >= kGatherSize) return false;
+  for (const Chain* next = cl->next; next != nullptr; next = next->next) {
+    if (next->buf->empty()) continue;
+    return !next->buf->in_file;
+  }
+  return false;
+}
+
+// Copies up to `room` bytes of the memory buffers from `cl` on into `out`;
+// the chain is left as it is until the write says how much went.
+std::size_t gather(const Chain* cl, char* out, std::size_t room) {
+  std::size_t n = 0;
+  for (; cl != nullptr && n < room; cl = cl->next) {
+    const Buf& b = *cl->buf;
+    if (b.in_file) break;
+    const std::size_t take = b.size() < room - n ? b.size() : room - n;
+    std::memcpy(out + n, b.pos, take);
+    n += take;
+  }
+  return n;
+}
+
+void consume(Chain* cl, std::size_t n) {
+  for (; cl != nullptr && n > 0; cl = cl->next) {
+    Buf& b = *cl->buf;
+    const std::size_t take = b.size() < n ? b.size() : n;
+    b.pos += take;
+    n -= take;
+  }
+}
+
+}  // namespace
+
 Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
   TlsConnection& t = *c.ssl;
   const off_t max = (limit <= 0 || limit > kMaxChunk) ? kMaxChunk : limit;
@@ -339,7 +382,16 @@ Chain* tls_send_chain(Connection& c, Chain* in, off_t limit) {
   while (cl != nullptr && sent < max) {
     Buf& b = *cl->buf;
     long n;
-    if (!b.in_file) {
+    if (gatherable(cl)) {
+      // A retry after WANT_WRITE gathers the same bytes again (the chain has
+      // not moved), at least as many as the blocked call offered.
+      char scratch[kGatherSize];
+      std::size_t room = kGatherSize;
+      if (static_cast<off_t>(room) > max - sent) room = static_cast<std::size_t>(max - sent);
+      if (room < t.write_pending && t.write_pending <= kGatherSize) room = t.write_pending;
+      n = write_some(c, scratch, gather(cl, scratch, room));
+      if (n > 0) consume(cl, static_cast<std::size_t>(n));
+    } else if (!b.in_file) {
       std::size_t want = b.size();
       if (static_cast<off_t>(want) > max - sent) want = static_cast<std::size_t>(max - sent);
       if (want < t.write_pending) want = t.write_pending < b.size() ? t.write_pending : b.size();

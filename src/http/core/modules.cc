@@ -35,14 +35,15 @@ std::span<const HttpModule* const> http_modules() {
 
 // The filters, in the order they run (send_header and output_filter,
 // filters.h). Header filters: the preconditions first (a 304 or 412 is
-// decided on the whole representation), then Range, then the fields
-// add_header adds to whatever status came out, only when some location of
-// the configuration has add_header. Body filters, before HTTP/1's final
+// decided on the whole representation), then add_header (only when some
+// location of the configuration has it; its Last-Modified is the date
+// If-Range compares), then Range. Body filters, before HTTP/1's final
 // writer: a module that changes the body (gzip) adds its filter before
 // chunked, which frames what the others made, when its directive is used.
 bool register_filters(FilterChains& chains, const HttpServers& servers) {
-  bool ok = chains.header.add(not_modified_header_filter) && chains.header.add(range_header_filter);
+  bool ok = chains.header.add(not_modified_header_filter);
   if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
+  ok = ok && chains.header.add(range_header_filter);
   return ok && chains.body.add(chunked_body_filter);
 }
 

@@ -22,20 +22,23 @@
 
 namespace vigil::http {
 
-// The read side while the response is written: an edge-triggered backend
-// keeps quiet on its own; a level-triggered one would wake us for every
-// pipelined byte, so the read event is taken out (nginx's ngx_http_block_reading).
+// The read side while the response is made and written. Pipelined input
+// waits for its turn (a level-triggered backend would wake us for every
+// byte, so client_gone takes the read event out); a client that has closed
+// or reset the connection ends the request at once with 499, as nginx's
+// ngx_http_test_reading does, instead of holding it until a send fails or
+// times out (a slow or rate-limited response to a client that left).
 void block_reading(Request& r) {
   Connection& c = *r.c;
-  Event& rev = *c.read;
-  EventLoop& loop = *c.loop;
   if (c.close) {  // told to close (shutdown timeout): the response is abandoned
     terminate_request(r, 0);
     return;
   }
-  if (!(loop.capabilities() & kCapClear) && rev.active) {
-    if (!loop.backend().del(rev, 0)) terminate_request(r, 0);
-  }
+  int err = 0;
+  if (!client_gone(r, err)) return;
+  VIGIL_LOG(*c.log, kInfo, err, "*%llu client prematurely closed connection",
+            static_cast<unsigned long long>(c.number));
+  terminate_request(r, 499);
 }
 
 namespace {

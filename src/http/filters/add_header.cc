@@ -11,9 +11,13 @@
 // Differences from nginx: the name must be a field name token (RFC 9110
 // §5.1; nginx sends whatever it is given), and a CR, LF or NUL a variable
 // brings into a value is sent as a space (§5.5; nginx sends it raw, which
-// can split the header). nginx's special cases for Cache-Control, Link,
-// Last-Modified and ETag (replacing the field the server set) are not made:
-// add_header always adds a field.
+// can split the header).
+//
+// As nginx, `add_header Last-Modified` replaces the server's field rather
+// than adding a second one: its date becomes the response's (the Range
+// filter, after this one, compares If-Range with it; the preconditions,
+// before, saw the file's), and an empty value removes the field. nginx's
+// other special cases (Cache-Control, Link, ETag) are not made.
 #include "http/filters/add_header.h"
 #include "http/core/filters.h"
 
@@ -23,9 +27,12 @@
 #include <memory>
 
 #include "codec/chars.h"
+#include "codec/http_date.h"
+#include "codec/tokens.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
 #include "http/core/request.h"
+#include "vigil/core/clock.h"
 
 namespace vigil::http {
 namespace {
@@ -57,6 +64,7 @@ Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
   if (name.empty()) return call.error("invalid header name \"\"");
   AddHeader h;
   h.name = name;
+  h.last_modified = iequals(name, "Last-Modified");
   if (call.arg_count() == 3) {
     if (call.arg(2) != "always") return call.error("invalid parameter \"" + call.arg(2) + "\"");
     h.always = true;
@@ -97,7 +105,23 @@ const AddHeaderList* add_header_list(const HttpLocConf& loc) {
 }
 
 int add_header_filter(Request& r) {
-  r.headers_out.add_headers = r.loc != nullptr ? add_header_list(*r.loc) : nullptr;
+  const AddHeaderList* list = r.loc != nullptr ? add_header_list(*r.loc) : nullptr;
+  HeadersOut& out = r.headers_out;
+  out.add_headers = list;
+  if (list == nullptr) return 0;
+  for (const AddHeader& h : list->headers) {
+    if (!h.last_modified || !adds_for(h, out.status)) continue;
+    // A date the head writer writes from out.last_modified; other text is
+    // written as given by write_add_headers (and leaves no date).
+    char text[64];
+    out.last_modified = -1;
+    if (h.value.length(r) < sizeof text) {
+      const char* end = h.value.write(r, text);
+      auto t = parse_http_date(std::string_view(text, static_cast<std::size_t>(end - text)),
+                               clock::now_sec());
+      if (t) out.last_modified = *t;
+    }
+  }
   return 0;
 }
 
@@ -114,6 +138,7 @@ char* write_add_headers(const Request& r, const AddHeaderList* list, int status,
   if (list == nullptr) return p;
   for (const AddHeader& h : list->headers) {
     if (!adds_for(h, status)) continue;
+    if (h.last_modified && r.headers_out.last_modified >= 0) continue;  // written as a date
     char* const start = p;
     std::memcpy(p, h.name.data(), h.name.size());
     p += h.name.size();

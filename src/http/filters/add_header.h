@@ -19,7 +19,8 @@ struct Request;
 struct AddHeader {
   std::string name;
   VarTemplate value;
-  bool always = false;  // every status, not only the successes and redirects
+  bool always = false;         // every status, not only the successes and redirects
+  bool last_modified = false;  // "Last-Modified": replaces the server's (add_header_filter)
 };
 
 struct AddHeaderList {

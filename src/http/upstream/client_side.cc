@@ -94,6 +94,7 @@ int client_start(Upstream& u) {
   if (has_body && !conf.pass_request_body) {
     r.lingering = true;  // the body is not read: the connection closes after the response
   }
+  if (!has_body && conf.pass_request_body && !send_continue(r)) return 500;
   if (!has_body || !conf.pass_request_body) return 0;
   return start_request_body(r, r.loc->client_body_buffer_size, body_ready);
 }

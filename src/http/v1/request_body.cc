@@ -251,13 +251,6 @@ bool discard_body(Request& r) {
     return false;
   }
 
-  // The client may wait for a word before sending the body we must read to
-  // keep the connection.
-  if (!send_continue(r)) {
-    terminate_request(r, 0);
-    return false;
-  }
-
   // Move to a fresh buffer for the body (see discard_body_handler).
   Buf& old = hc.buffer;
   const std::size_t size = hc.srv->client_header_buffer_size;
@@ -290,6 +283,7 @@ int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler)
   rb.failed = false;
   rb.status = 0;
   init_framing(r);
+  if (!send_continue(r)) return 500;  // see discard_request_body
   rb.done = !has_request_body(r);
   if (rb.done) return 0;
   char* mem = r.hc->worker->buffers().get(size);
@@ -369,6 +363,12 @@ int read_request_body(Request& r) {
 
 int discard_request_body(Request& r) {
   if (r.body.discarded) return kPhaseNext;
+  // As nginx: whoever takes the body, to read or to throw away, first says
+  // "100 Continue" to a client that asked, with a body or without one.
+  if (!send_continue(r)) {
+    terminate_request(r, 0);
+    return kPhaseSuspended;
+  }
   if (!has_request_body(r)) {
     r.body.discarded = true;
     return kPhaseNext;

@@ -35,14 +35,17 @@ struct Special {
   const char* reason;
 };
 
-// Reason phrases of RFC 9110 §15.
+// Reason phrases as nginx sends them: RFC 9110 §15's, except where nginx
+// keeps an older name (302, 405, 413, 414, 416). The phrase means nothing to
+// a client (RFC 9112 §4: it SHOULD ignore it), so the status line and the
+// built-in page read the same as nginx's for tools that compare the two.
 constexpr Special kReasons[] = {
     {100, "Continue"},
     {200, "OK"},
     {204, "No Content"},
     {206, "Partial Content"},
     {301, "Moved Permanently"},
-    {302, "Found"},
+    {302, "Moved Temporarily"},
     {303, "See Other"},
     {304, "Not Modified"},
     {307, "Temporary Redirect"},
@@ -51,16 +54,16 @@ constexpr Special kReasons[] = {
     {401, "Unauthorized"},
     {403, "Forbidden"},
     {404, "Not Found"},
-    {405, "Method Not Allowed"},
+    {405, "Not Allowed"},
     {408, "Request Timeout"},
     {409, "Conflict"},
     {410, "Gone"},
     {411, "Length Required"},
     {412, "Precondition Failed"},
-    {413, "Content Too Large"},
-    {414, "URI Too Long"},
+    {413, "Request Entity Too Large"},
+    {414, "Request-URI Too Large"},
     {415, "Unsupported Media Type"},
-    {416, "Range Not Satisfiable"},
+    {416, "Requested Range Not Satisfiable"},
     {421, "Misdirected Request"},
     {429, "Too Many Requests"},
     {431, "Request Header Fields Too Large"},

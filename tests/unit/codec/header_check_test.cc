@@ -84,7 +84,11 @@ std::vector<Case> cases() {
          return w;
        }()},
       {get11 + "Host: a:\r\n", ok()},
-      {get11 + "Host:\r\n", ok("")},  // empty Host is valid (no authority)
+      {get11 + "Host:\r\n", err(400)},  // an empty authority for "http" (RFC 9110 §4.2.1)
+      {get11 + "Host: [v1.fe80::a+en1]\r\n", ok("[v1.fe80::a+en1]")},  // IPvFuture
+      {get11 + "Host: [v1.]\r\n", err(400)},
+      {get11 + "Host: [vx.a]\r\n", err(400)},
+      {get11 + "Host: [v1.a%41]\r\n", err(400)},
       {get11, err(400)},              // missing
       {get11 + "Host: a\r\nHost: a\r\n", err(400)},
       {get11 + "Host: a\r\nHost: b\r\n", err(400)},
@@ -244,7 +248,12 @@ TEST(Authority, Parse) {
       {"h:000080", false, false, "", ""},  // at most five digits
       {"[::1]", false, true, "[::1]", ""},
       {"[fe80::1%25eth0]", false, false, "", ""},
-      {"[v1.x]", false, false, "", ""},
+      {"[v1.x]", false, true, "[v1.x]", ""},  // IPvFuture (RFC 3986 §3.2.2)
+      {"[v1.x]:8080", false, true, "[v1.x]", "8080"},
+      {"[v1F.!$&'()*+,;=-._~:]", false, true, "[v1F.!$&'()*+,;=-._~:]", ""},
+      {"[v1.a%41]", false, false, "", ""},
+      {"[v.x]", false, false, "", ""},
+      {"[v1x]", false, false, "", ""},
       {"[]", false, false, "", ""},
       {"[::1]:", false, true, "[::1]", ""},
       {"[::1]80", false, false, "", ""},
