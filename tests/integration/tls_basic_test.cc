@@ -490,5 +490,47 @@ TEST(Tls, SmallResponseIsOneRecord) {
   }
 }
 
+// ssl_reject_handshake: a default server that refuses handshakes (it needs
+// no certificate) answers a ClientHello without SNI, or naming it, with the
+// unrecognized_name alert; a name another server has goes through. A
+// non-default server without a certificate hands its clients the default's.
+TEST(Tls, RejectHandshakeAndServersWithoutCertificates) {
+  TlsServer s;
+  ASSERT_TRUE(s.pki_ok());
+  const int a = test::free_port();
+  const int b = test::free_port();
+  const std::string pa = std::to_string(a), pb = std::to_string(b);
+  ASSERT_TRUE(s.start(
+      "access_log off;\n"
+      "server { listen 127.0.0.1:" + pa + " ssl; server_name refuse; ssl_reject_handshake on; }\n"
+      "server { listen 127.0.0.1:" + pa + " ssl; server_name virtual; "
+      "ssl_certificate ../server.crt; ssl_certificate_key ../server.key; "
+      "location / { return 200 $server_name; } }\n"
+      "server { listen 127.0.0.1:" + pb + " ssl; server_name localhost; "
+      "ssl_certificate ../server.crt; ssl_certificate_key ../server.key; "
+      "location / { return 200 $server_name; } }\n"
+      "server { listen 127.0.0.1:" + pb + " ssl; server_name nocert; "
+      "ssl_verify_client on; location / { return 200 $server_name; } }\n"
+      "server { listen 127.0.0.1:" + pb + " ssl; server_name gone; ssl_reject_handshake on; }\n"))
+      << s.output();
+  auto hello = [](int port, const std::string& sni) {
+    TlsOptions o;
+    o.sni = sni;
+    TlsClient c(port, o);
+    if (!c.handshake()) return "refused: " + c.error();
+    if (!c.send(test::simple_get("/", sni.empty() ? "x" : sni))) return std::string("no send");
+    return c.read_response().body;
+  };
+  for (const char* sni : {"", "refuse", "other"}) {
+    const std::string r = hello(a, sni);
+    EXPECT_NE(r.find("refused:"), std::string::npos) << sni << ": " << r;
+    EXPECT_NE(r.find("unrecognized name"), std::string::npos) << sni << ": " << r;
+  }
+  EXPECT_EQ(hello(a, "virtual"), "virtual");
+  EXPECT_EQ(hello(b, ""), "localhost");
+  EXPECT_EQ(hello(b, "localhost"), "localhost");
+  EXPECT_NE(hello(b, "gone").find("unrecognized name"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vigil

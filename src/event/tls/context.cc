@@ -257,11 +257,11 @@ Result<std::shared_ptr<TlsContext>> TlsContext::client(const TlsClientConf& conf
 Status TlsContext::configure_server(const TlsServerConf& conf) {
   SSL_CTX* ctx = ctx_;
   const std::string& where = conf.where;
-  if (conf.certificates.empty()) {
+  if (conf.certificates.empty() && !conf.reject_handshake) {
     return Status::error("no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive" +
                          where);
   }
-  if (conf.keys.size() != conf.certificates.size()) {
+  if (!conf.certificates.empty() && conf.keys.size() != conf.certificates.size()) {
     return Status::error("no \"ssl_certificate_key\" is defined for certificate \"" +
                          conf.certificates.back() + "\"" + conf.certificate_where.back());
   }

@@ -42,6 +42,8 @@ class TlsContext {
 
   SSL_CTX* native() const { return ctx_; }
   const TlsServerConf* server_conf() const { return server_conf_; }
+  // ssl_reject_handshake: the server this context stands for refuses handshakes.
+  bool rejects_handshakes() const { return server_conf_ != nullptr && server_conf_->reject_handshake; }
   const TlsClientConf* client_conf() const { return client_conf_; }
   const std::vector<TlsTicketKey>& ticket_keys() const { return ticket_keys_; }
   // The wire-format ALPN list (length-prefixed names).

@@ -368,12 +368,25 @@ TlsContext* tls_session_context(const SSL* ssl) {
   return TlsContext::of(SSL_get_SSL_CTX(ssl));
 }
 
-int tls_servername_cb(SSL* ssl, int*, void*) {
+// OpenSSL calls it for every ClientHello, with or without a name: without
+// one the default server is chosen, which matters only when it refuses
+// handshakes. A server with no context of its own (no certificate) keeps
+// the one the handshake started with, as nginx does.
+int tls_servername_cb(SSL* ssl, int* alert, void*) {
   auto* c = static_cast<Connection*>(SSL_get_app_data(ssl));
   if (c == nullptr || c->ssl == nullptr || c->ssl->select == nullptr) return SSL_TLSEXT_ERR_OK;
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-  if (name == nullptr || *name == '\0') return SSL_TLSEXT_ERR_OK;
-  TlsContext* chosen = c->ssl->select(*c, name);
+  const bool named = name != nullptr && *name != '\0';
+  TlsContext* chosen = c->ssl->select(*c, named ? std::string_view(name) : std::string_view());
+  if (chosen != nullptr && chosen->rejects_handshakes()) {
+    if (c->log != nullptr) {
+      VIGIL_LOG(*c->log, kInfo, 0, "*%llu SSL handshake rejected",
+                static_cast<unsigned long long>(c->number));
+    }
+    *alert = SSL_AD_UNRECOGNIZED_NAME;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  }
+  if (!named) return SSL_TLSEXT_ERR_OK;
   if (chosen == nullptr || chosen->native() == SSL_get_SSL_CTX(ssl)) return SSL_TLSEXT_ERR_OK;
   SSL_CTX* ctx = chosen->native();
   if (SSL_set_SSL_CTX(ssl, ctx) == nullptr) return SSL_TLSEXT_ERR_ALERT_FATAL;

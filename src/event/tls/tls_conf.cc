@@ -365,6 +365,7 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_password_file")) c.passwords = p.passwords;
   if (!ctx.is_set("ssl_conf_command")) c.conf_commands = p.conf_commands;
   if (!ctx.is_set("ssl_handshake_timeout")) c.handshake_timeout = p.handshake_timeout;
+  if (!ctx.is_set("ssl_reject_handshake")) c.reject_handshake = p.reject_handshake;
   if (!ctx.is_set("ssl_session_cache")) {
     c.cache = p.cache;
     c.builtin_cache = p.builtin_cache;

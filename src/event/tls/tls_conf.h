@@ -51,6 +51,10 @@ struct TlsServerConf {
   // handshake as nginx does (http: the server's client_header_timeout,
   // stream: 60 s, mail: the server's timeout).
   Msec handshake_timeout = 0;
+  // ssl_reject_handshake (http): handshakes naming this server (or reaching
+  // it as the default server without SNI) are refused with the
+  // unrecognized_name alert; no certificate is needed then.
+  bool reject_handshake = false;
 
   // ssl_session_cache: off | none | [builtin[:size]] [shared:name:size]
   enum class Cache : std::uint8_t { kOff, kNone, kOn };

@@ -395,9 +395,16 @@ Status build_tls_context(HttpSrvConf& srv) {
 }
 
 Status build_tls_contexts(HttpServers& servers) {
+  // On a "listen ... ssl" address the default server needs a certificate
+  // (or ssl_reject_handshake); another server without one keeps the
+  // default's for its handshakes, as in nginx.
   for (const auto& addr : servers.addresses) {
     if (!addr->listen.ssl) continue;
     for (HttpSrvConf* srv : addr->servers) {
+      if (srv != addr->default_server && srv->ssl.certificates.empty() &&
+          !srv->ssl.reject_handshake) {
+        continue;
+      }
       if (Status s = build_tls_context(*srv); !s) return s;
     }
   }
@@ -509,6 +516,13 @@ Module* make_http_module() {
          srv.custom(set_large_buffers));
   add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
                             tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
+  m->add("ssl_reject_handshake", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
+           auto v = parse_flag(call.arg(0));
+           if (!v) return call.invalid_value(0);
+           s.ssl.reject_handshake = *v;
+           return Status::ok();
+         }));
 
   // location (and inherited from server and http)
   m->add("root", kHttpAny, Arity::exactly(1), loc.string(&HttpLocConf::root, "html", false));
