@@ -507,6 +507,12 @@ Module* make_http_module() {
          srv.size(&HttpSrvConf::client_header_buffer_size, 1024, 128));
   m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
          srv.custom(set_large_buffers));
+  m->add("merge_slashes", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::merge_slashes, true));
+  m->add("ignore_invalid_headers", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::ignore_invalid_headers, true));
+  m->add("underscores_in_headers", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::underscores_in_headers, false));
   add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
                             tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
 
@@ -546,6 +552,12 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
+  m->add("absolute_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::absolute_redirect, true));
+  m->add("server_name_in_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::server_name_in_redirect, false));
+  m->add("port_in_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::port_in_redirect, true));
   // nginx's "build" adds the build name configure was given; Vigil's builds
   // have none, so it is "on".
   m->add("server_tokens", kHttpAny, Arity::exactly(1),

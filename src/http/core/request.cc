@@ -234,7 +234,7 @@ void process_request(Request& r) {
   HttpWorker& w = *hc.worker;
   NormalizedPath np;
   if (r.line.form == TargetForm::kOrigin || r.line.form == TargetForm::kAbsolute) {
-    np = normalize_path(r.line.path, w.scratch(), w.scratch_size());
+    np = normalize_path(r.line.path, w.scratch(), w.scratch_size(), r.srv->merge_slashes);
     if (!np.ok()) {
       VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid path: %s",
                 static_cast<unsigned long long>(c.number), np.error);

@@ -54,6 +54,7 @@ struct HttpConnection {
   bool waiting = false;     // counted in stub_status "Waiting" (reusable: idle or not yet read)
   bool keepalive = false;   // idle between requests (vs. a new connection)
   bool plain_http = false;  // plain text on a TLS port: answered with 400 (nginx's 497)
+  bool pipelined = false;   // the next request's first bytes came with the previous one's
 };
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
@@ -205,6 +206,10 @@ struct Request {
   char* uri_mem = nullptr;
   std::uint32_t uri_mem_size = 0;
   Msec start_msec = 0;  // when the first byte of the request was read ($request_time)
+  // Bytes of the request received: its head, and its body as sent (framing
+  // included) as far as it was read or discarded ($request_length).
+  std::uint64_t request_length = 0;
+  bool pipelined = false;  // its first bytes came with the previous request ($pipe)
 
   // Request limits (limit_req.cc, limit_conn.cc): checked once, before the
   // handler; the limit_conn entries this request holds, released with it.

@@ -246,6 +246,16 @@ bool var_request_time(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+bool var_request_length(const Request& r, std::string_view, VarSink& s) {
+  s.put_uint(r.request_length);
+  return true;
+}
+
+bool var_pipe(const Request& r, std::string_view, VarSink& s) {
+  s.put_char(r.pipelined ? 'p' : '.');
+  return true;
+}
+
 bool var_time_local(const Request&, std::string_view, VarSink& s) {
   s.put(clock::common_log_time());
   return true;
@@ -435,6 +445,8 @@ constexpr VarSpec kCoreVariables[] = {
     {"body_bytes_sent", var_body_bytes_sent},
     {"bytes_sent", var_bytes_sent},
     {"request_time", var_request_time},
+    {"request_length", var_request_length},
+    {"pipe", var_pipe},
     {"time_local", var_time_local},
     {"time_iso8601", var_time_iso8601},
     {"msec", var_msec},
