@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <random>
 #include <string>
 
 #include "codec/http_date.h"
@@ -297,6 +298,202 @@ TEST_F(HttpCoreDirectives, RequestLengthAndPipe) {
   EXPECT_NE(text.find("/r2 " + std::to_string(simple_get("/r2").size()) + " p\n"),
             std::string::npos)
       << text;
+}
+
+// The whole answer to one request on a connection the server closes.
+std::string raw_answer(int port, const std::string& request) {
+  Client c(port);
+  if (!c.send(request)) return {};
+  return read_n(c.fd(), 1 << 20, 5000);
+}
+
+std::string close_request(const std::string& method, const std::string& target,
+                          const std::string& version = "HTTP/1.1") {
+  return method + " " + target + " " + version + "\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+}
+
+TEST_F(HttpCoreDirectives, AddTrailer) {
+  ASSERT_TRUE(start("add_trailer X-Var $host;\n"
+                    "add_trailer X-Always \"a $host\" always;\n"
+                    "add_trailer X-Empty '';\n"
+                    "add_trailer X-Sent-Http $sent_http_accept_ranges;\n"
+                    "add_trailer X-Sent-Trailer \"[$sent_trailer_x_var]\";\n"
+                    "location /f { }\n"
+                    "location /off/ { chunked_transfer_encoding off; }\n"
+                    "location /max/ { add_trailer X-Own o; }\n"
+                    "location /r { return 200 text; }"))
+      << server_.output();
+  // A body of known length goes chunked to an HTTP/1.1 client, the
+  // trailer section after its last chunk, in order.
+  std::string a = raw_answer(port_, close_request("GET", "/f"));
+  const std::size_t end = a.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << a;
+  const std::string head = a.substr(0, end + 2);
+  EXPECT_NE(head.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  EXPECT_EQ(head.find("X-Var"), std::string::npos) << head;
+  EXPECT_EQ(a.substr(end + 4),
+            "5\r\nfile\n\r\n0\r\nX-Var: localhost\r\nX-Always: a localhost\r\n"
+            "X-Sent-Http: bytes\r\nX-Sent-Trailer: [localhost]\r\n\r\n");
+  // return's text too.
+  a = raw_answer(port_, close_request("GET", "/r"));
+  EXPECT_NE(a.find("4\r\ntext\r\n0\r\nX-Var: localhost\r\n"), std::string::npos) << a;
+  // An error: only the `always` field.
+  a = raw_answer(port_, close_request("GET", "/missing"));
+  EXPECT_NE(a.find("HTTP/1.1 404"), std::string::npos) << a;
+  EXPECT_NE(a.find("\r\n0\r\nX-Always: a localhost\r\n\r\n"),
+            std::string::npos)
+      << a;
+  EXPECT_EQ(a.find("X-Var"), std::string::npos) << a;
+  // No trailers for HTTP/1.0, HEAD, or with chunked_transfer_encoding off:
+  // the length is said.
+  a = raw_answer(port_, close_request("GET", "/f", "HTTP/1.0"));
+  EXPECT_NE(a.find("Content-Length: 5\r\n"), std::string::npos) << a;
+  EXPECT_TRUE(a.ends_with("\r\n\r\nfile\n")) << a;
+  a = raw_answer(port_, close_request("HEAD", "/f"));
+  EXPECT_NE(a.find("Content-Length: 5\r\n"), std::string::npos) << a;
+  EXPECT_EQ(a.find("X-"), std::string::npos) << a;
+  a = raw_answer(port_, close_request("GET", "/off/f"));
+  EXPECT_NE(a.find("Content-Length: 5\r\n"), std::string::npos) << a;
+  EXPECT_EQ(a.find("X-Always"), std::string::npos) << a;
+  // A level with its own list does not inherit.
+  a = raw_answer(port_, close_request("GET", "/max/f"));
+  EXPECT_TRUE(a.ends_with("5\r\nfile\n\r\n0\r\nX-Own: o\r\n\r\n")) << a;
+}
+
+// add_header ETag / Last-Modified replace the server's (and a backend's)
+// field, an empty value removes it, the last one wins (as nginx).
+TEST_F(HttpCoreDirectives, AddHeaderReplacesEtagAndLastModified) {
+  Backend backend([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(200, "b", "ETag: \"be\"\r\nLast-Modified: Mon, 28 Sep 1970 06:00:00 GMT\r\n"));
+  });
+  ASSERT_TRUE(start("location /f { add_header ETag foo always; add_header ETag '' always; }\n"
+                    "location /max/ { add_header ETag one; add_header ETag two; "
+                    "add_header Last-Modified \"Mon, 28 Sep 1970 06:00:00 GMT\"; }\n"
+                    "location /p { proxy_pass http://" + backend.address() +
+                    "; add_header ETag mine; }"))
+      << server_.output();
+  Response r = request("/f");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.has("etag")) << r.head;
+  EXPECT_TRUE(r.has("last-modified"));
+  r = request("/max/f");
+  EXPECT_EQ(r.header("etag"), "two");
+  EXPECT_EQ(r.head.find("ETag"), r.head.rfind("ETag")) << r.head;
+  EXPECT_EQ(r.header("last-modified"), "Mon, 28 Sep 1970 06:00:00 GMT");
+  EXPECT_EQ(r.head.find("Last-Modified"), r.head.rfind("Last-Modified")) << r.head;
+  r = request("/p");
+  EXPECT_EQ(r.body, "b");
+  EXPECT_EQ(r.header("etag"), "mine");
+  EXPECT_EQ(r.head.find("ETag"), r.head.rfind("ETag")) << r.head;
+  EXPECT_EQ(r.header("last-modified"), "Mon, 28 Sep 1970 06:00:00 GMT");
+}
+
+// $sent_http_NAME in the access log: the fields as they went out, those the
+// head writer makes too.
+TEST_F(HttpCoreDirectives, SentHttpVariables) {
+  ASSERT_TRUE(start("location /r { access_log logs/sent.log sent buffer=0;"
+                    " add_header Cache-Control a; add_header Cache-Control b;"
+                    " return 301 /x; }",
+                    "log_format sent \"$sent_http_connection|$sent_http_content_type|"
+                    "$sent_http_content_length|$sent_http_location|$sent_http_cache_control|"
+                    "$sent_http_x_none\";"))
+      << server_.output();
+  Response r = get(port_, "GET /r HTTP/1.0\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(r.status, 301);
+  std::string text;
+  wait_until([&] {
+    text = server_.read("logs/sent.log");
+    return !text.empty();
+  });
+  EXPECT_EQ(text, "close|text/html|" + r.header("content-length") + "|http://h:" +
+                      std::to_string(port_) + "/x|a, b|-\n");
+}
+
+// keepalive_time: a connection older than it gets "Connection: close";
+// $connection_time says how old it is.
+TEST_F(HttpCoreDirectives, KeepaliveTime) {
+  ASSERT_TRUE(start("location /t { keepalive_time 1s;"
+                    " add_header X-Conn $connection_requests:$connection_time; return 200 t; }"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send(simple_get("/t")));
+  Response r = c.read_response();
+  EXPECT_EQ(r.header("connection"), "keep-alive");
+  EXPECT_TRUE(r.header("x-conn").starts_with("1:0.")) << r.header("x-conn");
+  // Asked again until the connection's second has passed (polled).
+  ASSERT_TRUE(wait_until(
+      [&] {
+        if (!c.send(simple_get("/t"))) return true;
+        r = c.read_response();
+        return r.header("connection") != "keep-alive";
+      },
+      10000));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("connection"), "close");
+  const std::string conn = r.header("x-conn");
+  const std::size_t colon = conn.find(':');
+  ASSERT_NE(colon, std::string::npos) << conn;
+  EXPECT_GT(std::stoi(conn.substr(0, colon)), 1);
+  EXPECT_GE(std::stod(conn.substr(colon + 1)), 1.0) << conn;
+  EXPECT_TRUE(c.closed_within(3000));
+}
+
+TEST_F(HttpCoreDirectives, KeepaliveDisable) {
+  ASSERT_TRUE(start("location /k { return 200 k; }\n"
+                    "location /s/ { keepalive_disable safari; return 200 s; }\n"
+                    "location /n/ { keepalive_disable none; return 200 n; }"))
+      << server_.output();
+  auto connection = [this](const std::string& method, const std::string& target,
+                           const std::string& ua) {
+    return get(port_, method + " " + target + " HTTP/1.1\r\nHost: x\r\nUser-Agent: " + ua +
+                          "\r\nContent-Length: 0\r\n\r\n")
+        .header("connection");
+  };
+  const std::string msie5 = "Mozilla/4.0 (compatible; MSIE 5.0; Windows 98)";
+  const std::string safari = "Mozilla/5.0 (Macintosh; Mac OS X) Safari/7534.48.3";
+  // msie6 (the default): an old MSIE's POST only.
+  EXPECT_EQ(connection("POST", "/k", msie5), "close");
+  EXPECT_EQ(connection("GET", "/k", msie5), "keep-alive");
+  EXPECT_EQ(connection("POST", "/k", "Mozilla/4.0 (compatible; MSIE 7.0)"), "keep-alive");
+  EXPECT_EQ(connection("GET", "/k", safari), "keep-alive");
+  EXPECT_EQ(connection("GET", "/s/", safari), "close");
+  EXPECT_EQ(connection("POST", "/s/", msie5), "keep-alive");
+  EXPECT_EQ(connection("POST", "/n/", msie5), "keep-alive");
+}
+
+bool port_is_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd == -1) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A port range listens on every port of it; the socket options load.
+TEST_F(HttpCoreDirectives, ListenPortRange) {
+  int first = 0;
+  // Two free ports in a row, below the ephemeral range (where the kernel's
+  // neighbours of a port it chose are often taken).
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  for (int i = 0; i < 100 && first == 0; ++i) {
+    const int p = pick(rng);
+    if (port_is_free(p) && port_is_free(p + 1)) first = p;
+  }
+  ASSERT_NE(first, 0);
+  port_ = first;
+  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:" + std::to_string(first) + "-" +
+                            std::to_string(first + 1) +
+                            " sndbuf=32k rcvbuf=64k so_keepalive=on backlog=100;"
+                            " access_log off; location / { return 200 $server_port; } }"))
+      << server_.output();
+  EXPECT_EQ(get(first, simple_get("/")).body, std::to_string(first));
+  EXPECT_EQ(get(first + 1, simple_get("/")).body, std::to_string(first + 1));
 }
 
 }  // namespace

@@ -30,10 +30,7 @@ int g_final_spec = -1;
 // ---- listen -----------------------------------------------------------------
 
 Status set_listen(const DirectiveCall& call, HttpSrvConf& srv) {
-  ListenConf l;
-  if (Status st = parse_listen(call, l, /*allow_default_server=*/true); !st) return st;
-  srv.listens.push_back(std::move(l));
-  return Status::ok();
+  return parse_listen(call, srv.listens, /*allow_default_server=*/true);
 }
 
 Status set_server_name(const DirectiveCall& call, HttpSrvConf& srv) {
@@ -67,6 +64,24 @@ Status set_large_buffers(const DirectiveCall& call, HttpSrvConf& srv) {
   }
   srv.large_buffers_num = static_cast<std::uint32_t>(*n);
   srv.large_buffers_size = static_cast<std::size_t>(*size);
+  return Status::ok();
+}
+
+// connection_pool_size, request_pool_size: nginx's memory pool sizes. Vigil
+// keeps a connection's and a request's memory in its own fixed structures
+// and worker buffers, so the sizes change nothing; the values are checked as
+// nginx checks them (NGX_MIN_POOL_SIZE and NGX_POOL_ALIGNMENT on 64 bits).
+Status check_pool_size(const DirectiveCall& call) {
+  constexpr std::uint64_t kMinPool = 112;
+  constexpr std::uint64_t kPoolAlignment = 16;
+  auto size = parse_size(call.arg(0));
+  if (!size) return call.invalid_value(0);
+  if (*size < kMinPool) {
+    return call.error("the pool size must be no less than " + std::to_string(kMinPool));
+  }
+  if (*size % kPoolAlignment != 0) {
+    return call.error("the pool size must be a multiple of " + std::to_string(kPoolAlignment));
+  }
   return Status::ok();
 }
 
@@ -144,6 +159,22 @@ Status set_keepalive_timeout(const DirectiveCall& call, HttpLocConf& loc) {
     auto h = parse_sec(call.arg(1));
     if (!h) return call.invalid_value(1);
     loc.keepalive_header = static_cast<Msec>(*h) * 1000;
+  }
+  return Status::ok();
+}
+
+// keepalive_disable none | browser ...;
+Status set_keepalive_disable(const DirectiveCall& call, HttpLocConf& loc) {
+  loc.keepalive_disable = 0;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    const std::string& a = call.arg(i);
+    if (a == "msie6") {
+      loc.keepalive_disable |= HttpLocConf::kDisableMsie6;
+    } else if (a == "safari") {
+      loc.keepalive_disable |= HttpLocConf::kDisableSafari;
+    } else if (a != "none") {
+      return call.error("invalid value \"" + a + "\"");
+    }
   }
   return Status::ok();
 }
@@ -322,6 +353,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
+  if (!ctx.is_set("keepalive_disable")) child.keepalive_disable = parent.keepalive_disable;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -507,6 +539,10 @@ Module* make_http_module() {
          srv.size(&HttpSrvConf::client_header_buffer_size, 1024, 128));
   m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
          srv.custom(set_large_buffers));
+  m->add("connection_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         DirectiveBody::handler(check_pool_size));
+  m->add("request_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         DirectiveBody::handler(check_pool_size));
   m->add("merge_slashes", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
          srv.flag(&HttpSrvConf::merge_slashes, true));
   m->add("ignore_invalid_headers", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
@@ -527,6 +563,9 @@ Module* make_http_module() {
   m->add("keepalive_timeout", kHttpAny, Arity::between(1, 2), loc.custom(set_keepalive_timeout));
   m->add("keepalive_requests", kHttpAny, Arity::exactly(1),
          loc.number<std::uint64_t>(&HttpLocConf::keepalive_requests, 1000));
+  m->add("keepalive_time", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::keepalive_time, 3600000));
+  m->add("keepalive_disable", kHttpAny, Arity::one_or_more(), loc.custom(set_keepalive_disable));
   m->add("client_max_body_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_max_body_size, std::size_t{1} << 20));
   m->add("client_body_timeout", kHttpAny, Arity::exactly(1),

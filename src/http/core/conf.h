@@ -119,6 +119,11 @@ struct HttpLocConf {
   Msec keepalive_timeout = 75000;
   Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
   std::uint64_t keepalive_requests = 1000;
+  Msec keepalive_time = 3600000;  // a connection older than this is not kept alive
+  // keepalive_disable: the browsers whose requests close the connection.
+  static constexpr std::uint8_t kDisableMsie6 = 1;
+  static constexpr std::uint8_t kDisableSafari = 2;
+  std::uint8_t keepalive_disable = kDisableMsie6;
   std::size_t client_max_body_size = 1024 * 1024;  // 0: no limit
   Msec client_body_timeout = 60000;
   Msec send_timeout = 60000;

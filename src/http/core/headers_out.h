@@ -34,6 +34,14 @@ struct HeadersOut {
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;
+  // add_trailer's fields (evaluated at the body's end by the chunked
+  // filter), and whether one applies to this status: an HTTP/1.1 body then
+  // goes chunked even when its length is known.
+  const AddHeaderList* add_trailers = nullptr;
+  bool expect_trailers = false;
+  // The body keeps its Content-Length framing whatever expect_trailers says
+  // (a file the writer reads in pieces after the body filters).
+  bool length_only = false;
   // expires (filters/expires.cc): the Expires field's time (-1: none) and
   // Cache-Control's max-age (kNoCacheControl: none; kNoCache: "no-cache").
   static constexpr std::int64_t kNoCacheControl = -1;

@@ -50,6 +50,7 @@ struct HttpConnection {
   Request* request = nullptr;        // the request in progress, if any
   Msec lingering_deadline = 0;
   Msec lingering_timeout = 0;
+  Msec start_msec = 0;  // when it was accepted (keepalive_time, $connection_time)
   bool large = false;       // `buffer` is a large_client_header_buffers buffer
   bool waiting = false;     // counted in stub_status "Waiting" (reusable: idle or not yet read)
   bool keepalive = false;   // idle between requests (vs. a new connection)
@@ -115,6 +116,10 @@ struct ChunkFrame {
   // worker buffer, given back when the request ends.
   char* trailer_mem = nullptr;
   std::uint32_t trailer_size = 0;
+  // The trailer fields written so far, [fields_begin, fields_end) of
+  // trailer_mem ($sent_trailer_NAME).
+  std::uint32_t fields_begin = 0;
+  std::uint32_t fields_end = 0;
 };
 
 // How HTTP/1 delimits a response body (RFC 9112 §6.3).

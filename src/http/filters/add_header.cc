@@ -11,9 +11,11 @@
 // Differences from nginx: the name must be a field name token (RFC 9110
 // §5.1; nginx sends whatever it is given), and a CR, LF or NUL a variable
 // brings into a value is sent as a space (§5.5; nginx sends it raw, which
-// can split the header). nginx's special cases for Cache-Control, Link,
-// Last-Modified and ETag (replacing the field the server set) are not made:
-// add_header always adds a field.
+// can split the header). As nginx, `add_header ETag` and `add_header
+// Last-Modified` replace the field the server (or the backend) set, an empty
+// value removes it, and the last of a name wins; every other name adds a
+// field. add_trailer's fields are evaluated at the body's end by the chunked
+// filter, for a response that goes chunked.
 #include "http/filters/add_header.h"
 #include "http/core/filters.h"
 
@@ -23,12 +25,13 @@
 #include <memory>
 
 #include "codec/chars.h"
+#include "codec/parse.h"
+#include "core/conf/values.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
 #include "http/core/request.h"
 
 namespace vigil::http {
-namespace {
 
 bool adds_for(const AddHeader& h, int status) {
   if (h.always) return true;
@@ -49,7 +52,11 @@ bool adds_for(const AddHeader& h, int status) {
   }
 }
 
-Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
+namespace {
+
+// add_header and add_trailer: one more field in the level's list.
+Status add_field(const DirectiveCall& call, std::shared_ptr<const AddHeaderList>& to,
+                 bool header) {
   const std::string& name = call.arg(0);
   for (char ch : name) {
     if (!chars::is_tchar(ch)) return call.error("invalid header name \"" + name + "\"");
@@ -64,13 +71,25 @@ Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
   auto value = VarTemplate::compile(call.arg(1));
   if (!value) return call.error(value.status().message());
   h.value = std::move(value.value());
+  if (header && conf::iequals(name, "etag")) h.sets = AddHeader::Sets::kEtag;
+  if (header && conf::iequals(name, "last-modified")) h.sets = AddHeader::Sets::kLastModified;
   // The list is shared with the levels that inherit it: a new one per field
   // (load time only).
   auto list = std::make_shared<AddHeaderList>();
-  if (conf.list != nullptr) *list = *conf.list;
+  if (to != nullptr) *list = *to;
   list->headers.push_back(std::move(h));
-  conf.list = std::move(list);
+  to = std::move(list);
   return Status::ok();
+}
+
+// A later field of `list` that applies to `status` sets the same field.
+bool superseded(const AddHeaderList& list, std::size_t i, int status) {
+  for (std::size_t k = i + 1; k < list.headers.size(); ++k) {
+    if (list.headers[k].sets == list.headers[i].sets && adds_for(list.headers[k], status)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -81,11 +100,20 @@ const HttpModule& add_header_module() {
     auto conf = m->add_loc_conf<AddHeaderConf>(
         {}, [](const ConfInit& ctx, const AddHeaderConf& parent, AddHeaderConf& child) {
           if (!ctx.is_set("add_header")) child.list = parent.list;
+          if (!ctx.is_set("add_trailer")) child.trailers = parent.trailers;
           return Status::ok();
         });
     m->conf()
         .add("add_header", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3),
-             conf.custom(set_add_header))
+             conf.custom([](const DirectiveCall& call, AddHeaderConf& c) {
+               return add_field(call, c.list, true);
+             }))
+        .multiple = true;
+    m->conf()
+        .add("add_trailer", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3),
+             conf.custom([](const DirectiveCall& call, AddHeaderConf& c) {
+               return add_field(call, c.trailers, false);
+             }))
         .multiple = true;
     return m;
   }();
@@ -96,24 +124,61 @@ const AddHeaderList* add_header_list(const HttpLocConf& loc) {
   return loc_conf<AddHeaderConf>(loc, add_header_module()).list.get();
 }
 
+const AddHeaderList* add_trailer_list(const HttpLocConf& loc) {
+  return loc_conf<AddHeaderConf>(loc, add_header_module()).trailers.get();
+}
+
+bool add_headers_set(const AddHeaderList* list, int status, AddHeader::Sets what) {
+  if (list == nullptr) return false;
+  for (const AddHeader& h : list->headers) {
+    if (h.sets == what && adds_for(h, status)) return true;
+  }
+  return false;
+}
+
 int add_header_filter(Request& r) {
-  r.headers_out.add_headers = r.loc != nullptr ? add_header_list(*r.loc) : nullptr;
+  if (r.loc == nullptr) return 0;
+  HeadersOut& out = r.headers_out;
+  const AddHeaderConf& level = loc_conf<AddHeaderConf>(*r.loc, add_header_module());
+  out.add_headers = level.list.get();
+  out.add_trailers = level.trailers.get();
+  // A proxied response's ETag and Last-Modified give way to add_header's.
+  const bool etag = add_headers_set(out.add_headers, out.status, AddHeader::Sets::kEtag);
+  const bool modified = add_headers_set(out.add_headers, out.status, AddHeader::Sets::kLastModified);
+  for (std::uint32_t i = 0; (etag || modified) && i < out.nfields; ++i) {
+    HeaderField& f = out.fields[i];
+    if ((etag && conf::iequals(f.name, "etag")) ||
+        (modified && conf::iequals(f.name, "last-modified"))) {
+      f.omit = true;
+    }
+  }
+  out.expect_trailers = false;
+  if (out.add_trailers != nullptr) {
+    for (const AddHeader& t : out.add_trailers->headers) {
+      if (adds_for(t, out.status)) out.expect_trailers = true;
+    }
+  }
   return 0;
 }
 
 std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status) {
   if (list == nullptr) return 0;
   std::size_t n = 0;
-  for (const AddHeader& h : list->headers) {
-    if (adds_for(h, status)) n += h.name.size() + 4 + h.value.length(r);
+  for (std::size_t i = 0; i < list->headers.size(); ++i) {
+    const AddHeader& h = list->headers[i];
+    if (!adds_for(h, status)) continue;
+    if (h.sets != AddHeader::Sets::kNone && superseded(*list, i, status)) continue;
+    n += h.name.size() + 4 + h.value.length(r);
   }
   return n;
 }
 
 char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p) {
   if (list == nullptr) return p;
-  for (const AddHeader& h : list->headers) {
+  for (std::size_t i = 0; i < list->headers.size(); ++i) {
+    const AddHeader& h = list->headers[i];
     if (!adds_for(h, status)) continue;
+    if (h.sets != AddHeader::Sets::kNone && superseded(*list, i, status)) continue;
     char* const start = p;
     std::memcpy(p, h.name.data(), h.name.size());
     p += h.name.size();
@@ -138,6 +203,8 @@ bool uses_add_header(const HttpServers& servers) {
   for (const HttpLocConf* loc : servers.locations) {
     const AddHeaderList* list = add_header_list(*loc);
     if (list != nullptr && !list->headers.empty()) return true;
+    const AddHeaderList* trailers = add_trailer_list(*loc);
+    if (trailers != nullptr && !trailers->headers.empty()) return true;
   }
   return false;
 }

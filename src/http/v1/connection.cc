@@ -280,6 +280,7 @@ void init_connection(Connection& c) {
   hc->worker = worker;
   hc->addr = addr;
   hc->srv = addr->default_server;
+  hc->start_msec = clock::current_msec();
   c.data = hc;
   set_reusable(*hc, true);
 

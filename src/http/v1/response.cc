@@ -159,6 +159,30 @@ std::size_t local_host(const Connection& c, char* out, std::size_t cap) {
   return n;
 }
 
+// keepalive_disable: an old MSIE's POST (its keep-alive after a POST is
+// broken) or Safari on macOS (it mishandles a closed keep-alive connection),
+// recognised by the User-Agent as nginx does.
+bool keepalive_disabled(const Request& r, const HttpLocConf& loc) {
+  if (loc.keepalive_disable == 0 || r.user_agent.empty()) return false;
+  const std::string_view ua = r.user_agent;
+  if (ua.find("Opera") != std::string_view::npos) return false;
+  const std::size_t msie = ua.find("MSIE ");
+  if (msie != std::string_view::npos) {
+    if (!(loc.keepalive_disable & HttpLocConf::kDisableMsie6) || r.line.method != Method::kPost ||
+        msie + 7 >= ua.size() || ua[msie + 6] != '.') {
+      return false;
+    }
+    const char v = ua[msie + 5];
+    return v == '4' || v == '5' ||
+           (v == '6' && ua.find("SV1", msie + 8) == std::string_view::npos);
+  }
+  return (loc.keepalive_disable & HttpLocConf::kDisableSafari) &&
+         ua.find("Gecko/") == std::string_view::npos &&
+         ua.find("Chrome/") == std::string_view::npos &&
+         ua.find("Safari/") != std::string_view::npos &&
+         ua.find("Mac OS X") != std::string_view::npos;
+}
+
 // absolute_redirect (nginx's header filter): a Location that is a path gets
 // the scheme, the host (server_name_in_redirect: the server's first name;
 // else the request's host; else the local address) and the port
@@ -247,10 +271,14 @@ char* head_memory(Request& r, std::size_t need) {
 
 BodyFraming body_framing(const Request& r, std::int64_t length) {
   // RFC 9112 §6.3: a known length is said; an unknown one is chunked for a
-  // client that reads chunks, else the body ends with the connection.
-  if (length >= 0) return BodyFraming::kLength;
+  // client that reads chunks, else the body ends with the connection. A
+  // body followed by trailer fields (add_trailer) is chunked to such a
+  // client whatever its length (§7.1.2: only the chunked coding has them).
+  const HeadersOut& h = r.headers_out;
+  const bool trailers = h.expect_trailers && !h.length_only;
+  if (length >= 0 && !trailers) return BodyFraming::kLength;
   if (r.line.version >= 1001 && r.loc->chunked_transfer_encoding) return BodyFraming::kChunked;
-  return BodyFraming::kClose;
+  return length >= 0 ? BodyFraming::kLength : BodyFraming::kClose;
 }
 
 bool write_header(Request& r) {
@@ -267,7 +295,9 @@ bool write_header(Request& r) {
   // the graceful stop began says so (nginx's header filter does the same).
   r.keepalive = r.check.keep_alive && !r.lingering && !c.close && !h.upgrade &&
                 loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests &&
-                !c.loop->exiting();
+                msec_diff(clock::current_msec(), r.hc->start_msec) <=
+                    static_cast<MsecDiff>(loc.keepalive_time) &&
+                !keepalive_disabled(r, loc) && !c.loop->exiting();
   // The body's framing (no body: a HEAD, 1xx, 204, 304).
   const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
   const BodyFraming framing = body_framing(r, h.content_length);
@@ -309,7 +339,7 @@ bool write_header(Request& r) {
     o.put(h.content_type);
     o.put("\r\n");
   }
-  if (h.content_length >= 0) {
+  if (h.content_length >= 0 && !r.chunked_out) {
     o.put("Content-Length: ");
     o.put_uint(static_cast<std::uint64_t>(h.content_length));
     o.put("\r\n");
@@ -319,7 +349,8 @@ bool write_header(Request& r) {
     o.put(h.content_range);
     o.put("\r\n");
   }
-  if (h.last_modified >= 0) {
+  if (h.last_modified >= 0 &&
+      !add_headers_set(h.add_headers, h.status, AddHeader::Sets::kLastModified)) {
     // The same file is asked for again and again: keep its date formatted.
     thread_local std::time_t cached_time = -1;
     thread_local char cached_text[32];
@@ -360,7 +391,7 @@ bool write_header(Request& r) {
   } else {
     o.put("Connection: close\r\n");
   }
-  if (!h.etag.empty()) {
+  if (!h.etag.empty() && !add_headers_set(h.add_headers, h.status, AddHeader::Sets::kEtag)) {
     o.put("ETag: ");
     o.put(h.etag);
     o.put("\r\n");
