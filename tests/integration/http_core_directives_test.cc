@@ -496,5 +496,28 @@ TEST_F(HttpCoreDirectives, ListenPortRange) {
   EXPECT_EQ(get(first + 1, simple_get("/")).body, std::to_string(first + 1));
 }
 
+// error_page with a URL: a redirect to it, 302 unless "=" names another
+// redirect status (as nginx).
+TEST_F(HttpCoreDirectives, ErrorPageToAUrl) {
+  ASSERT_TRUE(start("location /a { error_page 404 http://example.com/a?x=1; }\n"
+                    "location /b { error_page 404 =301 https://example.com/b; }\n"
+                    "location /c { error_page 404 =200 http://example.com/c; }\n"
+                    "location /d { error_page 403 404 =308 http://example.com/d; return 403; }"))
+      << server_.output();
+  Response r = request("/a/missing");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/a?x=1");
+  EXPECT_NE(r.body.find("302 Found"), std::string::npos) << r.body;
+  r = request("/b/missing");
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "https://example.com/b");
+  r = request("/c/missing");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/c");
+  r = request("/d");
+  EXPECT_EQ(r.status, 308);
+  EXPECT_EQ(r.header("location"), "http://example.com/d");
+}
+
 }  // namespace
 }  // namespace vigil::test

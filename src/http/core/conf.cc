@@ -57,10 +57,9 @@ Status set_large_buffers(const DirectiveCall& call, HttpSrvConf& srv) {
     return call.invalid_value(0, ", it must be between 1 and " + std::to_string(kMaxLargeBuffers));
   }
   auto size = parse_size(call.arg(1));
-  // A large buffer must hold a whole request line or field line; below 1k
-  // ordinary requests would be refused.
-  if (!size || *size < 1024 || *size > (1u << 20)) {
-    return call.invalid_value(1, ", it must be between 1k and 1m");
+  // At most 1m; the lower bound is connection_pool_size (merge_srv), as nginx.
+  if (!size || *size == 0 || *size > (1u << 20)) {
+    return call.invalid_value(1, ", it must be between 1 and 1m");
   }
   srv.large_buffers_num = static_cast<std::uint32_t>(*n);
   srv.large_buffers_size = static_cast<std::size_t>(*size);
@@ -290,8 +289,11 @@ Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
   if (call.arg_count() < 2)
     return call.error("invalid number of arguments in \"error_page\" directive");
   const std::string& uri = call.arg(call.arg_count() - 1);
-  if (uri.empty() || uri[0] != '/') {
-    return call.error("error_page \"" + uri + "\" must be a path starting with \"/\"");
+  // A path, or a URL the client is redirected to.
+  const bool url = uri.starts_with("http://") || uri.starts_with("https://");
+  if (!url && (uri.empty() || uri[0] != '/')) {
+    return call.error("error_page \"" + uri +
+                      "\" must be a path starting with \"/\" or an http:// or https:// URL");
   }
   int overwrite = -1;
   std::size_t codes_end = call.arg_count() - 1;
@@ -364,6 +366,12 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
   if (!ctx.is_set("large_client_header_buffers")) {
     child.large_buffers_num = parent.large_buffers_num;
     child.large_buffers_size = parent.large_buffers_size;
+  }
+  if (!ctx.is_set("connection_pool_size")) child.connection_pool_size = parent.connection_pool_size;
+  if (child.large_buffers_size < child.connection_pool_size) {
+    return Status::error(
+        "the \"large_client_header_buffers\" size must be equal to or greater than "
+        "\"connection_pool_size\"" + ctx.scope().where());
   }
   if (child.large_buffers_size < child.client_header_buffer_size) {
     // nginx needs the large buffers to be at least as large: a line that
@@ -540,7 +548,11 @@ Module* make_http_module() {
   m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
          srv.custom(set_large_buffers));
   m->add("connection_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
-         DirectiveBody::handler(check_pool_size));
+         srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
+           if (Status st = check_pool_size(call); !st) return st;
+           s.connection_pool_size = static_cast<std::size_t>(*parse_size(call.arg(0)));
+           return Status::ok();
+         }));
   m->add("request_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
          DirectiveBody::handler(check_pool_size));
   m->add("merge_slashes", kHttpMainConf | kHttpSrvConf, Arity::on_off(),

@@ -173,6 +173,8 @@ struct HttpSrvConf {
   std::size_t client_header_buffer_size = 1024;
   std::uint32_t large_buffers_num = 4;
   std::size_t large_buffers_size = 8192;
+  // nginx's pool size: sizes nothing here, but bounds the large buffers.
+  std::size_t connection_pool_size = 512;
   bool merge_slashes = true;
   // A field whose name has more than letters, digits and '-' (and '_' with
   // underscores_in_headers) is dropped as the head is read, unless off.

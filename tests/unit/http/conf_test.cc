@@ -180,9 +180,20 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
   EXPECT_NE(error("access_log logs/a.log main;").find("unknown log format \"main\""),
             std::string::npos);
   EXPECT_NE(error("error_page 99 /x;").find("must be between 300 and 599"), std::string::npos);
-  EXPECT_NE(error("sendfile maybe;").find("it must be \"on\" or \"off\""), std::string::npos);
-  EXPECT_NE(error("large_client_header_buffers 4 100;").find("invalid value \"100\""),
+  EXPECT_NE(error("error_page 404 example;").find("error_page \"example\" must be a path"),
             std::string::npos);
+  EXPECT_NE(servers("error_page 404 =301 https://example.com/x;"), nullptr);
+  EXPECT_NE(error("sendfile maybe;").find("it must be \"on\" or \"off\""), std::string::npos);
+  EXPECT_NE(error("large_client_header_buffers 4 0;").find("invalid value \"0\""),
+            std::string::npos);
+  // As nginx: the large buffers are at least connection_pool_size (512).
+  EXPECT_NE(error("server { listen 127.0.0.1:1; large_client_header_buffers 4 256; }")
+                .find("the \"large_client_header_buffers\" size must be equal to or greater "
+                      "than \"connection_pool_size\""),
+            std::string::npos);
+  EXPECT_NE(servers("connection_pool_size 128; client_header_buffer_size 128;\n"
+                    "server { listen 127.0.0.1:1; large_client_header_buffers 5 256; }"),
+            nullptr);
   EXPECT_NE(error("types { text/html; }").find("invalid number of arguments"), std::string::npos);
   EXPECT_NE(error("sendfile on; sendfile off;").find("\"sendfile\" directive is duplicate"),
             std::string::npos);
