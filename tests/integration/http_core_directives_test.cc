@@ -519,5 +519,24 @@ TEST_F(HttpCoreDirectives, ErrorPageToAUrl) {
   EXPECT_EQ(r.header("location"), "http://example.com/d");
 }
 
+// index with an absolute last name: the fallback when no file before it
+// exists, an internal redirect (as nginx).
+TEST_F(HttpCoreDirectives, IndexAbsoluteFallback) {
+  server_.write("html/ix/keep", "");
+  server_.write("html/has/second.html", "second\n");
+  server_.write("html/loop/keep", "");
+  ASSERT_TRUE(start("location /ix/ { index missing.html /fallback; }\n"
+                    "location /has/ { index missing.html second.html /fallback; }\n"
+                    "location = /fallback { return 200 \"fb $uri $args\"; }\n"
+                    "location /loop/ { index /loop/; }"))
+      << server_.output();
+  Response r = request("/ix/?a=1");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "fb /fallback a=1");
+  EXPECT_EQ(request("/has/").body, "second\n");  // a file before it exists
+  EXPECT_EQ(request("/loop/").status, 500);
+  EXPECT_TRUE(server_.wait_output("rewrite or internal redirection cycle"));
+}
+
 }  // namespace
 }  // namespace vigil::test

@@ -140,9 +140,14 @@ Status set_index(const DirectiveCall& call, HttpLocConf& loc) {
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     const std::string& name = call.arg(i);
     if (name.empty()) return call.error("index \"\" in \"index\" directive is invalid");
-    if (name.find('/') != std::string::npos) {
-      // nginx allows "/index.html" (an absolute fallback); we keep index files
-      // inside the directory asked for.
+    if (name[0] == '/') {
+      // An absolute URI, the fallback when no file before it exists (as nginx).
+      if (i + 1 != call.arg_count()) {
+        return call.error("only the last index in \"index\" directive should be absolute");
+      }
+    } else if (name.find('/') != std::string::npos) {
+      // nginx allows "dir/index.html"; we keep index files inside the
+      // directory asked for.
       return call.error("index \"" + name + "\" must be a file name without \"/\"");
     }
     loc.index.push_back(name);

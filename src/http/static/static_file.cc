@@ -251,6 +251,12 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     OpenFileInfo info;
     FileRef ref;
     for (const std::string& index : loc.index) {
+      if (index[0] == '/') {
+        // The absolute last one: an internal redirect to it, unchecked (the
+        // location it reaches answers), with the request's arguments.
+        if (!set_request_uri(r, index)) return 500;
+        return internal_redirect(r);
+      }
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';

@@ -180,6 +180,10 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
   EXPECT_NE(error("access_log logs/a.log main;").find("unknown log format \"main\""),
             std::string::npos);
   EXPECT_NE(error("error_page 99 /x;").find("must be between 300 and 599"), std::string::npos);
+  EXPECT_NE(error("index /a.html b.html;")
+                .find("only the last index in \"index\" directive should be absolute"),
+            std::string::npos);
+  EXPECT_NE(servers("index a.html /b.html;"), nullptr);
   EXPECT_NE(error("error_page 404 example;").find("error_page \"example\" must be a path"),
             std::string::npos);
   EXPECT_NE(servers("error_page 404 =301 https://example.com/x;"), nullptr);
