@@ -21,7 +21,8 @@ std::string_view path_extension(std::string_view path) {
   return segment.substr(dot + 1);
 }
 
-NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size) {
+NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size,
+                              bool merge_slashes) {
   if (out_size < normalized_path_capacity(raw)) return refuse(500, "path buffer too small");
   if (!raw.empty() && raw.front() != '/') return refuse(400, "path does not start with /");
 
@@ -58,10 +59,11 @@ NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_s
       if (seg == 1) return refuse(400, "path climbs above the root");
       len = seg - 1;                      // drop "/.." ...
       while (out[len - 1] != '/') --len;  // ... and the segment before it
-    } else if (!segment.empty() && !end) {
+    } else if ((!segment.empty() || !merge_slashes) && !end) {
       out[len++] = '/';
     }
-    // An empty segment ("//", or the end after a '/') adds nothing.
+    // An empty segment ("//", or the end after a '/') adds nothing, unless
+    // slashes are kept as they came.
     seg = len;
     if (end) break;
   }

@@ -32,11 +32,14 @@ inline std::size_t normalized_path_capacity(std::string_view raw) {
 // - "." segments vanish; ".." removes the previous segment; a ".." that would
 //   climb above "/" is refused with 400 (nginx's choice, rather than clamping
 //   "/../x" to "/x": such a request is an attack or a bug, not a link).
-// - Empty segments ("//") merge into one '/'.
+// - Empty segments ("//") merge into one '/' when `merge_slashes` (nginx's
+//   merge_slashes on, the default); otherwise they stay, and ".." after one
+//   removes it as it would any other segment.
 // - The extension is empty for a path ending in '/', a last segment without a
 //   '.', or a dot file (".profile": the leading dot names no type).
 // `out` must hold normalized_path_capacity(raw) bytes.
-NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size);
+NormalizedPath normalize_path(std::string_view raw, char* out, std::size_t out_size,
+                              bool merge_slashes = true);
 
 // The extension of a normalised path, by the rule above.
 std::string_view path_extension(std::string_view path);

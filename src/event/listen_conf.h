@@ -1,11 +1,14 @@
 #pragma once
 // The "listen" directive's arguments, shared by every protocol module
 // (http, stream): an address and the socket options nginx accepts after it.
-//   listen address:port [ssl] [reuseport] [deferred] [backlog=N] [default_server];
+//   listen address:port[-port] [ssl] [reuseport] [deferred] [bind] [backlog=N]
+//          [rcvbuf=size] [sndbuf=size] [ipv6only=on|off] [so_keepalive=on|off]
+//          [default_server];
 
 #include <sys/socket.h>
 
 #include <string>
+#include <vector>
 
 #include "core/conf/module.h"
 
@@ -24,11 +27,22 @@ struct ListenArgs {
   bool reuseport = false;
   bool deferred = false;
   int backlog = 511;  // nginx's NGX_LISTEN_BACKLOG on Linux
+  int rcvbuf = -1;    // -1: the kernel's default
+  int sndbuf = -1;
+  bool ipv6only = true;
+  bool so_keepalive = false;
   std::string where;
 };
 
-// Parses the directive's arguments; `default_server` (and its old spelling
-// `default`) is accepted only where the protocol chooses servers by name.
-Status parse_listen(const DirectiveCall& call, ListenArgs& out, bool allow_default_server);
+// Parses the directive's arguments into one ListenArgs per port (a range
+// "127.0.0.1:8000-8003" names several), appended to `out`; `default_server`
+// (and its old spelling `default`) is accepted only where the protocol
+// chooses servers by name.
+Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
+                    bool allow_default_server);
+
+class Listening;
+// The socket options of `l` on the listening socket `ls` (every protocol's).
+void apply_listen_options(const ListenArgs& l, Listening& ls);
 
 }  // namespace vigil

@@ -17,11 +17,8 @@ constexpr int kSrvSpec = 0;
 int g_final_spec = -1;
 
 Status set_listen(const DirectiveCall& call, MailSrvConf& srv) {
-  ListenArgs l;
-  if (Status st = parse_listen(call, l, /*allow_default_server=*/false); !st) return st;
   if (srv.where.empty()) srv.where = call.where();
-  srv.listens.push_back(std::move(l));
-  return Status::ok();
+  return parse_listen(call, srv.listens, /*allow_default_server=*/false);
 }
 
 Status set_capabilities(const DirectiveCall& call, std::vector<std::string>& caps, bool& set) {

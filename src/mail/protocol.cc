@@ -17,9 +17,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
       ls->addrlen = l.addrlen;
       ls->addr_text = l.addr_text;
-      ls->backlog = l.backlog;
-      ls->reuseport = l.reuseport;
-      ls->deferred_accept = l.deferred;
+      apply_listen_options(l, *ls);
       ls->tcp_nodelay = true;  // line-by-line dialogues
       // The arena holds only the peer's address and its text: the session's
       // buffers are blocks of their own (session.cc).

@@ -16,9 +16,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
       ls->addrlen = l.addrlen;
       ls->addr_text = l.addr_text;
-      ls->backlog = l.backlog;
-      ls->reuseport = l.reuseport;
-      ls->deferred_accept = l.deferred;
+      apply_listen_options(l, *ls);
       ls->tcp_nodelay = true;  // a proxy forwards small writes as they come
       ls->handler = init_connection;
       ls->servers = srv;

@@ -15,11 +15,8 @@ upstream::UpstreamSpecs g_ups;
 int g_final_spec = -1;
 
 Status set_listen(const DirectiveCall& call, StreamSrvConf& srv) {
-  StreamListen l;
-  if (Status st = parse_listen(call, l, /*allow_default_server=*/false); !st) return st;
   if (srv.where.empty()) srv.where = call.where();
-  srv.listens.push_back(std::move(l));
-  return Status::ok();
+  return parse_listen(call, srv.listens, /*allow_default_server=*/false);
 }
 
 // TLS contexts at load time, so -t and a reload check certificates.

@@ -25,6 +25,7 @@ struct BlockConf {
   unsigned keepalive = 0;
   std::uint64_t keepalive_requests = 1000;
   Msec keepalive_timeout = 60000;
+  Msec keepalive_time = 3600000;
   std::string zone;
   std::size_t zone_size = 0;
   std::string zone_where;
@@ -123,6 +124,7 @@ Status init_block(const ConfInit& ctx, BlockConf& b, Protocol protocol) {
   group->keepalive = b.keepalive;
   group->keepalive_requests = b.keepalive_requests;
   group->keepalive_timeout = b.keepalive_timeout;
+  group->keepalive_time = b.keepalive_time;
   group->zone = b.zone;
   group->zone_size = b.zone_size;
   const bool hashed = b.method == Method::kHash || b.method == Method::kConsistentHash ||
@@ -215,6 +217,8 @@ UpstreamSpecs add_directives(Module& m, ConfContextMask main_context, ConfContex
           block.number<std::uint64_t>(&BlockConf::keepalive_requests, 1000, 1));
     m.add("keepalive_timeout", ups_context, Arity::exactly(1),
           block.msec(&BlockConf::keepalive_timeout, 60000));
+    m.add("keepalive_time", ups_context, Arity::exactly(1),
+          block.msec(&BlockConf::keepalive_time, 3600000));
   }
   return specs;
 }

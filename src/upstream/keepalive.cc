@@ -29,6 +29,7 @@ struct Item {
   const Peer* peer = nullptr;
   const void* key = nullptr;  // PeerRequest::reuse_key of the request that used it
   GroupCache* cache = nullptr;
+  Msec born = 0;  // when the connection was made (keepalive_time)
 };
 
 // Intrusive ring with a sentinel: `cached` has the most recent first.
@@ -125,12 +126,14 @@ void close_handler(Event& ev) {
 
 }  // namespace
 
-Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key) {
+Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key,
+                           Msec& born) {
   GroupCache* gc = cache_of(loop, group, false);
   if (gc == nullptr) return nullptr;
   for (Item* i = gc->cached.head.next; i != &gc->cached.head; i = i->next) {
     if (i->peer != &peer || i->key != key) continue;
     Connection* c = i->c;
+    born = i->born;
     List::unlink(*i);
     gc->free.push_front(*i);
     --gc->count;
@@ -146,7 +149,8 @@ Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, cons
   return nullptr;
 }
 
-bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key) {
+bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key,
+                   Msec born) {
   GroupCache* gc = cache_of(loop, group, true);
   if (gc == nullptr) return false;
   if (gc->free.empty()) close_item(*gc->cached.head.prev);  // the least recently used
@@ -157,6 +161,7 @@ bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, con
   item.c = &c;
   item.peer = &peer;
   item.key = key;
+  item.born = born;
 
   c.data = &item;
   c.log = &loop.log();

@@ -8,10 +8,14 @@
 namespace vigil::upstream {
 
 // A cached connection to `peer` of `group` cached under `key` (see
-// PeerRequest::set_reuse_key), taken out of the cache (ready to send on), or null.
-Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key);
-// Keeps `c` (idle, nothing unread) for a later request to `peer` with the
-// same `key`. False when it cannot be kept (the caller closes it).
-bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key);
+// PeerRequest::set_reuse_key), taken out of the cache (ready to send on), or
+// null; `born` is when it was connected (keepalive_time).
+Connection* keepalive_take(EventLoop& loop, Group& group, const Peer& peer, const void* key,
+                           Msec& born);
+// Keeps `c` (idle, nothing unread), connected at `born`, for a later request
+// to `peer` with the same `key`. False when it cannot be kept (the caller
+// closes it).
+bool keepalive_put(EventLoop& loop, Group& group, Peer& peer, Connection& c, const void* key,
+                   Msec born);
 
 }  // namespace vigil::upstream

@@ -86,7 +86,7 @@ int PeerRequest::get(PeerConnection& pc, void* data) {
   pc.name = p->name;
   count_start(g, *p);
   if (g.keepalive != 0 && !fresh_only) {
-    if (Connection* c = keepalive_take(*pr.loop_, g, *p, pr.reuse_key_)) {
+    if (Connection* c = keepalive_take(*pr.loop_, g, *p, pr.reuse_key_, pr.born_)) {
       p->stats->cache_hits.fetch_add(1, kRelaxed);
       c->log = pc.log != nullptr ? pc.log : &pr.loop_->log();
       pc.connection = c;
@@ -95,6 +95,7 @@ int PeerRequest::get(PeerConnection& pc, void* data) {
       return kPeerDone;
     }
   }
+  pr.born_ = clock::current_msec();  // a new connection is made now
   return kPeerOk;
 }
 
@@ -140,7 +141,9 @@ void PeerRequest::free(PeerConnection& pc, void* data, unsigned state) {
   if (c == nullptr || g.keepalive == 0 || !(state & kPeerKeepalive)) return;
   ++c->requests;
   if (c->requests >= g.keepalive_requests || c->close || c->error) return;
-  if (keepalive_put(*pr.loop_, g, *p, *c, pr.reuse_key_)) pc.connection = nullptr;
+  // keepalive_time: a connection that has lived that long is not kept.
+  if (msec_diff(clock::current_msec(), pr.born_) > static_cast<MsecDiff>(g.keepalive_time)) return;
+  if (keepalive_put(*pr.loop_, g, *p, *c, pr.reuse_key_, pr.born_)) pc.connection = nullptr;
 }
 
 void PeerRequest::retry_fresh(PeerConnection& pc) {

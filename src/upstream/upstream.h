@@ -9,7 +9,8 @@
 //   upstream name {
 //       server address [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down];
 //       least_conn; | hash key [consistent]; | ip_hash;     (ip_hash: http only)
-//       keepalive N; keepalive_requests N; keepalive_timeout T;  (http only)
+//       keepalive N; keepalive_requests N; keepalive_timeout T;
+//       keepalive_time T;  (http only)
 //       zone name [size];
 //   }
 //
@@ -151,6 +152,7 @@ class Group {
   unsigned keepalive = 0;               // 0: no cache
   std::uint64_t keepalive_requests = 1000;
   Msec keepalive_timeout = 60000;
+  Msec keepalive_time = 3600000;  // a connection older than this is not kept
 
   std::string zone;            // "" without `zone`
   std::size_t zone_size = 0;   // as configured (0: size not given)
@@ -266,6 +268,7 @@ class PeerRequest {
   Peer* current_ = nullptr;
   unsigned tries_ = 0;
   bool cached_ = false;
+  Msec born_ = 0;  // when the current attempt's connection was made
   Peer* fresh_ = nullptr;  // retry_fresh(): the peer the next get() must reconnect to
   const void* reuse_key_ = nullptr;
   std::string_view hash_key_;

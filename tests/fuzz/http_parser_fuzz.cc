@@ -165,6 +165,16 @@ void check_path(const RequestLine& line) {
   check(p.find('\0') == std::string_view::npos);
   check(r.extension.empty() || (r.extension.data() > p.data() &&
                                 r.extension.data() + r.extension.size() == p.data() + p.size()));
+  // merge_slashes off: the same containment, "//" may stay; never longer.
+  auto kept = std::make_unique<char[]>(cap);
+  const auto k = normalize_path(line.path, kept.get(), cap, /*merge_slashes=*/false);
+  if (!k.ok()) {
+    check(k.status == 400);
+    return;
+  }
+  check(!k.path.empty() && k.path.front() == '/' && k.path.size() <= cap);
+  check(k.path.find("/./") == std::string_view::npos && k.path.find("/../") == std::string_view::npos);
+  check(!k.path.ends_with("/.") && !k.path.ends_with("/.."));
 }
 
 void check_values(const std::vector<HeaderField>& fields, std::int64_t size) {

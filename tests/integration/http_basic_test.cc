@@ -152,7 +152,7 @@ TEST_F(HttpBasic, DirectoriesIndexRedirectAndForbidden) {
   // A directory without its slash: 301 to it, the query kept (as nginx).
   r = test::get(port_, test::simple_get("/sub?a=1"));
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/sub/?a=1");
+  EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/sub/?a=1");
   // No index file: autoindex is not supported, so 403.
   r = test::get(port_, test::simple_get("/noindex/"));
   EXPECT_EQ(r.status, 403);

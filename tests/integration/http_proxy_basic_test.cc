@@ -42,6 +42,10 @@ class Proxy : public ::testing::Test {
     return server_.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(port_) +
                          "; server_name front; access_log off;\n" + locations + "\n}");
   }
+  // Where a redirect's path is made a URL (absolute_redirect).
+  std::string origin(const std::string& host = "localhost") const {
+    return "http://" + host + ":" + std::to_string(port_);
+  }
   Response request(const std::string& raw, bool head_only = false) {
     Client c(port_);
     if (!c.ok() || !c.send(raw)) return {};
@@ -121,19 +125,19 @@ TEST_F(Proxy, AutoRedirectToTheSlashedLocation) {
       << server_.output();
   Response r = request(simple_get("/a"));
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/a/");
+  EXPECT_EQ(r.header("location"), origin() + "/a/");
   EXPECT_NE(r.body.find("301 Moved Permanently"), std::string::npos) << r.body;
-  EXPECT_EQ(request(simple_get("/a?x=1&y")).header("location"), "/a/?x=1&y");
+  EXPECT_EQ(request(simple_get("/a?x=1&y")).header("location"), origin() + "/a/?x=1&y");
   r = request("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", true);
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/a/");
+  EXPECT_EQ(r.header("location"), origin("x") + "/a/");
   EXPECT_EQ(request("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx").status, 301);
-  EXPECT_EQ(request(simple_get("/n/p")).header("location"), "/n/p/");  // nested
-  EXPECT_EQ(request(simple_get("/e")).header("location"), "/e/");      // an exact one too
-  EXPECT_EQ(request(simple_get("/g")).header("location"), "/g/");      // before its return
+  EXPECT_EQ(request(simple_get("/n/p")).header("location"), origin() + "/n/p/");  // nested
+  EXPECT_EQ(request(simple_get("/e")).header("location"), origin() + "/e/");      // an exact one too
+  EXPECT_EQ(request(simple_get("/g")).header("location"), origin() + "/g/");      // before its return
   r = request(simple_get("/f"));
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/f/");
+  EXPECT_EQ(r.header("location"), origin() + "/f/");
   EXPECT_EQ(r.body, "text");  // the error_page of /f/
   EXPECT_EQ(backend_.requests(), 0);
 
@@ -240,7 +244,7 @@ TEST_F(Proxy, RedirectDefaultAndOff) {
                     "location /off/ { proxy_pass http://" +
                     backend_.address() + "/x/; proxy_redirect off; }"))
       << server_.output();
-  EXPECT_EQ(request(simple_get("/a/q")).header("location"), "/a/next");
+  EXPECT_EQ(request(simple_get("/a/q")).header("location"), origin() + "/a/next");
   EXPECT_EQ(request(simple_get("/off/q")).header("location"),
             "http://" + backend_.address() + "/x/next");
 }

@@ -69,6 +69,27 @@ TEST_F(ProxyUpstream, KeepaliveReusesOneBackendConnection) {
       << metrics;
 }
 
+// keepalive_time: a cached connection that has lived that long is closed
+// after its request, and the next request connects again.
+TEST_F(ProxyUpstream, KeepaliveTimeRetiresAnOldConnection) {
+  Backend b;
+  ASSERT_TRUE(start("upstream kt { server " + b.address() + "; keepalive 4; keepalive_time 3s; }",
+                    std::string("location / { proxy_pass http://kt; ") + kKeepalive + " }"))
+      << server_.output();
+  ASSERT_EQ(get("/a").status, 200);
+  ASSERT_EQ(get("/b").status, 200);
+  EXPECT_EQ(b.connections(), 1);  // reused while it is young
+  // Asked again (polled) until the first connection's time is over.
+  int sent = 2;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        ++sent;
+        return get("/c").status == 200 && b.connections() == 2;
+      },
+      15000));
+  EXPECT_EQ(b.requests(), sent);
+}
+
 TEST_F(ProxyUpstream, WithoutKeepaliveEveryRequestConnects) {
   Backend b;
   ASSERT_TRUE(start("upstream nk { server " + b.address() + "; }",

@@ -101,7 +101,8 @@ TEST_F(HttpReturn, Redirects) {
   ASSERT_TRUE(start(locations)) << server_.output();
   Response r = request("/p");
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/elsewhere?a=b");  // relative, as the directory 301
+  // A path is made a URL (absolute_redirect): the request's host and port.
+  EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/elsewhere?a=b");
   EXPECT_EQ(r.header("content-type"), "text/html");
   EXPECT_NE(r.body.find("301 Moved Permanently"), std::string::npos);
   r = request("/s/x?y=1", "", "example.org");
@@ -116,7 +117,7 @@ TEST_F(HttpReturn, Redirects) {
   EXPECT_EQ(r.status, 308);
   EXPECT_EQ(r.header("location"), "http://x/8");
   // A space cannot be in a URI reference (RFC 3986): percent-encoded.
-  EXPECT_EQ(request("/sp").header("location"), "/a%20b");
+  EXPECT_EQ(request("/sp").header("location"), "http://localhost:" + std::to_string(port_) + "/a%20b");
 }
 
 // error_page leading to a location that returns, compared with nginx 1.22
@@ -145,7 +146,7 @@ TEST_F(HttpReturn, ErrorPageLeadingToAReturn) {
   EXPECT_EQ(r.header("location"), "http://example.com/1");  // the page's arguments
   r = request("/r3");
   EXPECT_EQ(r.status, 302);
-  EXPECT_EQ(r.header("location"), "/first");
+  EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/first");
   EXPECT_EQ(r.body, "custom\n");
   r = request("/r4/x");
   EXPECT_EQ(r.status, 200);
@@ -158,7 +159,7 @@ TEST_F(HttpReturn, ErrorPageLeadingToAReturn) {
   EXPECT_NE(r.body.find("410 Gone"), std::string::npos) << r.body;
   r = request("/r5/x");
   EXPECT_EQ(r.status, 301);
-  EXPECT_EQ(r.header("location"), "/dir/");
+  EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/dir/");
 }
 
 TEST_F(HttpReturn, Code444ClosesWithoutAResponse) {

@@ -17,9 +17,9 @@
 // listed per case with the reason: Vigil follows the RFC where nginx does
 // not. Each names the digest line, nginx's value and Vigil's, so the test
 // fails when either side changes. docs/directives.md ("Where Vigil and nginx
-// differ") lists them for users. One more is configured away: nginx runs
-// with `absolute_redirect off`, since Vigil's Location is always a relative
-// reference. Error page texts are not compared (they name the server).
+// differ") lists them for users. One more is configured away: both run
+// with `absolute_redirect off`, since the two listen on different ports and
+// an absolute Location names the port. Error page texts are not compared (they name the server).
 //
 // NGINX_DIFF_VERBOSE=1 prints both digests of every case. nginx must be
 // installed (/usr/sbin/nginx; CI installs nginx-light): without it the test
@@ -190,14 +190,15 @@ class NginxDiff : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(write_docroot());
-    ASSERT_TRUE(vigil_.start(std::string("access_log off;\nclient_max_body_size 100;\n") + kTypes +
+    ASSERT_TRUE(vigil_.start(std::string("access_log off;\nabsolute_redirect off;\n"
+                                         "client_max_body_size 100;\n") +
+                             kTypes +
                              "server {\n listen 127.0.0.1:0;\n server_name localhost;\n"
                              " root html;\n}\n"))
         << vigil_.output();
     vigil_port_ = vigil_.port();
     ASSERT_GT(vigil_port_, 0) << vigil_.output();
-    // absolute_redirect off: Vigil's Location is a relative reference (RFC
-    // 9110 §10.2.2 allows it), which nginx sends only when told to.
+    // absolute_redirect off on both: the ports differ.
     ASSERT_TRUE(nginx_.start(
         std::string("access_log off;\nabsolute_redirect off;\nclient_max_body_size 100;\n") +
         kTypes +

@@ -30,10 +30,7 @@ int g_final_spec = -1;
 // ---- listen -----------------------------------------------------------------
 
 Status set_listen(const DirectiveCall& call, HttpSrvConf& srv) {
-  ListenConf l;
-  if (Status st = parse_listen(call, l, /*allow_default_server=*/true); !st) return st;
-  srv.listens.push_back(std::move(l));
-  return Status::ok();
+  return parse_listen(call, srv.listens, /*allow_default_server=*/true);
 }
 
 Status set_server_name(const DirectiveCall& call, HttpSrvConf& srv) {
@@ -60,13 +57,30 @@ Status set_large_buffers(const DirectiveCall& call, HttpSrvConf& srv) {
     return call.invalid_value(0, ", it must be between 1 and " + std::to_string(kMaxLargeBuffers));
   }
   auto size = parse_size(call.arg(1));
-  // A large buffer must hold a whole request line or field line; below 1k
-  // ordinary requests would be refused.
-  if (!size || *size < 1024 || *size > (1u << 20)) {
-    return call.invalid_value(1, ", it must be between 1k and 1m");
+  // At most 1m; the lower bound is connection_pool_size (merge_srv), as nginx.
+  if (!size || *size == 0 || *size > (1u << 20)) {
+    return call.invalid_value(1, ", it must be between 1 and 1m");
   }
   srv.large_buffers_num = static_cast<std::uint32_t>(*n);
   srv.large_buffers_size = static_cast<std::size_t>(*size);
+  return Status::ok();
+}
+
+// connection_pool_size, request_pool_size: nginx's memory pool sizes. Vigil
+// keeps a connection's and a request's memory in its own fixed structures
+// and worker buffers, so the sizes change nothing; the values are checked as
+// nginx checks them (NGX_MIN_POOL_SIZE and NGX_POOL_ALIGNMENT on 64 bits).
+Status check_pool_size(const DirectiveCall& call) {
+  constexpr std::uint64_t kMinPool = 112;
+  constexpr std::uint64_t kPoolAlignment = 16;
+  auto size = parse_size(call.arg(0));
+  if (!size) return call.invalid_value(0);
+  if (*size < kMinPool) {
+    return call.error("the pool size must be no less than " + std::to_string(kMinPool));
+  }
+  if (*size % kPoolAlignment != 0) {
+    return call.error("the pool size must be a multiple of " + std::to_string(kPoolAlignment));
+  }
   return Status::ok();
 }
 
@@ -126,9 +140,14 @@ Status set_index(const DirectiveCall& call, HttpLocConf& loc) {
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     const std::string& name = call.arg(i);
     if (name.empty()) return call.error("index \"\" in \"index\" directive is invalid");
-    if (name.find('/') != std::string::npos) {
-      // nginx allows "/index.html" (an absolute fallback); we keep index files
-      // inside the directory asked for.
+    if (name[0] == '/') {
+      // An absolute URI, the fallback when no file before it exists (as nginx).
+      if (i + 1 != call.arg_count()) {
+        return call.error("only the last index in \"index\" directive should be absolute");
+      }
+    } else if (name.find('/') != std::string::npos) {
+      // nginx allows "dir/index.html"; we keep index files inside the
+      // directory asked for.
       return call.error("index \"" + name + "\" must be a file name without \"/\"");
     }
     loc.index.push_back(name);
@@ -144,6 +163,22 @@ Status set_keepalive_timeout(const DirectiveCall& call, HttpLocConf& loc) {
     auto h = parse_sec(call.arg(1));
     if (!h) return call.invalid_value(1);
     loc.keepalive_header = static_cast<Msec>(*h) * 1000;
+  }
+  return Status::ok();
+}
+
+// keepalive_disable none | browser ...;
+Status set_keepalive_disable(const DirectiveCall& call, HttpLocConf& loc) {
+  loc.keepalive_disable = 0;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    const std::string& a = call.arg(i);
+    if (a == "msie6") {
+      loc.keepalive_disable |= HttpLocConf::kDisableMsie6;
+    } else if (a == "safari") {
+      loc.keepalive_disable |= HttpLocConf::kDisableSafari;
+    } else if (a != "none") {
+      return call.error("invalid value \"" + a + "\"");
+    }
   }
   return Status::ok();
 }
@@ -259,8 +294,11 @@ Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
   if (call.arg_count() < 2)
     return call.error("invalid number of arguments in \"error_page\" directive");
   const std::string& uri = call.arg(call.arg_count() - 1);
-  if (uri.empty() || uri[0] != '/') {
-    return call.error("error_page \"" + uri + "\" must be a path starting with \"/\"");
+  // A path, or a URL the client is redirected to.
+  const bool url = uri.starts_with("http://") || uri.starts_with("https://");
+  if (!url && (uri.empty() || uri[0] != '/')) {
+    return call.error("error_page \"" + uri +
+                      "\" must be a path starting with \"/\" or an http:// or https:// URL");
   }
   int overwrite = -1;
   std::size_t codes_end = call.arg_count() - 1;
@@ -322,6 +360,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
+  if (!ctx.is_set("keepalive_disable")) child.keepalive_disable = parent.keepalive_disable;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -332,6 +371,12 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
   if (!ctx.is_set("large_client_header_buffers")) {
     child.large_buffers_num = parent.large_buffers_num;
     child.large_buffers_size = parent.large_buffers_size;
+  }
+  if (!ctx.is_set("connection_pool_size")) child.connection_pool_size = parent.connection_pool_size;
+  if (child.large_buffers_size < child.connection_pool_size) {
+    return Status::error(
+        "the \"large_client_header_buffers\" size must be equal to or greater than "
+        "\"connection_pool_size\"" + ctx.scope().where());
   }
   if (child.large_buffers_size < child.client_header_buffer_size) {
     // nginx needs the large buffers to be at least as large: a line that
@@ -514,6 +559,20 @@ Module* make_http_module() {
          srv.size(&HttpSrvConf::client_header_buffer_size, 1024, 128));
   m->add("large_client_header_buffers", kHttpMainConf | kHttpSrvConf, Arity::exactly(2),
          srv.custom(set_large_buffers));
+  m->add("connection_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
+           if (Status st = check_pool_size(call); !st) return st;
+           s.connection_pool_size = static_cast<std::size_t>(*parse_size(call.arg(0)));
+           return Status::ok();
+         }));
+  m->add("request_pool_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         DirectiveBody::handler(check_pool_size));
+  m->add("merge_slashes", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::merge_slashes, true));
+  m->add("ignore_invalid_headers", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::ignore_invalid_headers, true));
+  m->add("underscores_in_headers", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::underscores_in_headers, false));
   add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
                             tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
   m->add("ssl_reject_handshake", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
@@ -535,6 +594,9 @@ Module* make_http_module() {
   m->add("keepalive_timeout", kHttpAny, Arity::between(1, 2), loc.custom(set_keepalive_timeout));
   m->add("keepalive_requests", kHttpAny, Arity::exactly(1),
          loc.number<std::uint64_t>(&HttpLocConf::keepalive_requests, 1000));
+  m->add("keepalive_time", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::keepalive_time, 3600000));
+  m->add("keepalive_disable", kHttpAny, Arity::one_or_more(), loc.custom(set_keepalive_disable));
   m->add("client_max_body_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_max_body_size, std::size_t{1} << 20));
   m->add("client_body_timeout", kHttpAny, Arity::exactly(1),
@@ -560,6 +622,12 @@ Module* make_http_module() {
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
   add_limit_rate_directives(*m, loc);
+  m->add("absolute_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::absolute_redirect, true));
+  m->add("server_name_in_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::server_name_in_redirect, false));
+  m->add("port_in_redirect", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::port_in_redirect, true));
   // nginx's "build" adds the build name configure was given; Vigil's builds
   // have none, so it is "on".
   m->add("server_tokens", kHttpAny, Arity::exactly(1),

@@ -119,6 +119,11 @@ struct HttpLocConf {
   Msec keepalive_timeout = 75000;
   Msec keepalive_header = 0;  // "Keep-Alive: timeout=N" when set (second argument)
   std::uint64_t keepalive_requests = 1000;
+  Msec keepalive_time = 3600000;  // a connection older than this is not kept alive
+  // keepalive_disable: the browsers whose requests close the connection.
+  static constexpr std::uint8_t kDisableMsie6 = 1;
+  static constexpr std::uint8_t kDisableSafari = 2;
+  std::uint8_t keepalive_disable = kDisableMsie6;
   std::size_t client_max_body_size = 1024 * 1024;  // 0: no limit
   Msec client_body_timeout = 60000;
   Msec send_timeout = 60000;
@@ -137,6 +142,10 @@ struct HttpLocConf {
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
   bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
+  // A Location that is a path is sent as a URL (HTTP/1's head writer).
+  bool absolute_redirect = true;
+  bool server_name_in_redirect = false;  // its host: the server's first name, not the request's
+  bool port_in_redirect = true;
 
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
@@ -164,6 +173,13 @@ struct HttpSrvConf {
   std::size_t client_header_buffer_size = 1024;
   std::uint32_t large_buffers_num = 4;
   std::size_t large_buffers_size = 8192;
+  // nginx's pool size: sizes nothing here, but bounds the large buffers.
+  std::size_t connection_pool_size = 512;
+  bool merge_slashes = true;
+  // A field whose name has more than letters, digits and '-' (and '_' with
+  // underscores_in_headers) is dropped as the head is read, unless off.
+  bool ignore_invalid_headers = true;
+  bool underscores_in_headers = false;
   std::string where;
   TlsServerConf ssl;                // ssl_* directives
   std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"

@@ -61,6 +61,7 @@ class HeaderFilterChain {
 int not_modified_header_filter(Request& r);  // filters/not_modified.cc
 int range_header_filter(Request& r);         // filters/range.cc
 int add_header_filter(Request& r);           // filters/add_header.cc
+int expires_header_filter(Request& r);       // filters/expires.cc
 
 // ---- the body side -------------------------------------------------------------------
 

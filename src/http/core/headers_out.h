@@ -34,6 +34,20 @@ struct HeadersOut {
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;
+  // add_trailer's fields (evaluated at the body's end by the chunked
+  // filter), and whether one applies to this status: an HTTP/1.1 body then
+  // goes chunked even when its length is known.
+  const AddHeaderList* add_trailers = nullptr;
+  bool expect_trailers = false;
+  // The body keeps its Content-Length framing whatever expect_trailers says
+  // (a file the writer reads in pieces after the body filters).
+  bool length_only = false;
+  // expires (filters/expires.cc): the Expires field's time (-1: none) and
+  // Cache-Control's max-age (kNoCacheControl: none; kNoCache: "no-cache").
+  static constexpr std::int64_t kNoCacheControl = -1;
+  static constexpr std::int64_t kNoCache = -2;
+  std::time_t expires = -1;
+  std::int64_t cache_max_age = kNoCacheControl;
 
   // A relayed response (the upstream core): the backend's reason phrase
   // (empty: the standard one), and its remaining fields, written as they are
@@ -43,7 +57,8 @@ struct HeadersOut {
   // views (and content_type's) are valid until the head is written: the
   // backend's head buffer is reused for the body afterwards.
   std::string_view reason;
-  const HeaderField* fields = nullptr;
+  // A header filter may mark a field `omit` (expires replaces Expires).
+  HeaderField* fields = nullptr;
   std::uint32_t nfields = 0;
   bool own_server = true;  // our Server: field (false: the backend's passes, proxy_pass_header)
   bool own_date = true;    // our Date: field

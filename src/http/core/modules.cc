@@ -10,9 +10,9 @@
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
-#include "http/filters/add_header.h"
 #include "http/empty_gif/empty_gif.h"
 #include "http/filters/add_header.h"
+#include "http/filters/expires.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/return.h"
 #include "http/static/disable_symlinks.h"
@@ -27,21 +27,23 @@ std::span<const HttpModule* const> http_modules() {
   static const HttpModule* const kModules[] = {
       &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
       &access_module(),     &try_files_module(),        &empty_gif_module(),
-      &add_header_module(), &disable_symlinks_module(), &open_file_cache_module(),
-      &proxy_module(),        &filters_module(),
+      &add_header_module(), &expires_module(),          &disable_symlinks_module(),
+      &open_file_cache_module(), &proxy_module(),       &filters_module(),
   };
   return kModules;
 }
 
 // The filters, in the order they run (send_header and output_filter,
 // filters.h). Header filters: the preconditions first (a 304 or 412 is
-// decided on the whole representation), then add_header (only when some
-// location of the configuration has it; its Last-Modified is the date
-// If-Range compares), then Range. Body filters, before HTTP/1's final
-// writer: a module that changes the body (gzip) adds its filter before
-// chunked, which frames what the others made, when its directive is used.
+// decided on the whole representation), then expires and add_header, each
+// only when some location of the configuration uses it (add_header's
+// Last-Modified is the date If-Range compares), then Range. Body filters,
+// before HTTP/1's final writer: a module that changes the body (gzip) adds
+// its filter before chunked, which frames what the others made, when its
+// directive is used.
 bool register_filters(FilterChains& chains, const HttpServers& servers) {
   bool ok = chains.header.add(not_modified_header_filter);
+  if (ok && uses_expires(servers)) ok = chains.header.add(expires_header_filter);
   if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
   ok = ok && chains.header.add(range_header_filter);
   return ok && chains.body.add(chunked_body_filter);

@@ -25,9 +25,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
     std::memcpy(&ls->addr, &l.addr, sizeof l.addr);
     ls->addrlen = l.addrlen;
     ls->addr_text = l.addr_text;
-    ls->backlog = l.backlog;
-    ls->reuseport = l.reuseport;
-    ls->deferred_accept = l.deferred;
+    apply_listen_options(l, *ls);
     // TCP_NODELAY is set when a connection first goes keep-alive, as nginx
     // does: a connection-per-request client never pays for the setsockopt.
     ls->tcp_nodelay = false;

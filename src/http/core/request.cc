@@ -237,7 +237,7 @@ void process_request(Request& r) {
   HttpWorker& w = *hc.worker;
   NormalizedPath np;
   if (r.line.form == TargetForm::kOrigin || r.line.form == TargetForm::kAbsolute) {
-    np = normalize_path(r.line.path, w.scratch(), w.scratch_size());
+    np = normalize_path(r.line.path, w.scratch(), w.scratch_size(), r.srv->merge_slashes);
     if (!np.ok()) {
       VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid path: %s",
                 static_cast<unsigned long long>(c.number), np.error);
@@ -365,6 +365,17 @@ void finalize_error(Request& r, int status) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
       ++r.redirects;
       if (closes) r.check.keep_alive = false;
+      if (page->uri.front() != '/') {
+        // A URL: a redirect to it, 302 unless "=" names another redirect
+        // status (nginx's ngx_http_send_error_page).
+        HeadersOut& h = r.headers_out;
+        h.restart_for(0);
+        h.location = page->uri;
+        h.location_as_is = true;
+        r.status = 0;
+        send_special(r, is_redirect(page->overwrite) ? page->overwrite : 302);
+        return;
+      }
       // A redirect's Location stays for a page that sets none (nginx's does).
       r.headers_out.restart_for(status);
       r.body_offset = 0;

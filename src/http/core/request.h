@@ -50,10 +50,12 @@ struct HttpConnection {
   Request* request = nullptr;        // the request in progress, if any
   Msec lingering_deadline = 0;
   Msec lingering_timeout = 0;
+  Msec start_msec = 0;  // when it was accepted (keepalive_time, $connection_time)
   bool large = false;       // `buffer` is a large_client_header_buffers buffer
   bool waiting = false;     // counted in stub_status "Waiting" (reusable: idle or not yet read)
   bool keepalive = false;   // idle between requests (vs. a new connection)
   bool plain_http = false;  // plain text on a TLS port: answered with 400 (nginx's 497)
+  bool pipelined = false;   // the next request's first bytes came with the previous one's
 };
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
@@ -114,6 +116,10 @@ struct ChunkFrame {
   // worker buffer, given back when the request ends.
   char* trailer_mem = nullptr;
   std::uint32_t trailer_size = 0;
+  // The trailer fields written so far, [fields_begin, fields_end) of
+  // trailer_mem ($sent_trailer_NAME).
+  std::uint32_t fields_begin = 0;
+  std::uint32_t fields_end = 0;
 };
 
 // How HTTP/1 delimits a response body (RFC 9112 §6.3).
@@ -205,6 +211,10 @@ struct Request {
   char* uri_mem = nullptr;
   std::uint32_t uri_mem_size = 0;
   Msec start_msec = 0;  // when the first byte of the request was read ($request_time)
+  // Bytes of the request received: its head, and its body as sent (framing
+  // included) as far as it was read or discarded ($request_length).
+  std::uint64_t request_length = 0;
+  bool pipelined = false;  // its first bytes came with the previous request ($pipe)
 
   // Request limits (limit_req.cc, limit_conn.cc): checked once, before the
   // handler; the limit_conn entries this request holds, released with it.

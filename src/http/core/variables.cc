@@ -246,6 +246,23 @@ bool var_request_time(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+bool var_request_length(const Request& r, std::string_view, VarSink& s) {
+  s.put_uint(r.request_length);
+  return true;
+}
+
+bool var_connection_time(const Request& r, std::string_view, VarSink& s) {
+  if (r.hc == nullptr) return false;
+  const MsecDiff d = msec_diff(clock::current_msec(), r.hc->start_msec);
+  s.put_msec(static_cast<Msec>(d > 0 ? d : 0));
+  return true;
+}
+
+bool var_pipe(const Request& r, std::string_view, VarSink& s) {
+  s.put_char(r.pipelined ? 'p' : '.');
+  return true;
+}
+
 bool var_time_local(const Request&, std::string_view, VarSink& s) {
   s.put(clock::common_log_time());
   return true;
@@ -271,6 +288,43 @@ bool var_http(const Request& r, std::string_view name, VarSink& s) {
   bool found = false;
   s.advance(request_header_value(r, name, s.at(), found));
   return found;
+}
+
+// The fields named `name` (lower case, '-' for '_') among the "Name: value"
+// CRLF-ended lines of `text`, joined with ", ".
+bool fields_in_text(std::string_view text, std::string_view name, VarSink& s) {
+  bool found = false;
+  while (!text.empty()) {
+    const std::size_t eol = text.find("\r\n");
+    const std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 2);
+    const std::size_t colon = line.find(':');
+    if (colon != name.size() || !same_lower(line.substr(0, colon), name)) continue;
+    std::string_view v = line.substr(colon + 1);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    if (found) s.put(", ");
+    s.put(v);
+    found = true;
+  }
+  return found;
+}
+
+// $sent_http_NAME: the response's fields as the head writer wrote them
+// (nothing before the head is written).
+bool var_sent_http(const Request& r, std::string_view name, VarSink& s) {
+  if (r.header_size <= 0 || r.hbuf.start == nullptr) return false;
+  std::string_view head(r.hbuf.start, static_cast<std::size_t>(r.header_size));
+  const std::size_t first = head.find("\r\n");
+  if (first == std::string_view::npos) return false;
+  return fields_in_text(head.substr(first + 2), name, s);
+}
+
+// $sent_trailer_NAME: the trailer fields written so far (filters/chunked.cc).
+bool var_sent_trailer(const Request& r, std::string_view name, VarSink& s) {
+  const ChunkFrame& f = r.chunk_frame;
+  if (f.trailer_mem == nullptr || f.fields_end <= f.fields_begin) return false;
+  return fields_in_text(std::string_view(f.trailer_mem + f.fields_begin, f.fields_end - f.fields_begin),
+                        name, s);
 }
 
 bool var_content_length(const Request& r, std::string_view, VarSink& s) {
@@ -435,6 +489,9 @@ constexpr VarSpec kCoreVariables[] = {
     {"body_bytes_sent", var_body_bytes_sent},
     {"bytes_sent", var_bytes_sent},
     {"request_time", var_request_time},
+    {"request_length", var_request_length},
+    {"pipe", var_pipe},
+    {"connection_time", var_connection_time},
     {"time_local", var_time_local},
     {"time_iso8601", var_time_iso8601},
     {"msec", var_msec},
@@ -475,6 +532,8 @@ constexpr VarSpec kCoreVariables[] = {
     {"connections_writing", var_connections<Figure::kWriting>},
     {"connections_waiting", var_connections<Figure::kWaiting>},
     {"http_", var_http, true},
+    {"sent_http_", var_sent_http, true},
+    {"sent_trailer_", var_sent_trailer, true},
     {"arg_", var_arg, true},
     {"cookie_", var_cookie, true},
 };
@@ -638,7 +697,7 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
     p.get = spec->get;
     p.text = std::string(arg);
     // Header names: '_' stands for '-'.
-    if (spec->prefix && spec->name.ends_with("http_")) {
+    if (spec->prefix && (spec->name.ends_with("http_") || spec->name == "sent_trailer_")) {
       for (char& ch : p.text) {
         if (ch == '_') ch = '-';
       }

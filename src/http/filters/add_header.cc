@@ -11,13 +11,11 @@
 // Differences from nginx: the name must be a field name token (RFC 9110
 // §5.1; nginx sends whatever it is given), and a CR, LF or NUL a variable
 // brings into a value is sent as a space (§5.5; nginx sends it raw, which
-// can split the header).
-//
-// As nginx, `add_header Last-Modified` replaces the server's field rather
-// than adding a second one: its date becomes the response's (the Range
-// filter, after this one, compares If-Range with it; the preconditions,
-// before, saw the file's), and an empty value removes the field. nginx's
-// other special cases (Cache-Control, Link, ETag) are not made.
+// can split the header). As nginx, `add_header ETag` and `add_header
+// Last-Modified` replace the field the server (or the backend) set, an empty
+// value removes it, and the last of a name wins; every other name adds a
+// field. add_trailer's fields are evaluated at the body's end by the chunked
+// filter, for a response that goes chunked.
 #include "http/filters/add_header.h"
 #include "http/core/filters.h"
 
@@ -28,14 +26,14 @@
 
 #include "codec/chars.h"
 #include "codec/http_date.h"
-#include "codec/tokens.h"
+#include "codec/parse.h"
+#include "core/conf/values.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
 #include "http/core/request.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
-namespace {
 
 bool adds_for(const AddHeader& h, int status) {
   if (h.always) return true;
@@ -56,7 +54,11 @@ bool adds_for(const AddHeader& h, int status) {
   }
 }
 
-Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
+namespace {
+
+// add_header and add_trailer: one more field in the level's list.
+Status add_field(const DirectiveCall& call, std::shared_ptr<const AddHeaderList>& to,
+                 bool header) {
   const std::string& name = call.arg(0);
   for (char ch : name) {
     if (!chars::is_tchar(ch)) return call.error("invalid header name \"" + name + "\"");
@@ -64,7 +66,6 @@ Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
   if (name.empty()) return call.error("invalid header name \"\"");
   AddHeader h;
   h.name = name;
-  h.last_modified = iequals(name, "Last-Modified");
   if (call.arg_count() == 3) {
     if (call.arg(2) != "always") return call.error("invalid parameter \"" + call.arg(2) + "\"");
     h.always = true;
@@ -72,13 +73,25 @@ Status set_add_header(const DirectiveCall& call, AddHeaderConf& conf) {
   auto value = VarTemplate::compile(call.arg(1));
   if (!value) return call.error(value.status().message());
   h.value = std::move(value.value());
+  if (header && conf::iequals(name, "etag")) h.sets = AddHeader::Sets::kEtag;
+  if (header && conf::iequals(name, "last-modified")) h.sets = AddHeader::Sets::kLastModified;
   // The list is shared with the levels that inherit it: a new one per field
   // (load time only).
   auto list = std::make_shared<AddHeaderList>();
-  if (conf.list != nullptr) *list = *conf.list;
+  if (to != nullptr) *list = *to;
   list->headers.push_back(std::move(h));
-  conf.list = std::move(list);
+  to = std::move(list);
   return Status::ok();
+}
+
+// A later field of `list` that applies to `status` sets the same field.
+bool superseded(const AddHeaderList& list, std::size_t i, int status) {
+  for (std::size_t k = i + 1; k < list.headers.size(); ++k) {
+    if (list.headers[k].sets == list.headers[i].sets && adds_for(list.headers[k], status)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -89,11 +102,20 @@ const HttpModule& add_header_module() {
     auto conf = m->add_loc_conf<AddHeaderConf>(
         {}, [](const ConfInit& ctx, const AddHeaderConf& parent, AddHeaderConf& child) {
           if (!ctx.is_set("add_header")) child.list = parent.list;
+          if (!ctx.is_set("add_trailer")) child.trailers = parent.trailers;
           return Status::ok();
         });
     m->conf()
         .add("add_header", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3),
-             conf.custom(set_add_header))
+             conf.custom([](const DirectiveCall& call, AddHeaderConf& c) {
+               return add_field(call, c.list, true);
+             }))
+        .multiple = true;
+    m->conf()
+        .add("add_trailer", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::between(2, 3),
+             conf.custom([](const DirectiveCall& call, AddHeaderConf& c) {
+               return add_field(call, c.trailers, false);
+             }))
         .multiple = true;
     return m;
   }();
@@ -104,22 +126,59 @@ const AddHeaderList* add_header_list(const HttpLocConf& loc) {
   return loc_conf<AddHeaderConf>(loc, add_header_module()).list.get();
 }
 
-int add_header_filter(Request& r) {
-  const AddHeaderList* list = r.loc != nullptr ? add_header_list(*r.loc) : nullptr;
-  HeadersOut& out = r.headers_out;
-  out.add_headers = list;
-  if (list == nullptr) return 0;
+const AddHeaderList* add_trailer_list(const HttpLocConf& loc) {
+  return loc_conf<AddHeaderConf>(loc, add_header_module()).trailers.get();
+}
+
+bool add_headers_set(const AddHeaderList* list, int status, AddHeader::Sets what) {
+  if (list == nullptr) return false;
   for (const AddHeader& h : list->headers) {
-    if (!h.last_modified || !adds_for(h, out.status)) continue;
-    // A date the head writer writes from out.last_modified; other text is
-    // written as given by write_add_headers (and leaves no date).
-    char text[64];
-    out.last_modified = -1;
-    if (h.value.length(r) < sizeof text) {
-      const char* end = h.value.write(r, text);
-      auto t = parse_http_date(std::string_view(text, static_cast<std::size_t>(end - text)),
-                               clock::now_sec());
-      if (t) out.last_modified = *t;
+    if (h.sets == what && adds_for(h, status)) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The date of the Last-Modified that add_header sends for `status` (the
+// last of the name wins); -1 when it is empty or not a date. The Range
+// filter, after this one, compares If-Range with it, as nginx's does.
+std::time_t added_last_modified(const Request& r, const AddHeaderList& list, int status) {
+  const AddHeader* last = nullptr;
+  for (const AddHeader& h : list.headers) {
+    if (h.sets == AddHeader::Sets::kLastModified && adds_for(h, status)) last = &h;
+  }
+  char text[64];
+  if (last == nullptr || last->value.length(r) >= sizeof text) return -1;
+  const char* end = last->value.write(r, text);
+  auto t = parse_http_date(std::string_view(text, static_cast<std::size_t>(end - text)),
+                           clock::now_sec());
+  return t ? *t : -1;
+}
+
+}  // namespace
+
+int add_header_filter(Request& r) {
+  if (r.loc == nullptr) return 0;
+  HeadersOut& out = r.headers_out;
+  const AddHeaderConf& level = loc_conf<AddHeaderConf>(*r.loc, add_header_module());
+  out.add_headers = level.list.get();
+  out.add_trailers = level.trailers.get();
+  // A proxied response's ETag and Last-Modified give way to add_header's.
+  const bool etag = add_headers_set(out.add_headers, out.status, AddHeader::Sets::kEtag);
+  const bool modified = add_headers_set(out.add_headers, out.status, AddHeader::Sets::kLastModified);
+  if (modified) out.last_modified = added_last_modified(r, *out.add_headers, out.status);
+  for (std::uint32_t i = 0; (etag || modified) && i < out.nfields; ++i) {
+    HeaderField& f = out.fields[i];
+    if ((etag && conf::iequals(f.name, "etag")) ||
+        (modified && conf::iequals(f.name, "last-modified"))) {
+      f.omit = true;
+    }
+  }
+  out.expect_trailers = false;
+  if (out.add_trailers != nullptr) {
+    for (const AddHeader& t : out.add_trailers->headers) {
+      if (adds_for(t, out.status)) out.expect_trailers = true;
     }
   }
   return 0;
@@ -128,17 +187,21 @@ int add_header_filter(Request& r) {
 std::size_t add_headers_length(const Request& r, const AddHeaderList* list, int status) {
   if (list == nullptr) return 0;
   std::size_t n = 0;
-  for (const AddHeader& h : list->headers) {
-    if (adds_for(h, status)) n += h.name.size() + 4 + h.value.length(r);
+  for (std::size_t i = 0; i < list->headers.size(); ++i) {
+    const AddHeader& h = list->headers[i];
+    if (!adds_for(h, status)) continue;
+    if (h.sets != AddHeader::Sets::kNone && superseded(*list, i, status)) continue;
+    n += h.name.size() + 4 + h.value.length(r);
   }
   return n;
 }
 
 char* write_add_headers(const Request& r, const AddHeaderList* list, int status, char* p) {
   if (list == nullptr) return p;
-  for (const AddHeader& h : list->headers) {
+  for (std::size_t i = 0; i < list->headers.size(); ++i) {
+    const AddHeader& h = list->headers[i];
     if (!adds_for(h, status)) continue;
-    if (h.last_modified && r.headers_out.last_modified >= 0) continue;  // written as a date
+    if (h.sets != AddHeader::Sets::kNone && superseded(*list, i, status)) continue;
     char* const start = p;
     std::memcpy(p, h.name.data(), h.name.size());
     p += h.name.size();
@@ -163,6 +226,8 @@ bool uses_add_header(const HttpServers& servers) {
   for (const HttpLocConf* loc : servers.locations) {
     const AddHeaderList* list = add_header_list(*loc);
     if (list != nullptr && !list->headers.empty()) return true;
+    const AddHeaderList* trailers = add_trailer_list(*loc);
+    if (trailers != nullptr && !trailers->headers.empty()) return true;
   }
   return false;
 }

@@ -3,8 +3,8 @@
 // unknown length to an HTTP/1.1 client: body_framing in http/v1/response.cc),
 // the buffers of each call become one chunk, and the last buffer brings the
 // last chunk. The size line and the CRLFs are the request's own memory
-// (r.chunk_frame; the trailer section, when headers_out has trailers, in a
-// worker buffer it keeps), so one chunk's framing is in flight at a time: a producer
+// (r.chunk_frame; the trailer section, when headers_out has trailers or
+// add_trailer has fields for the response, in a worker buffer it keeps), so one chunk's framing is in flight at a time: a producer
 // calls again once the writer has sent what it was given (kBodyOk), as every
 // producer in the tree does.
 #include <cstring>
@@ -12,6 +12,7 @@
 #include "http/core/filters.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
+#include "http/filters/add_header.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -32,37 +33,91 @@ bool sendable(const HeaderField& f) {
   return !f.omit && !f.name.empty() && f.value.find_first_of("\r\n") == std::string_view::npos;
 }
 
+// The trailer section as it is built in a worker buffer the request keeps
+// (ChunkFrame::trailer_mem): grown, keeping what is written, as add_trailer's
+// values are evaluated one after the other ($sent_trailer_NAME in a value
+// sees the fields before it, so each value's length is known only then).
+class TrailerWriter {
+ public:
+  explicit TrailerWriter(Request& r) : r_(r), f_(r.chunk_frame) {}
+  // Room for `n` more bytes; false when no buffer could be had.
+  bool room(std::size_t n) {
+    const std::size_t need = used_ + n;
+    if (need <= f_.trailer_size) return true;
+    BufferCache& cache = r_.hc->worker->buffers();
+    const std::size_t size = (need + 4095) & ~std::size_t{4095};
+    char* mem = cache.get(size);
+    if (mem == nullptr) return false;
+    if (used_ > 0) std::memcpy(mem, f_.trailer_mem, used_);
+    if (f_.trailer_mem != nullptr) cache.put(f_.trailer_mem, f_.trailer_size);
+    f_.trailer_mem = mem;
+    f_.trailer_size = static_cast<std::uint32_t>(size);
+    return true;
+  }
+  void put(std::string_view s) {
+    std::memcpy(f_.trailer_mem + used_, s.data(), s.size());
+    used_ += s.size();
+  }
+  char* at() const { return f_.trailer_mem + used_; }
+  void set_end(char* p) { used_ = static_cast<std::size_t>(p - f_.trailer_mem); }
+  std::size_t used() const { return used_; }
+
+ private:
+  Request& r_;
+  ChunkFrame& f_;
+  std::size_t used_ = 0;
+};
+
 // The end of the body with the trailer section (RFC 9112 §7.1.2): [CRLF]
-// "0" CRLF, each field, CRLF, in a worker buffer the request keeps. False
-// when no buffer could be had.
+// "0" CRLF, the producer's fields, add_trailer's, CRLF. False when no
+// buffer could be had.
 bool frame_trailers(Request& r, bool after_data) {
   const HeadersOut& h = r.headers_out;
+  ChunkFrame& f = r.chunk_frame;
   std::size_t need = 2 + 3 + 2;
   for (std::uint32_t i = 0; i < h.ntrailers; ++i) {
     if (sendable(h.trailers[i])) need += h.trailers[i].name.size() + h.trailers[i].value.size() + 4;
   }
-  ChunkFrame& f = r.chunk_frame;
-  if (r.hc->worker->buffers().reserve(f.trailer_mem, f.trailer_size, need) == nullptr) {
-    return false;
-  }
-  char* p = f.trailer_mem;
-  auto put = [&p](std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
-  };
-  if (after_data) put("\r\n");
-  put("0\r\n");
+  TrailerWriter w(r);
+  if (!w.room(need)) return false;
+  if (after_data) w.put("\r\n");
+  w.put("0\r\n");
+  f.fields_begin = f.fields_end = static_cast<std::uint32_t>(w.used());
   for (std::uint32_t i = 0; i < h.ntrailers; ++i) {
     const HeaderField& t = h.trailers[i];
     if (!sendable(t)) continue;
-    put(t.name);
-    put(": ");
-    put(t.value);
-    put("\r\n");
+    w.put(t.name);
+    w.put(": ");
+    w.put(t.value);
+    w.put("\r\n");
   }
-  put("\r\n");
+  f.fields_end = static_cast<std::uint32_t>(w.used());
+  if (h.expect_trailers && h.add_trailers != nullptr) {
+    for (const AddHeader& t : h.add_trailers->headers) {
+      if (!adds_for(t, h.status)) continue;
+      // name ": " value CRLF, and the section's final CRLF.
+      if (!w.room(t.name.size() + 2 + t.value.length(r) + 4)) return false;
+      const std::size_t start = w.used();
+      w.put(t.name);
+      w.put(": ");
+      char* const value = w.at();
+      char* const end = t.value.write(r, value);
+      if (end == value) {  // empty: not sent
+        w.set_end(f.trailer_mem + start);
+        continue;
+      }
+      // A CR, LF or NUL a variable brought in would end the field early.
+      for (char* q = value; q != end; ++q) {
+        if (*q == '\r' || *q == '\n' || *q == '\0') *q = ' ';
+      }
+      w.set_end(end);
+      w.put("\r\n");
+      f.fields_end = static_cast<std::uint32_t>(w.used());
+    }
+  }
+  w.put("\r\n");
   f.tail.reset(f.trailer_mem, f.trailer_size);
-  f.tail.last = p;
+  f.tail.last = f.trailer_mem + w.used();
   return true;
 }
 
@@ -109,7 +164,7 @@ int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next) {
     f.head_link.next = in;
     out = &f.head_link;
   }
-  if (end && r.headers_out.ntrailers > 0) {
+  if (end && (r.headers_out.ntrailers > 0 || r.headers_out.expect_trailers)) {
     if (!frame_trailers(r, size > 0)) return kBodyError;
   } else if (size > 0 && end) {
     point_at(f.tail, kCrlfLast, sizeof kCrlfLast - 1);

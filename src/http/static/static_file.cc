@@ -160,6 +160,9 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
     h.accept_ranges = true;
   }
   r.header_only = r.line.method == Method::kHead;
+  // Read in pieces by the writer, after the body filters: it cannot be
+  // chunked for trailer fields, so it keeps its length.
+  h.length_only = !loc.sendfile && size > static_cast<std::int64_t>(loc.output_buffer);
   if (const int rc = send_header(r); rc != 0) {
     drop(r, ref);
     return rc;
@@ -176,7 +179,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   // TCP segment, where header + sendfile would be two. Copying a few hundred
   // bytes costs less than sendfile's setup; larger files are never copied
   // whole (sendfile, or output_buffers-sized pieces).
-  if (static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
+  if (!r.chunked_out && static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
     for (;;) {
       ssize_t got = ::pread(fd, r.hbuf.last, static_cast<std::size_t>(length), first);
       if (got == length) break;
@@ -248,6 +251,12 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     OpenFileInfo info;
     FileRef ref;
     for (const std::string& index : loc.index) {
+      if (index[0] == '/') {
+        // The absolute last one: an internal redirect to it, unchecked (the
+        // location it reaches answers), with the request's arguments.
+        if (!set_request_uri(r, index)) return 500;
+        return internal_redirect(r);
+      }
       if (len + index.size() + 1 > name_cap) break;
       std::memcpy(name + len, index.data(), index.size());
       name[len + index.size()] = '\0';

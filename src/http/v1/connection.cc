@@ -109,6 +109,8 @@ void start_request(HttpConnection& hc) {
   r->parser = RequestParser(limits);
   r->nlarge = hc.large ? 1 : 0;
   r->sent_start = c.sent;
+  r->pipelined = hc.pipelined;
+  hc.pipelined = false;
   r->fields = r->field_inline;
   r->start_msec = clock::current_msec();
   hc.request = r;
@@ -278,6 +280,7 @@ void init_connection(Connection& c) {
   hc->worker = worker;
   hc->addr = addr;
   hc->srv = addr->default_server;
+  hc->start_msec = clock::current_msec();
   c.data = hc;
   set_reusable(*hc, true);
 
@@ -331,6 +334,7 @@ void wait_request_handler(Event& rev) {
   }
 
   // A pipelined request is already in the buffer; otherwise read.
+  hc.pipelined = b.pos != b.last;
   if (b.pos == b.last) {
     b.pos = b.last = b.start;
     long n = c.recv(c, b.last, static_cast<std::size_t>(b.end - b.last));

@@ -115,6 +115,26 @@ void store_field(Request& r, const HeaderField& f) {
   }
 }
 
+// nginx's rule for a field name it acts on: letters, digits and '-', and
+// '_' with underscores_in_headers. The parser has already refused a name
+// that is not a token (RFC 9110 §5.1: 400); a token with other characters
+// (".", "_", "~", ...) is dropped under ignore_invalid_headers.
+bool ignored_field(const Request& r, const HeaderField& f) {
+  const HttpSrvConf& srv = *r.hc->srv;
+  if (!srv.ignore_invalid_headers) return false;
+  for (char c : f.name) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-') {
+      continue;
+    }
+    if (c == '_' && srv.underscores_in_headers) continue;
+    VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent invalid header line: \"%.*s\"",
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(f.name.size()),
+              f.name.data());
+    return true;
+  }
+  return false;
+}
+
 // Keeps `f` in the request's field list; false when there are too many.
 bool keep_field(Request& r, const HeaderField& f) {
   if (r.nfields == kInlineFields && !r.fields_big) {
@@ -159,8 +179,10 @@ void process_request_headers(Request& r) {
     ParseStatus st = r.parser.parse_header(
         std::string_view(cur.pos, static_cast<std::size_t>(cur.last - cur.pos)), used, f);
     cur.pos += used;
+    r.request_length += used;
     switch (st) {
       case ParseStatus::kOk:
+        if (ignored_field(r, f)) continue;
         if (!keep_field(r, f)) {
           VIGIL_LOG(*r.c->log, kInfo, 0, "*%llu client sent too many header fields",
                     static_cast<unsigned long long>(r.c->number));
@@ -199,6 +221,7 @@ void process_request_line(Request& r) {
     ParseStatus st = r.parser.parse_request_line(
         std::string_view(cur.pos, static_cast<std::size_t>(cur.last - cur.pos)), used, r.line);
     cur.pos += used;
+    r.request_length += used;
     if (st == ParseStatus::kOk) {
       r.phase = Phase::kHeaders;
       r.checker.emplace(r.line);

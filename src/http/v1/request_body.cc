@@ -114,12 +114,14 @@ bool take_buffered(Request& r, Buf& hb, int& status) {
     const long used = decode_chunked(r, hb.pos, n, status);
     if (used < 0) return false;
     hb.pos += used;
+    r.request_length += static_cast<std::uint64_t>(used);
     return true;
   }
   if (static_cast<std::int64_t>(n) > rb.rest) n = static_cast<std::size_t>(rb.rest);
   std::memcpy(b.last, hb.pos, n);
   b.last += n;
   hb.pos += n;
+  r.request_length += n;
   rb.rest -= static_cast<std::int64_t>(n);
   rb.received += static_cast<std::int64_t>(n);
   if (rb.rest == 0) rb.done = true;
@@ -159,6 +161,7 @@ int discard_from_buffer(Request& r) {
     const std::int64_t have = b.last - b.pos;
     const std::int64_t take = have < rb.rest ? have : rb.rest;
     b.pos += take;
+    r.request_length += static_cast<std::uint64_t>(take);
     rb.rest -= take;
     return rb.rest == 0 ? 1 : 0;
   }
@@ -168,6 +171,7 @@ int discard_from_buffer(Request& r) {
     const ChunkStatus st = rb.chunked.parse(
         std::string_view(b.pos, static_cast<std::size_t>(b.last - b.pos)), used, data);
     b.pos += used;
+    r.request_length += used;
     switch (st) {
       case ChunkStatus::kData:
         continue;
@@ -337,6 +341,7 @@ int read_request_body(Request& r) {
     loop.del_timer(*c.read);
     if (!rb.chunked_in) {
       b.last += n;
+      r.request_length += static_cast<std::uint64_t>(n);
       rb.rest -= n;
       rb.received += n;
       if (rb.rest == 0) rb.done = true;
@@ -345,6 +350,7 @@ int read_request_body(Request& r) {
     int status = 0;
     const long used = decode_chunked(r, at, static_cast<std::size_t>(n), status);
     if (used < 0) return fail(r, status, false);
+    r.request_length += static_cast<std::uint64_t>(used);
     if (used < n) {
       // Bytes after the chunked body (a pipelined request) landed in the
       // body buffer: keep them when the header buffer can take them, else

@@ -3,6 +3,7 @@
 // header filter chain, formatted into the request's own memory, with the
 // body's framing chosen here for every response (body_framing); the body
 // goes through the body filters to HTTP/1's final writer (writer.cc).
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -123,6 +124,91 @@ const SpecialPages& special_pages() {
   return pages;
 }
 
+std::uint16_t port_of(const sockaddr* sa) {
+  if (sa == nullptr) return 0;
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+// The address that took the connection, as a URL's host ("[::1]" for IPv6):
+// the listener's, or the socket's own when the listener is a wildcard.
+std::size_t local_host(const Connection& c, char* out, std::size_t cap) {
+  const sockaddr* sa = c.local_addr;
+  if (sa == nullptr) return 0;
+  sockaddr_storage ss{};
+  const bool v6 = sa->sa_family == AF_INET6;
+  const bool wildcard =
+      v6 ? IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr)
+         : sa->sa_family == AF_INET &&
+               reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+  if (wildcard) {
+    socklen_t sl = sizeof ss;
+    if (::getsockname(c.fd, reinterpret_cast<sockaddr*>(&ss), &sl) == -1) return 0;
+    sa = reinterpret_cast<const sockaddr*>(&ss);
+  }
+  if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) return 0;
+  const void* a =
+      sa->sa_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  std::size_t n = 0;
+  if (v6) out[n++] = '[';
+  if (::inet_ntop(sa->sa_family, a, out + n, static_cast<socklen_t>(cap - n - 1)) == nullptr) {
+    return 0;
+  }
+  n += std::strlen(out + n);
+  if (v6) out[n++] = ']';
+  return n;
+}
+
+// keepalive_disable: an old MSIE's POST (its keep-alive after a POST is
+// broken) or Safari on macOS (it mishandles a closed keep-alive connection),
+// recognised by the User-Agent as nginx does.
+bool keepalive_disabled(const Request& r, const HttpLocConf& loc) {
+  if (loc.keepalive_disable == 0 || r.user_agent.empty()) return false;
+  const std::string_view ua = r.user_agent;
+  if (ua.find("Opera") != std::string_view::npos) return false;
+  const std::size_t msie = ua.find("MSIE ");
+  if (msie != std::string_view::npos) {
+    if (!(loc.keepalive_disable & HttpLocConf::kDisableMsie6) || r.line.method != Method::kPost ||
+        msie + 7 >= ua.size() || ua[msie + 6] != '.') {
+      return false;
+    }
+    const char v = ua[msie + 5];
+    return v == '4' || v == '5' ||
+           (v == '6' && ua.find("SV1", msie + 8) == std::string_view::npos);
+  }
+  return (loc.keepalive_disable & HttpLocConf::kDisableSafari) &&
+         ua.find("Gecko/") == std::string_view::npos &&
+         ua.find("Chrome/") == std::string_view::npos &&
+         ua.find("Safari/") != std::string_view::npos &&
+         ua.find("Mac OS X") != std::string_view::npos;
+}
+
+// absolute_redirect (nginx's header filter): a Location that is a path gets
+// the scheme, the host (server_name_in_redirect: the server's first name;
+// else the request's host; else the local address) and the port
+// (port_in_redirect, unless it is the scheme's own).
+void put_redirect_origin(HeadWriter& o, const Request& r, const HttpLocConf& loc) {
+  const Connection& c = *r.c;
+  const bool tls = c.ssl != nullptr;
+  o.put(tls ? "https://" : "http://");
+  if (loc.server_name_in_redirect) {
+    if (r.srv != nullptr && !r.srv->server_names.empty()) o.put(r.srv->server_names[0]);
+  } else if (!r.check.host.empty()) {
+    for (char ch : r.check.host) *o.p++ = ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch + 32) : ch;
+  } else {
+    char text[INET6_ADDRSTRLEN + 2];
+    o.put(std::string_view(text, local_host(c, text, sizeof text)));
+  }
+  const std::uint16_t port = port_of(c.local_addr);
+  if (loc.port_in_redirect && port != 0 && port != (tls ? 443 : 80)) {
+    *o.p++ = ':';
+    o.put_uint(port);
+  }
+}
+
 }  // namespace
 
 std::string_view reason_phrase(int status) {
@@ -188,10 +274,14 @@ char* head_memory(Request& r, std::size_t need) {
 
 BodyFraming body_framing(const Request& r, std::int64_t length) {
   // RFC 9112 §6.3: a known length is said; an unknown one is chunked for a
-  // client that reads chunks, else the body ends with the connection.
-  if (length >= 0) return BodyFraming::kLength;
+  // client that reads chunks, else the body ends with the connection. A
+  // body followed by trailer fields (add_trailer) is chunked to such a
+  // client whatever its length (§7.1.2: only the chunked coding has them).
+  const HeadersOut& h = r.headers_out;
+  const bool trailers = h.expect_trailers && !h.length_only;
+  if (length >= 0 && !trailers) return BodyFraming::kLength;
   if (r.line.version >= 1001 && r.loc->chunked_transfer_encoding) return BodyFraming::kChunked;
-  return BodyFraming::kClose;
+  return length >= 0 ? BodyFraming::kLength : BodyFraming::kClose;
 }
 
 bool write_header(Request& r) {
@@ -208,14 +298,25 @@ bool write_header(Request& r) {
   // the graceful stop began says so (nginx's header filter does the same).
   r.keepalive = r.check.keep_alive && !r.lingering && !c.close && !h.upgrade &&
                 loc.keepalive_timeout > 0 && c.requests < loc.keepalive_requests &&
-                !c.loop->exiting();
+                msec_diff(clock::current_msec(), r.hc->start_msec) <=
+                    static_cast<MsecDiff>(loc.keepalive_time) &&
+                !keepalive_disabled(r, loc) && !c.loop->exiting();
   // The body's framing (no body: a HEAD, 1xx, 204, 304).
   const bool body = !r.header_only && h.status >= 200 && h.status != 204 && h.status != 304;
   const BodyFraming framing = body_framing(r, h.content_length);
   r.chunked_out = body && framing == BodyFraming::kChunked;
   if (body && framing == BodyFraming::kClose) r.keepalive = false;
 
-  std::size_t need = 512 + h.content_type.size() + h.etag.size() + h.content_range.size() +
+  // A Location made absolute: scheme, host (the longest of the three
+  // choices) and port.
+  const std::size_t origin =
+      h.location.empty()
+          ? 0
+          : 80 + r.check.host.size() +
+                (r.srv != nullptr && !r.srv->server_names.empty() ? r.srv->server_names[0].size()
+                                                                  : 0);
+  std::size_t need = 512 + 96 /* Expires, Cache-Control */ + origin + h.content_type.size() +
+                     h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
                      h.reason.size() + add_headers_length(r, h.add_headers, h.status);
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
@@ -241,7 +342,7 @@ bool write_header(Request& r) {
     o.put(h.content_type);
     o.put("\r\n");
   }
-  if (h.content_length >= 0) {
+  if (h.content_length >= 0 && !r.chunked_out) {
     o.put("Content-Length: ");
     o.put_uint(static_cast<std::uint64_t>(h.content_length));
     o.put("\r\n");
@@ -251,7 +352,8 @@ bool write_header(Request& r) {
     o.put(h.content_range);
     o.put("\r\n");
   }
-  if (h.last_modified >= 0) {
+  if (h.last_modified >= 0 &&
+      !add_headers_set(h.add_headers, h.status, AddHeader::Sets::kLastModified)) {
     // The same file is asked for again and again: keep its date formatted.
     thread_local std::time_t cached_time = -1;
     thread_local char cached_text[32];
@@ -266,6 +368,7 @@ bool write_header(Request& r) {
   }
   if (!h.location.empty()) {
     o.put("Location: ");
+    if (loc.absolute_redirect && h.location[0] == '/') put_redirect_origin(o, r, loc);
     if (h.location_as_is) {
       o.put(h.location);
     } else {
@@ -291,12 +394,25 @@ bool write_header(Request& r) {
   } else {
     o.put("Connection: close\r\n");
   }
-  if (!h.etag.empty()) {
+  if (!h.etag.empty() && !add_headers_set(h.add_headers, h.status, AddHeader::Sets::kEtag)) {
     o.put("ETag: ");
     o.put(h.etag);
     o.put("\r\n");
   }
   if (h.accept_ranges) o.put("Accept-Ranges: bytes\r\n");
+  if (h.expires >= 0) {
+    char date[32];
+    o.put("Expires: ");
+    o.put(std::string_view(date, clock::format_imf_fixdate(h.expires, date)));
+    o.put("\r\n");
+  }
+  if (h.cache_max_age == HeadersOut::kNoCache) {
+    o.put("Cache-Control: no-cache\r\n");
+  } else if (h.cache_max_age >= 0) {
+    o.put("Cache-Control: max-age=");
+    o.put_uint(static_cast<std::uint64_t>(h.cache_max_age));
+    o.put("\r\n");
+  }
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
     const HeaderField& f = h.fields[i];
     if (f.omit) continue;

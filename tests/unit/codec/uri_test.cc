@@ -115,6 +115,24 @@ TEST(NormalizePath, Table) {
   }
 }
 
+// merge_slashes off: empty segments stay, and ".." removes one as it would
+// any other segment (nginx's answers for the same paths).
+TEST(NormalizePath, SlashesKept) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"/foo//../bar", "/foo/bar"},  {"/foo///../bar", "/foo//bar"}, {"//x", "//x"},
+      {"/a//b///c", "/a//b///c"},    {"/a//", "/a//"},               {"//..", "/"},
+      {"/a/%2F/b", "/a///b"},         {"/a/./b//", "/a/b//"},
+  };
+  for (const auto& [raw, want] : cases) {
+    std::vector<char> out(normalized_path_capacity(raw));
+    const NormalizedPath np = normalize_path(raw, out.data(), out.size(), false);
+    EXPECT_TRUE(np.ok()) << raw;
+    EXPECT_EQ(np.path, want) << raw;
+  }
+  std::vector<char> out(16);
+  EXPECT_EQ(normalize_path("/..", out.data(), out.size(), false).status, 400);
+}
+
 TEST(NormalizePath, OutputBufferTooSmall) {
   char out[4];
   EXPECT_EQ(normalize_path("/abcd", out, sizeof out).status, 500);

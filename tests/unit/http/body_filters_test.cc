@@ -15,6 +15,7 @@
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/core/worker.h"
+#include "vigil/core/clock.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -240,8 +241,52 @@ class HeadWriter : public BodyFilters {
     make_loop();
     if (HasFatalFailure()) return;
     c_.loop = loop_.get();
+    hc_.start_msec = clock::current_msec();  // accepted just now
+    r_.hc = &hc_;
   }
+  HttpConnection hc_;
 };
+
+// keepalive_time: a connection older than it is closed after the response.
+TEST_F(HeadWriter, AConnectionOlderThanKeepaliveTimeIsClosed) {
+  r_.line.version = 1001;
+  r_.check.keep_alive = true;
+  loc_.keepalive_timeout = 75000;
+  loc_.keepalive_time = 1000;
+  r_.headers_out.status = 200;
+  r_.headers_out.content_length = 0;
+  ASSERT_TRUE(write_header(r_));
+  EXPECT_TRUE(r_.keepalive);
+  hc_.start_msec = clock::current_msec() - 1001;
+  ASSERT_TRUE(write_header(r_));
+  EXPECT_FALSE(r_.keepalive);
+  const std::string head(r_.hbuf.pos, r_.hbuf.last);
+  EXPECT_NE(head.find("\r\nConnection: close\r\n"), std::string::npos) << head;
+}
+
+// Trailer fields to come: a body of known length goes chunked to HTTP/1.1,
+// not to HTTP/1.0, and not when it must keep its length.
+TEST_F(HeadWriter, ExpectedTrailersMakeAKnownLengthChunked) {
+  r_.check.keep_alive = true;
+  loc_.keepalive_timeout = 75000;
+  r_.headers_out.status = 200;
+  r_.headers_out.content_length = 12;
+  r_.headers_out.expect_trailers = true;
+  r_.line.version = 1001;
+  ASSERT_TRUE(write_header(r_));
+  std::string head(r_.hbuf.pos, r_.hbuf.last);
+  EXPECT_TRUE(r_.chunked_out);
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  r_.line.version = 1000;
+  ASSERT_TRUE(write_header(r_));
+  head.assign(r_.hbuf.pos, r_.hbuf.last);
+  EXPECT_FALSE(r_.chunked_out);
+  EXPECT_NE(head.find("Content-Length: 12"), std::string::npos) << head;
+  r_.line.version = 1001;
+  r_.headers_out.length_only = true;
+  ASSERT_TRUE(write_header(r_));
+  EXPECT_FALSE(r_.chunked_out);
+}
 
 TEST_F(HeadWriter, TheHeadWriterSaysChunkedForABodyOfUnknownLength) {
   r_.line.version = 1001;

@@ -180,9 +180,24 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
   EXPECT_NE(error("access_log logs/a.log main;").find("unknown log format \"main\""),
             std::string::npos);
   EXPECT_NE(error("error_page 99 /x;").find("must be between 300 and 599"), std::string::npos);
-  EXPECT_NE(error("sendfile maybe;").find("it must be \"on\" or \"off\""), std::string::npos);
-  EXPECT_NE(error("large_client_header_buffers 4 100;").find("invalid value \"100\""),
+  EXPECT_NE(error("index /a.html b.html;")
+                .find("only the last index in \"index\" directive should be absolute"),
             std::string::npos);
+  EXPECT_NE(servers("index a.html /b.html;"), nullptr);
+  EXPECT_NE(error("error_page 404 example;").find("error_page \"example\" must be a path"),
+            std::string::npos);
+  EXPECT_NE(servers("error_page 404 =301 https://example.com/x;"), nullptr);
+  EXPECT_NE(error("sendfile maybe;").find("it must be \"on\" or \"off\""), std::string::npos);
+  EXPECT_NE(error("large_client_header_buffers 4 0;").find("invalid value \"0\""),
+            std::string::npos);
+  // As nginx: the large buffers are at least connection_pool_size (512).
+  EXPECT_NE(error("server { listen 127.0.0.1:1; large_client_header_buffers 4 256; }")
+                .find("the \"large_client_header_buffers\" size must be equal to or greater "
+                      "than \"connection_pool_size\""),
+            std::string::npos);
+  EXPECT_NE(servers("connection_pool_size 128; client_header_buffer_size 128;\n"
+                    "server { listen 127.0.0.1:1; large_client_header_buffers 5 256; }"),
+            nullptr);
   EXPECT_NE(error("types { text/html; }").find("invalid number of arguments"), std::string::npos);
   EXPECT_NE(error("sendfile on; sendfile off;").find("\"sendfile\" directive is duplicate"),
             std::string::npos);
@@ -275,6 +290,85 @@ TEST(HttpAccessLog, EscapesAsNginx) {
   std::string_view in("a\"b\\c\x01\xff ok", 10);
   char* end = escape_log_value(in, out);
   EXPECT_EQ(std::string(out, end), "a\\x22b\\x5Cc\\x01\\xFF ok");
+}
+
+// Accepted with nginx's checks; they size nothing.
+TEST_F(HttpConf, PoolSizes) {
+  EXPECT_NE(servers("connection_pool_size 512; request_pool_size 4k;\n"
+                    "server { listen 127.0.0.1:1; connection_pool_size 1k; request_pool_size 8k; }"),
+            nullptr);
+  const std::pair<const char*, const char*> cases[] = {
+      {"connection_pool_size 64;", "the pool size must be no less than 112"},
+      {"request_pool_size 1000;", "the pool size must be a multiple of 16"},
+      {"request_pool_size big;", "invalid value"},
+      {"request_pool_size 4k; request_pool_size 8k;", "is duplicate"},
+  };
+  for (const auto& [text, what] : cases) {
+    const std::string e = error(std::string("server { listen 127.0.0.1:1;\n") + text + " }");
+    EXPECT_NE(e.find(what), std::string::npos) << text << " got: " << e;
+    EXPECT_NE(e.find("vigil.conf:4"), std::string::npos) << text << " got: " << e;
+  }
+}
+
+// The directives of the redirect and header reading rules, and their merge.
+TEST_F(HttpConf, RedirectAndHeaderDirectives) {
+  const HttpSrvConf* srv = server(
+      "absolute_redirect off; ignore_invalid_headers off; keepalive_time 10s;\n"
+      "server { listen 127.0.0.1:1; underscores_in_headers on; merge_slashes off;\n"
+      " location /a { absolute_redirect on; server_name_in_redirect on; port_in_redirect off;"
+      " keepalive_disable none; }\n"
+      " location /b { keepalive_disable msie6 safari; } }");
+  ASSERT_NE(srv, nullptr);
+  EXPECT_FALSE(srv->ignore_invalid_headers);
+  EXPECT_TRUE(srv->underscores_in_headers);
+  EXPECT_FALSE(srv->merge_slashes);
+  EXPECT_FALSE(srv->loc->absolute_redirect);
+  EXPECT_EQ(srv->loc->keepalive_time, 10000u);
+  EXPECT_EQ(srv->loc->keepalive_disable, HttpLocConf::kDisableMsie6);
+  const HttpLocConf& a = find_location(*srv, "/a");
+  EXPECT_TRUE(a.absolute_redirect);
+  EXPECT_TRUE(a.server_name_in_redirect);
+  EXPECT_FALSE(a.port_in_redirect);
+  EXPECT_EQ(a.keepalive_disable, 0);
+  EXPECT_EQ(a.keepalive_time, 10000u);
+  EXPECT_EQ(find_location(*srv, "/b").keepalive_disable,
+            HttpLocConf::kDisableMsie6 | HttpLocConf::kDisableSafari);
+  EXPECT_NE(error("server { listen 127.0.0.1:1; keepalive_disable opera; }")
+                .find("invalid value \"opera\""),
+            std::string::npos);
+}
+
+// listen's port ranges and socket options (event/listen_conf.cc, shared by
+// stream and mail).
+TEST_F(HttpConf, ListenRangesAndSocketOptions) {
+  const HttpServers* s = servers(
+      "server { listen 127.0.0.1:8182-8184 sndbuf=32k rcvbuf=64k so_keepalive=on bind;"
+      " listen [::1]:9000 ipv6only=off; }");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->addresses.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    const ListenConf& l = s->addresses[static_cast<std::size_t>(i)]->listen;
+    EXPECT_EQ(l.addr_text, "127.0.0.1:" + std::to_string(8182 + i));
+    EXPECT_EQ(l.sndbuf, 32768);
+    EXPECT_EQ(l.rcvbuf, 65536);
+    EXPECT_TRUE(l.so_keepalive);
+  }
+  EXPECT_EQ(s->addresses[3]->listen.addr_text, "[::1]:9000");
+  EXPECT_FALSE(s->addresses[3]->listen.ipv6only);
+  const std::pair<const char*, const char*> cases[] = {
+      {"listen 127.0.0.1:9-8;", "invalid port range"},
+      {"listen 127.0.0.1:0-8;", "invalid port range"},
+      {"listen 127.0.0.1:1-70000;", "invalid port range"},
+      {"listen 127.0.0.1:1 sndbuf=x;", "invalid sndbuf \"x\""},
+      {"listen 127.0.0.1:1 rcvbuf=0;", "invalid rcvbuf \"0\""},
+      {"listen 127.0.0.1:1 ipv6only=maybe;", "invalid ipv6only flags"},
+      {"listen 127.0.0.1:1 so_keepalive=30m::10;", "invalid so_keepalive value"},
+  };
+  for (const auto& [text, what] : cases) {
+    const std::string e = error(std::string("server {\n") + text + " }");
+    EXPECT_NE(e.find(what), std::string::npos) << text << " got: " << e;
+    EXPECT_NE(e.find("vigil.conf:4"), std::string::npos) << text << " got: " << e;
+  }
 }
 
 }  // namespace
