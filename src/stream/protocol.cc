@@ -19,7 +19,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       ls->backlog = l.backlog;
       ls->reuseport = l.reuseport;
       ls->deferred_accept = l.deferred;
-      ls->tcp_nodelay = true;  // a proxy forwards small writes as they come
+      ls->tcp_nodelay = srv->tcp_nodelay;  // a proxy forwards small writes as they come
       ls->handler = init_connection;
       ls->servers = srv;
       out.push_back(std::move(ls));
