@@ -17,7 +17,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       ls->addrlen = l.addrlen;
       ls->addr_text = l.addr_text;
       apply_listen_options(l, *ls);
-      ls->tcp_nodelay = true;  // a proxy forwards small writes as they come
+      ls->tcp_nodelay = srv->tcp_nodelay;  // a proxy forwards small writes as they come
       ls->handler = init_connection;
       ls->servers = srv;
       out.push_back(std::move(ls));

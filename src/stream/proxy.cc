@@ -14,6 +14,7 @@
 
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
+#include "core/rate_limit.h"
 #include "upstream/relay.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
@@ -40,6 +41,7 @@ struct Session {
   bool connected = false;  // the upstream connect completed
   std::uint64_t from_client = 0;
   std::uint64_t from_upstream = 0;
+  Msec start_msec = 0;  // the relay began: proxy_upload_rate / proxy_download_rate count from here
 };
 
 void proxy_handler(Event& ev);
@@ -70,15 +72,56 @@ void finalize(Session& s, const char* why) {
   loop.pool().close_connection(client);
 }
 
+// What `src` may be read now under `rate` bytes per second, `moved` read so
+// far (-1: no limit). As nginx's stream proxy, time counts in whole seconds
+// and the first second's bytes may go at once (rate * (seconds + 1)): a
+// short exchange is not cut into pieces. Nothing: its read event is delayed
+// with a timer until the second in which the next byte is due
+// (proxy_handler tells that timer from a timeout).
+off_t read_allowance(Session& s, Connection& src, std::size_t rate, std::uint64_t moved) {
+  if (rate == 0) return -1;
+  MsecDiff elapsed = msec_diff(clock::current_msec(), s.start_msec);
+  if (elapsed < 0) elapsed = 0;
+  const off_t allowed =
+      limit_rate_allowance(rate, rate, static_cast<off_t>(moved), elapsed / 1000 * 1000);
+  if (allowed > 0) return allowed;
+  // The next byte comes with second moved / rate (then rate * (k + 1) > moved).
+  const auto due = static_cast<MsecDiff>(moved / rate * 1000);
+  src.read->delayed = 1;
+  src.loop->add_timer(*src.read, static_cast<Msec>(due > elapsed ? due - elapsed : 1));
+  return 0;
+}
+
+// After a relay pass: a side that may still be read but used up its rate's
+// allowance waits for the next byte's time (nothing else would wake it when
+// its peer has sent everything).
+void arm_rate_delay(Session& s, Connection& src, std::size_t rate, std::uint64_t moved,
+                    bool eof) {
+  if (rate == 0 || eof || src.read->delayed || !src.read->ready) return;
+  if (read_allowance(s, src, rate, moved) != 0) {
+    // Credit came in meanwhile: read on right after this pass.
+    src.read->delayed = 1;
+    src.loop->add_timer(*src.read, 1);
+  }
+}
+
 void process(Session& s) {
   Connection& c = *s.client;
   Connection& u = *s.upstream;
   EventLoop& loop = *c.loop;
   bool progress = false;
-  if (!upstream::relay(c, u, s.up, s.client_eof, s.upstream_shut, progress, &s.from_client) ||
-      !upstream::relay(u, c, s.down, s.upstream_eof, s.client_shut, progress, &s.from_upstream)) {
+  const off_t up_limit =
+      c.read->delayed ? 0 : read_allowance(s, c, s.conf->proxy_upload_rate, s.from_client);
+  const off_t down_limit =
+      u.read->delayed ? 0 : read_allowance(s, u, s.conf->proxy_download_rate, s.from_upstream);
+  if (!upstream::relay(c, u, s.up, s.client_eof, s.upstream_shut, progress, &s.from_client,
+                       up_limit) ||
+      !upstream::relay(u, c, s.down, s.upstream_eof, s.client_shut, progress, &s.from_upstream,
+                       down_limit)) {
     return finalize(s, "connection error");
   }
+  arm_rate_delay(s, c, s.conf->proxy_upload_rate, s.from_client, s.client_eof);
+  arm_rate_delay(s, u, s.conf->proxy_download_rate, s.from_upstream, s.upstream_eof);
   if (s.client_eof && s.upstream_eof && s.up.pos == s.up.last && s.down.pos == s.down.last) {
     return finalize(s, "both sides closed");
   }
@@ -88,8 +131,11 @@ void process(Session& s) {
     if (s.client_eof && s.up.pos == s.up.last) return finalize(s, "client closed");
     if (s.upstream_eof && s.down.pos == s.down.last) return finalize(s, "upstream closed");
   }
-  // Idle timer: re-armed on traffic (lazily, so this is cheap per pass).
-  if (progress || !c.read->timer_set) loop.add_timer(*c.read, s.conf->proxy_timeout);
+  // Idle timer: re-armed on traffic (lazily, so this is cheap per pass);
+  // while the client's reading waits for its rate, that timer is the delay's.
+  if (!c.read->delayed && (progress || !c.read->timer_set)) {
+    loop.add_timer(*c.read, s.conf->proxy_timeout);
+  }
   // A side at EOF must leave a level-triggered backend, which would otherwise
   // report it readable forever; edge-triggered registrations stay as they are.
   Status st = loop.handle_read_event(*c.read, s.client_eof ? kEvClose : 0);
@@ -107,6 +153,13 @@ void proxy_handler(Event& ev) {
   // The worker asks a connection to close (pool drain, shutdown) through
   // `close` on whichever of the two it picked.
   bool close = s.client->close || ev.owner<Connection>()->close;
+  if (ev.timedout && ev.delayed && !close) {
+    // A rate's delay is over: the side may be read again.
+    ev.timedout = 0;
+    ev.delayed = 0;
+    if (s.connected) process(s);
+    return;
+  }
   if (ev.timedout || close) {
     ev.timedout = 0;
     return finalize(s, close ? "closed by the worker" : "timed out");
@@ -122,10 +175,12 @@ void proxy_handler(Event& ev) {
 
 void start_relay(Session& s) {
   s.connected = true;
+  s.start_msec = clock::current_msec();
   Connection& u = *s.upstream;
   // Small writes go out as they come, to the upstream as to the client
-  // (nginx's stream tcp_nodelay, on by default, covers both sides).
-  if (u.tcp_nodelay == 0 && u.peer_addr != nullptr && u.peer_addr->sa_family != AF_UNIX) {
+  // (tcp_nodelay, on by default, covers both sides; the listener set the client's).
+  if (s.conf->tcp_nodelay && u.tcp_nodelay == 0 && u.peer_addr != nullptr &&
+      u.peer_addr->sa_family != AF_UNIX) {
     int on = 1;
     if (::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) == -1) {
       VIGIL_LOG(*s.client->log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");
@@ -236,6 +291,9 @@ void connect_upstream(Session& s) {
   EventLoop& loop = *s.client->loop;
   for (;;) {
     s.peer.log = s.client->log;
+    s.peer.local = s.conf->bind_addr;  // proxy_bind
+    s.peer.local_len = s.conf->bind_len;
+    s.peer.transparent = s.conf->bind_transparent;
     int rc = event_connect_peer(loop, s.peer);
     if (rc == kPeerBusy) {
       VIGIL_LOG(*s.client->log, kError, 0,

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "vigil/event/listening.h"
+#include "vigil/event/peer.h"
 
 namespace vigil::stream {
 
@@ -72,7 +73,33 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
   return Status::ok();
 }
 
+// proxy_bind address [transparent] | off
+Status set_proxy_bind(const DirectiveCall& call, StreamSrvConf& srv) {
+  srv.bind_len = 0;
+  srv.bind_transparent = false;
+  if (call.arg(0) == "off") {
+    if (call.arg_count() != 1) return call.invalid_value(1);
+    return Status::ok();
+  }
+  if (call.arg(0).find('$') != std::string::npos) {
+    return call.error("variables in the stream \"proxy_bind\" are not supported");
+  }
+  if (!parse_local_address(call.arg(0), srv.bind_addr, srv.bind_len)) {
+    return call.error("invalid address \"" + call.arg(0) + "\"");
+  }
+  if (call.arg_count() == 2) {
+    if (call.arg(1) != "transparent") return call.invalid_value(1);
+    srv.bind_transparent = true;
+  }
+  return Status::ok();
+}
+
 Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf& child) {
+  if (!ctx.is_set("proxy_bind")) {
+    child.bind_addr = parent.bind_addr;
+    child.bind_len = parent.bind_len;
+    child.bind_transparent = parent.bind_transparent;
+  }
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
   return Status::ok();
@@ -97,7 +124,13 @@ Module* make_stream_module() {
          srv.msec(&StreamSrvConf::proxy_connect_timeout, 60000));
   m->add("proxy_timeout", kAny, Arity::exactly(1), srv.msec(&StreamSrvConf::proxy_timeout, 600000));
   m->add("proxy_buffer_size", kAny, Arity::exactly(1),
-         srv.size(&StreamSrvConf::proxy_buffer_size, 16384, 512));
+         srv.size(&StreamSrvConf::proxy_buffer_size, 16384, 1));
+  m->add("proxy_bind", kAny, Arity::between(1, 2), srv.custom(set_proxy_bind));
+  m->add("tcp_nodelay", kAny, Arity::on_off(), srv.flag(&StreamSrvConf::tcp_nodelay, true));
+  m->add("proxy_upload_rate", kAny, Arity::exactly(1),
+         srv.size(&StreamSrvConf::proxy_upload_rate, 0));
+  m->add("proxy_download_rate", kAny, Arity::exactly(1),
+         srv.size(&StreamSrvConf::proxy_download_rate, 0));
   m->add("proxy_half_close", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_half_close, false));
   m->add("proxy_next_upstream", kAny, Arity::on_off(),

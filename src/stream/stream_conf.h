@@ -47,7 +47,17 @@ struct StreamSrvConf {
   Msec proxy_connect_timeout = 60000;
   Msec proxy_timeout = 600000;
   std::size_t proxy_buffer_size = 16384;
+  // proxy_upload_rate / proxy_download_rate: bytes per second read from the
+  // client / from the upstream, per session; 0: no limit.
+  std::size_t proxy_upload_rate = 0;
+  std::size_t proxy_download_rate = 0;
   bool proxy_next_upstream = true;
+  bool tcp_nodelay = true;
+  // proxy_bind: the local address of connections to the upstream (bind_len
+  // 0: none), IP_TRANSPARENT with `transparent`.
+  sockaddr_storage bind_addr{};
+  socklen_t bind_len = 0;
+  bool bind_transparent = false;  // TCP_NODELAY on the client's and the upstream's sockets
   bool proxy_half_close = false;  // off: the first side's EOF ends the session (nginx)
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   upstream::Group* upstream = nullptr;     // resolved once the block is read

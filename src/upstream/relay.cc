@@ -7,7 +7,7 @@
 namespace vigil::upstream {
 
 bool relay(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_shut,
-           bool& progress, std::uint64_t* counter) {
+           bool& progress, std::uint64_t* counter, off_t read_limit) {
   for (;;) {
     bool moved = false;
     if (buf.pos < buf.last && dst.write->ready) {
@@ -19,8 +19,12 @@ bool relay(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_
         moved = true;
       }
     }
-    if (!src_eof && buf.last < buf.end && src.read->ready) {
-      long n = src.recv(src, buf.last, static_cast<std::size_t>(buf.end - buf.last));
+    if (!src_eof && buf.last < buf.end && src.read->ready && read_limit != 0) {
+      auto room = static_cast<std::size_t>(buf.end - buf.last);
+      if (read_limit > 0 && static_cast<std::size_t>(read_limit) < room) {
+        room = static_cast<std::size_t>(read_limit);
+      }
+      long n = src.recv(src, buf.last, room);
       if (n == kIoError) return false;
       if (n == 0) {
         src_eof = true;
@@ -28,6 +32,7 @@ bool relay(Connection& src, Connection& dst, Buf& buf, bool& src_eof, bool& dst_
       } else if (n > 0) {
         buf.last += n;
         if (counter != nullptr) *counter += static_cast<std::uint64_t>(n);
+        if (read_limit > 0) read_limit -= n;
         moved = true;
       }
     }

@@ -270,7 +270,8 @@ TEST_F(Cli, SeveralErrorLogsEachGetTheirLines) {
 }
 
 // Test tools and migrated configurations carry nginx's temporary-file
-// paths; Vigil writes no temporary files, checks their syntax and goes on.
+// paths: their syntax is checked at load time (client_body_temp_path is
+// made when a body first needs it; proxy_temp_path is never used).
 TEST_F(Cli, TempPathDirectivesAreCheckedAndAccepted) {
   write("conf/t.conf",
         "events {}\nhttp {\n    client_body_temp_path /tmp/cb 1 2;\n"

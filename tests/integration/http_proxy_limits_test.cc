@@ -186,5 +186,44 @@ TEST_F(ProxyLimits, LimitRateAppliesToAProxiedBodyOfUnknownLength) {
   expect_rate_limited(server_, port_, body, "Transfer-Encoding: chunked");
 }
 
+// proxy_limit_rate paces the reading from the backend: at any moment the
+// client has at most what came with the response head (one proxy_buffer_size
+// buffer) plus the rate per second since it asked; proxy_limit_rate 0 at an
+// inner level lifts it. The whole body arrives either way.
+TEST_F(ProxyLimits, ProxyLimitRatePacesTheBackend) {
+  constexpr std::size_t kRate = 32 * 1024;
+  constexpr std::size_t kHeadBuffer = 4096;
+  const std::string body(80 * 1024, 'r');
+  Backend backend([&body](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(200, body));
+  });
+  ASSERT_TRUE(start("", "proxy_limit_rate 32k; proxy_buffer_size 4k;\n"
+                        "location / { proxy_pass http://" + backend.address() + "; }\n"
+                        "location /free { proxy_pass http://" + backend.address() +
+                        "; proxy_limit_rate 0; }"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string all;
+  const std::vector<Arrival> seen = receive_timed(c.fd(), t0, all, 10000);
+  ASSERT_FALSE(seen.empty()) << server_.output();
+  const std::size_t head_end = all.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_EQ(all.size() - head_end - 4, body.size());
+  for (const Arrival& a : seen) {
+    const std::size_t allowed =
+        head_end + 4 + kHeadBuffer + kRate * static_cast<std::size_t>(a.ms + 20) / 1000;
+    EXPECT_LE(a.bytes, allowed) << "at " << a.ms << " ms";
+  }
+  const std::int64_t least =
+      static_cast<std::int64_t>((body.size() - kHeadBuffer) * 1000 / kRate) - 20;
+  EXPECT_GE(seen.back().ms, least);
+
+  Response r = get(port_, "GET /free HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(r.body, body);
+}
+
 }  // namespace
 }  // namespace vigil::test

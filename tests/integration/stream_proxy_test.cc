@@ -5,9 +5,14 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <poll.h>
+
+#include <chrono>
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "integration/http_harness.h"
 #include "integration/tcp_backend.h"
@@ -70,6 +75,92 @@ TEST_P(StreamProxy, RelaysBothWaysWithBackpressure) {
   EXPECT_TRUE(back == big) << "the relayed bytes differ";
   c.close();
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// A one-byte buffer per direction (nginx allows it), with tcp_nodelay off:
+// every byte still goes through, both ways.
+TEST_P(StreamProxy, OneByteBuffers) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  ASSERT_TRUE(start(stream_block(0, "  proxy_buffer_size 1;\n  tcp_nodelay off;") +
+                    "  proxy_pass " + echo.addr() + ";\n }\n}\n"))
+      << server_.output();
+  Client c(server_.port());
+  ASSERT_TRUE(c.ok());
+  std::string data;
+  for (int i = 0; data.size() < 3000; ++i) data += std::to_string(i) + " ";
+  ASSERT_TRUE(c.send(data));
+  EXPECT_EQ(read_n(c.fd(), data.size()), data);
+}
+
+// Bytes the client has back by time since it sent `data` through an echo,
+// one sample per read, until all of it came back or 10 s passed.
+std::vector<std::pair<std::int64_t, std::size_t>> echo_timed(int fd, const std::string& data) {
+  std::vector<std::pair<std::int64_t, std::size_t>> seen;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!send_all(fd, data)) return seen;
+  std::size_t got = 0;
+  char buf[4096];
+  while (got < data.size() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+    seen.emplace_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count(),
+                      got);
+  }
+  return seen;
+}
+
+// proxy_download_rate and proxy_upload_rate: through an echo, what comes
+// back is at most one second's worth (free at the start, as nginx's) plus
+// the rate per second since the client sent (a lower bound on the time,
+// from the limit; none above), and all of it comes.
+TEST_P(StreamProxy, UploadAndDownloadRates) {
+  EchoBackend echo;
+  ASSERT_TRUE(echo.ready());
+  constexpr std::size_t kRate = 16 * 1024;
+  const std::string data(40 * 1024, 'd');
+  for (const char* directive : {"proxy_download_rate 16k;", "proxy_upload_rate 16k;"}) {
+    VigilServer server;
+    ASSERT_TRUE(server.start("",
+                             stream_block(0, "") + "  " + directive + "\n  proxy_pass " +
+                                 echo.addr() + ";\n }\n}\n",
+                             "worker_connections 256;\nuse " + GetParam() + ";"))
+        << server.output();
+    Client c(server.port());
+    ASSERT_TRUE(c.ok());
+    const auto seen = echo_timed(c.fd(), data);
+    ASSERT_FALSE(seen.empty()) << directive;
+    EXPECT_EQ(seen.back().second, data.size()) << directive;
+    for (const auto& [ms, bytes] : seen) {
+      EXPECT_LE(bytes, kRate + kRate * static_cast<std::size_t>(ms + 20) / 1000)
+          << directive << " at " << ms << " ms";
+    }
+  }
+}
+
+// proxy_bind: the upstream sees the session come from the address given
+// (an HTTP server of the same vigil says whom it sees).
+TEST_P(StreamProxy, ProxyBind) {
+  const int http_port = free_port();
+  const std::string http = "server { listen 127.0.0.1:" + std::to_string(http_port) +
+                           "; access_log off; location / { return 200 \"$remote_addr\"; } }";
+  ASSERT_TRUE(server_.start(http,
+                            stream_block(0, "") + "  proxy_bind 127.0.0.2;\n  proxy_pass 127.0.0.1:" +
+                                std::to_string(http_port) + ";\n }\n}\n",
+                            "worker_connections 256;\nuse " + GetParam() + ";"))
+      << server_.output();
+  ASSERT_GT(server_.port(1), 0) << server_.output();  // both listeners are up
+  int stream_port = 0;
+  for (int p : server_.listen_ports()) {
+    if (p != http_port) stream_port = p;
+  }
+  ASSERT_NE(stream_port, 0);
+  EXPECT_EQ(get(stream_port, simple_get("/")).body, "127.0.0.2");
 }
 
 TEST_P(StreamProxy, HalfCloseIsPassedOnAndTheSessionEnds) {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <string>
+#include <string_view>
 
 #include "vigil/event/connection.h"
 
@@ -52,6 +53,12 @@ class PeerConnection {
   void* data = nullptr;  // passed to get/free; not owned
 
   int rcvbuf = -1;
+  // The local address to connect from (proxy_bind), when local_len is not 0;
+  // port 0: any port (chosen at connect time). `transparent`: the address
+  // need not be this host's (IP_TRANSPARENT, which needs CAP_NET_ADMIN).
+  sockaddr_storage local{};
+  socklen_t local_len = 0;
+  bool transparent = false;
   Log* log = nullptr;  // not owned; null: the loop's log
   bool cached = false;
 };
@@ -64,5 +71,9 @@ int event_connect_peer(EventLoop& loop, PeerConnection& pc);
 // After the write event of a kPeerAgain connect: 0 when connected, else the
 // socket error (SO_ERROR).
 int peer_connect_result(Connection& c);
+// Parses a numeric local address for PeerConnection::local: "a.b.c.d",
+// "a.b.c.d:port", "v6" or "[v6]:port" (no host names). False when `text`
+// is none of these.
+bool parse_local_address(std::string_view text, sockaddr_storage& out, socklen_t& len);
 
 }  // namespace vigil

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "core/conf/values.h"
@@ -332,6 +333,20 @@ Status set_output_buffers(const DirectiveCall& call, HttpLocConf& loc) {
   return Status::ok();
 }
 
+// client_body_temp_path path [level1 [level2 [level3]]]
+Status set_client_body_temp_path(const DirectiveCall& call, HttpLocConf& loc) {
+  if (Status st = check_temp_path(call); !st) return st;
+  loc.client_body_temp_path = call.env().prefixed(call.arg(0));
+  while (loc.client_body_temp_path.size() > 1 && loc.client_body_temp_path.back() == '/') {
+    loc.client_body_temp_path.pop_back();
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    loc.client_body_temp_levels[i] =
+        i + 1 < call.arg_count() ? static_cast<std::uint8_t>(call.arg(i + 1)[0] - '0') : 0;
+  }
+  return Status::ok();
+}
+
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
@@ -342,6 +357,9 @@ Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
     loc.access_logs.push_back(std::move(log));
   }
   loc.root_path = ctx.env().prefixed(loc.root);
+  if (!ctx.is_set("client_body_temp_path")) {
+    loc.client_body_temp_path = ctx.env().prefixed("client_body_temp");
+  }
   return Status::ok();
 }
 
@@ -361,6 +379,11 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
   if (!ctx.is_set("keepalive_disable")) child.keepalive_disable = parent.keepalive_disable;
+  if (!ctx.is_set("client_body_temp_path")) {
+    child.client_body_temp_path = parent.client_body_temp_path;
+    std::memcpy(child.client_body_temp_levels, parent.client_body_temp_levels,
+                sizeof child.client_body_temp_levels);
+  }
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -639,7 +662,11 @@ Module* make_http_module() {
          loc.flag(&HttpLocConf::client_body_in_single_buffer, false));
   add_hash_size_directives(*m, loc, fin);
   m->add("client_body_temp_path", kHttpAny, Arity::between(1, 4),
-         DirectiveBody::handler(check_temp_path));
+         loc.custom(set_client_body_temp_path));
+  m->add("client_body_in_file_only", kHttpAny, Arity::exactly(1),
+         loc.one_of(&HttpLocConf::client_body_in_file_only, BodyInFile::kOff,
+                    {{"off", BodyInFile::kOff}, {"on", BodyInFile::kOn},
+                     {"clean", BodyInFile::kClean}}));
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
          loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),

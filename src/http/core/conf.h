@@ -102,6 +102,13 @@ struct ErrorPage {
   std::string uri;
 };
 
+// client_body_in_file_only.
+enum class BodyInFile : std::uint8_t {
+  kOff,    // a body is written to a file only when it outgrows its buffer (and removed)
+  kOn,     // always to a file, kept after the request
+  kClean,  // always to a file, removed after the request
+};
+
 struct HttpLocConf {
   // The location itself (empty name for the server level).
   std::string name;
@@ -141,6 +148,12 @@ struct HttpLocConf {
   IfModifiedSince if_modified_since = IfModifiedSince::kExact;
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
+  // Where a request body that is read ahead goes when it outgrows its buffer
+  // (request_body_file.cc): client_body_temp_path (resolved against the
+  // prefix) with up to three directory levels of 1 or 2 digits.
+  BodyInFile client_body_in_file_only = BodyInFile::kOff;
+  std::string client_body_temp_path;
+  std::uint8_t client_body_temp_levels[3] = {};
   bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
   // A Location that is a path is sent as a URL (HTTP/1's head writer).
   bool absolute_redirect = true;
@@ -205,9 +218,10 @@ const Module& http_module();
 Status set_location_content(const DirectiveCall& call, const ContentHandler* handler);
 
 // nginx's *_temp_path syntax: "path [level1 [level2 [level3]]]", each level
-// 1 or 2. Vigil writes no temporary files (a body larger than its buffers is
-// streamed, paced by the slower side), so the directive is checked and has
-// no effect.
+// 1 or 2. The proxy keeps no temporary files for responses (a body larger
+// than its buffers is streamed, paced by the slower side), so
+// proxy_temp_path is checked and has no effect; client_body_temp_path is
+// used (request_body_file.cc).
 Status check_temp_path(const DirectiveCall& call);
 // Where http_module() keeps its upstream groups: upstream::group_set(ctx,
 // http_upstream_specs()) in an init of the http module, or

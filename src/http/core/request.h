@@ -84,6 +84,9 @@ struct UpstreamTry {
   Msec time = 0;   // from the connect to the end of the response header / failure
   Msec connect_time = 0;  // from the connect to the connection ready (TLS included)
   Msec header_time = 0;   // from the connect to the end of the response header
+  std::uint64_t bytes_sent = 0;      // request bytes that went to the server
+  std::uint64_t bytes_received = 0;  // response bytes read from it, head and body
+  std::uint64_t response_length = 0;  // of which the body (as the server framed it)
 };
 inline constexpr std::uint32_t kMaxUpstreamTries = 8;
 

@@ -33,6 +33,8 @@
 // for the next request. "100 Continue" is sent (send_continue) when the body
 // is first read from the client.
 
+#include <sys/types.h>
+
 #include <cstdint>
 
 #include "codec/chunked.h"
@@ -51,6 +53,16 @@ using RequestBodyHandler = void (*)(Request& r);
 // buffer).
 struct RequestBody {
   Buf buf;                    // the body bytes read and not consumed: [pos, last)
+  // The body's temporary file (request_body_file.cc), when it has one: the
+  // descriptor, its name (a worker buffer, NUL-terminated), the bytes
+  // written, and, once all of it is there, the whole body as a file range.
+  int file_fd = -1;
+  char* file_name = nullptr;
+  std::uint32_t file_name_size = 0;
+  std::uint32_t file_name_len = 0;
+  bool file_keep = false;  // client_body_in_file_only on: not removed with the request
+  off_t file_size = 0;
+  Buf file;  // in_file, [file_pos, file_last): the whole body (request_body_done_in_file)
   std::uint32_t size = 0;     // buf's memory, a worker cache buffer of this size
   std::int64_t rest = 0;      // Content-Length bytes still to come
   std::int64_t received = 0;  // body bytes read into buf so far (decoded)
@@ -75,6 +87,29 @@ int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler)
 
 // Reads on, as above: 1, 0 or -1.
 int read_request_body(Request& r);
+
+// ---- request_body_file.cc: a body read ahead into a temporary file -----------------------
+//
+// A reader that wants the whole body before it goes on (the proxy with
+// request buffering) and has filled its buffer writes it to a file in the
+// location's client_body_temp_path and reads on into the emptied buffer;
+// client_body_in_file_only puts every body there. Once the body is complete
+// what is left in the buffer is written too, and r.body.file is the whole
+// body ($request_body_file names the file). The file is closed when the
+// request ends, and removed unless client_body_in_file_only is on.
+
+// The location wants every body in a file (client_body_in_file_only on|clean).
+bool request_body_in_file_only(const Request& r);
+// Appends r.body.buf [pos, last) to the body's file (made on the first
+// call) and empties the buffer. False when the file cannot be made or
+// written (logged): the request ends with 500.
+bool request_body_write(Request& r);
+// The body is complete and written: r.body.file is all of it.
+void request_body_done_in_file(Request& r);
+// Where the body to send is: r.body.file when it is in a file, else r.body.buf.
+Buf& request_body_data(Request& r);
+// Closes the body's file (and removes it unless it is kept); request end.
+void release_request_body_file(Request& r);
 
 // Reads and throws away the request body (a handler that answers without
 // one calls it first, so the connection can be kept). kPhaseNext: no body

@@ -345,6 +345,13 @@ bool var_request_body(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+bool var_request_body_file(const Request& r, std::string_view, VarSink& s) {
+  const RequestBody& b = r.body;
+  if (b.file_fd == -1 || b.file_name == nullptr) return false;
+  s.put({b.file_name, b.file_name_len});
+  return true;
+}
+
 bool var_connection(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr) return false;
   s.put_uint(r.c->number);
@@ -428,7 +435,16 @@ bool var_tls_fact(const Request& r, std::string_view, VarSink& s) {
 }
 
 // One column of the upstream attempts, for every attempt.
-enum class TryField : std::uint8_t { kAddr, kStatus, kResponseTime, kConnectTime, kHeaderTime };
+enum class TryField : std::uint8_t {
+  kAddr,
+  kStatus,
+  kResponseTime,
+  kConnectTime,
+  kHeaderTime,
+  kResponseLength,
+  kBytesReceived,
+  kBytesSent,
+};
 
 template <TryField F>
 bool var_upstream(const Request& r, std::string_view, VarSink& s) {
@@ -449,6 +465,15 @@ bool var_upstream(const Request& r, std::string_view, VarSink& s) {
         break;
       case TryField::kResponseTime:
         s.put_msec(t.time);
+        break;
+      case TryField::kResponseLength:
+        s.put_uint(t.response_length);
+        break;
+      case TryField::kBytesReceived:
+        s.put_uint(t.bytes_received);
+        break;
+      case TryField::kBytesSent:
+        s.put_uint(t.bytes_sent);
         break;
       case TryField::kConnectTime:
       case TryField::kHeaderTime: {
@@ -498,12 +523,16 @@ constexpr VarSpec kCoreVariables[] = {
     {"content_length", var_content_length},
     {"content_type", var_content_type},
     {"request_body", var_request_body},
+    {"request_body_file", var_request_body_file},
     {"document_root", var_document_root},
     {"upstream_addr", var_upstream<TryField::kAddr>},
     {"upstream_status", var_upstream<TryField::kStatus>},
     {"upstream_response_time", var_upstream<TryField::kResponseTime>},
     {"upstream_connect_time", var_upstream<TryField::kConnectTime>},
     {"upstream_header_time", var_upstream<TryField::kHeaderTime>},
+    {"upstream_response_length", var_upstream<TryField::kResponseLength>},
+    {"upstream_bytes_received", var_upstream<TryField::kBytesReceived>},
+    {"upstream_bytes_sent", var_upstream<TryField::kBytesSent>},
     {"connection", var_connection},
     {"connection_requests", var_connection_requests},
     {"pid", var_pid},

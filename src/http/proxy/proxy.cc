@@ -17,7 +17,9 @@ void reinit_request(Upstream& u) {
 }
 
 void finalize(Upstream& u) {
-  static_cast<ProxyState&>(u).~ProxyState();
+  auto& ps = static_cast<ProxyState&>(u);
+  if (ps.cookie_mem != nullptr) ps.r->hc->worker->buffers().put(ps.cookie_mem, ps.cookie_mem_size);
+  ps.~ProxyState();
 }
 
 constexpr upstream_core::UpstreamProtocol kHttp1{
@@ -56,9 +58,10 @@ int start(Request& r) {
   ps->protocol = &kHttp1;
   ps->state_mem = mem;
   ps->state_size = sizeof(ProxyState);
-  // HTTP/1.0 has no chunked coding and we keep no temporary files: a chunked
-  // body is read ahead into the body buffer, its length counted.
+  // HTTP/1.0 has no chunked coding: a chunked body is read ahead (into a
+  // temporary file when it outgrows its buffer), its length counted.
   ps->buffer_body = r.check.chunked && conf.http_version == 1000;
+  ps->own_body = conf.body_set;
   return upstream_core::start(*ps);
 }
 

@@ -55,6 +55,10 @@ struct ProxyState : Upstream {
   std::int64_t resp_rest = 0;
   ChunkedParser resp_chunked;
   char redirect_mem[512];  // proxy_redirect default: the prefix replaced in Location
+  // The Set-Cookie values proxy_cookie_* rewrote (a worker buffer, given
+  // back when the request ends).
+  char* cookie_mem = nullptr;
+  std::uint32_t cookie_mem_size = 0;
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------
@@ -67,6 +71,14 @@ int start(Request& r);
 // ---- proxy_request.cc ---------------------------------------------------------------
 int create_request(Upstream& u);
 std::size_t body_output(Upstream& u, Chain* out, std::size_t k);
+
+// ---- proxy_cookie.cc ------------------------------------------------------------------
+// proxy_cookie_domain / _path / _flags on the response head's Set-Cookie
+// fields (their values then point into ps.cookie_mem); false when out of memory.
+bool rewrite_cookies(ProxyState& ps);
+Status set_cookie_domain(const DirectiveCall& call, ProxyConf& p);
+Status set_cookie_path(const DirectiveCall& call, ProxyConf& p);
+Status set_cookie_flags(const DirectiveCall& call, ProxyConf& p);
 
 // ---- proxy_response.cc ----------------------------------------------------------------
 upstream_core::HeadResult process_header(Upstream& u, Buf& b);

@@ -14,6 +14,7 @@
 #include "http/core/request.h"
 #include "http/proxy/proxy.h"
 #include "upstream/upstream.h"
+#include "vigil/event/peer.h"
 
 namespace vigil::http {
 namespace {
@@ -88,6 +89,39 @@ Status set_header(const DirectiveCall& call, ProxyConf& p) {
   return Status::ok();
 }
 
+// A directive whose one argument is a string with variables.
+Status set_template(const DirectiveCall& call, VarTemplate& out) {
+  auto t = VarTemplate::compile(call.arg(0));
+  if (!t) return call.error(t.status().message());
+  out = std::move(t.value());
+  return Status::ok();
+}
+
+// proxy_bind address [transparent] | off
+Status set_bind(const DirectiveCall& call, ProxyConf& p) {
+  p.local = VarTemplate{};
+  p.local_transparent = false;
+  if (call.arg(0) == "off") {
+    if (call.arg_count() != 1) return call.invalid_value(1);
+    return Status::ok();
+  }
+  auto t = VarTemplate::compile(call.arg(0));
+  if (!t) return call.error(t.status().message());
+  if (t.value().is_literal()) {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (!parse_local_address(call.arg(0), ss, len)) {
+      return call.error("invalid address \"" + call.arg(0) + "\"");
+    }
+  }
+  p.local = std::move(t.value());
+  if (call.arg_count() == 2) {
+    if (call.arg(1) != "transparent") return call.invalid_value(1);
+    p.local_transparent = true;
+  }
+  return Status::ok();
+}
+
 Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) {
   list.push_back(lower(call.arg(0)));
   return Status::ok();
@@ -136,7 +170,7 @@ Status set_buffers(const DirectiveCall& call, ProxyConf& p) {
   auto n = parse_number(call.arg(0));
   auto size = parse_size(call.arg(1));
   if (!n || *n < 2 || *n > 64) return call.invalid_value(0, ", it must be between 2 and 64");
-  if (!size || *size < 1024 || *size > (16u << 20)) return call.invalid_value(1);
+  if (!size || *size < 1 || *size > (16u << 20)) return call.invalid_value(1);
   p.buffers_num = static_cast<std::uint32_t>(*n);
   p.buffers_size = static_cast<std::size_t>(*size);
   return Status::ok();
@@ -144,7 +178,7 @@ Status set_buffers(const DirectiveCall& call, ProxyConf& p) {
 
 Status set_size(const DirectiveCall& call, std::size_t& out) {
   auto v = parse_size(call.arg(0));
-  if (!v || *v < 512 || *v > (16u << 20)) return call.invalid_value(0);
+  if (!v || *v < 1 || *v > (16u << 20)) return call.invalid_value(0);
   out = static_cast<std::size_t>(*v);
   return Status::ok();
 }
@@ -223,21 +257,39 @@ const std::vector<Inherit>& inherited() {
       {"proxy_request_buffering", VIGIL_COPY(request_buffering)},
       {"proxy_intercept_errors", VIGIL_COPY(intercept_errors)},
       {"proxy_redirect", VIGIL_COPY(redirect_default)},
+      {"proxy_method", VIGIL_COPY(method)},
+      {"proxy_limit_rate", VIGIL_COPY(limit_rate)},
+      {"proxy_cookie_domain", VIGIL_COPY(cookie_domains)},
+      {"proxy_cookie_path", VIGIL_COPY(cookie_paths)},
+      {"proxy_cookie_flags", VIGIL_COPY(cookie_flags)},
+      {"proxy_bind",
+       [](const ProxyConf& a, ProxyConf& b) {
+         b.local = a.local;
+         b.local_transparent = a.local_transparent;
+       }},
+      {"proxy_set_body",
+       [](const ProxyConf& a, ProxyConf& b) {
+         b.body_set = a.body_set;
+         b.set_body = a.set_body;
+       }},
   };
   return kList;
 }
 #undef VIGIL_COPY
 
 Status check(const ConfInit& ctx, ProxyConf& p) {
-  // nginx's checks in ngx_http_proxy_merge_loc_conf.
-  if (p.busy_buffers_size < p.buffer_size || p.busy_buffers_size < p.buffers_size) {
+  // nginx's checks in ngx_http_proxy_merge_loc_conf; unset, the busy size
+  // is twice the larger of the two buffer sizes.
+  const std::size_t larger = p.buffer_size > p.buffers_size ? p.buffer_size : p.buffers_size;
+  const std::size_t busy = p.busy_buffers_size != 0 ? p.busy_buffers_size : 2 * larger;
+  if (busy < larger) {
     return Status::error(
         "\"proxy_busy_buffers_size\" must be equal to or greater than the "
         "maximum of the value of \"proxy_buffer_size\" and one of the "
         "\"proxy_buffers\"" +
         ctx.scope().where());
   }
-  if (p.busy_buffers_size > (p.buffers_num - 1) * p.buffers_size) {
+  if (busy > (p.buffers_num - 1) * p.buffers_size) {
     return Status::error(
         "\"proxy_busy_buffers_size\" must be less than the size of all "
         "\"proxy_buffers\" minus one buffer" +
@@ -352,6 +404,23 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.intercept_errors); });
   add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);
+  add("proxy_bind", kLoc, Arity::between(1, 2), set_bind);
+  add("proxy_cookie_domain", kLoc, Arity::between(1, 2), proxy::set_cookie_domain).multiple = true;
+  add("proxy_cookie_path", kLoc, Arity::between(1, 2), proxy::set_cookie_path).multiple = true;
+  add("proxy_cookie_flags", kLoc, Arity::between(1, 4), proxy::set_cookie_flags).multiple = true;
+  add("proxy_limit_rate", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
+    auto v = parse_size(c.arg(0));
+    if (!v) return c.invalid_value(0);
+    p.limit_rate = static_cast<std::size_t>(*v);
+    return Status::ok();
+  });
+  add("proxy_method", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) { return set_template(c, p.method); });
+  add("proxy_set_body", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) {
+        p.body_set = true;
+        return set_template(c, p.set_body);
+      });
   // proxy_ssl_* (the event layer's one parser, shared with stream); TLS is
   // switched on by "proxy_pass https://", so no "proxy_ssl on" here.
   add_tls_client_directives(m, kLoc, conf.index(), typeid(ProxyConf), proxy_ssl_conf,
@@ -374,9 +443,51 @@ bool var_proxy_add_x_forwarded_for(const Request& r, std::string_view, VarSink& 
   return true;
 }
 
+// $upstream_http_NAME: the response fields of the backend named NAME
+// (the last attempt's), joined with ", " as nginx's.
+bool var_upstream_http(const Request& r, std::string_view name, VarSink& s) {
+  const upstream_core::Upstream* u = r.upstream;
+  if (u == nullptr) return false;
+  bool found = false;
+  for (std::uint32_t i = 0; i < u->nfields; ++i) {
+    const HeaderField& f = u->fields[i];
+    if (!iequals(f.name, name)) continue;
+    if (found) s.put(", ");
+    s.put(f.value);
+    found = true;
+  }
+  return found;
+}
+
+// $upstream_cookie_NAME: the value of cookie NAME in the first Set-Cookie
+// field of the backend's response that sets it: "NAME[ ]=[ ]value[;...]"
+// (nginx's ngx_http_parse_set_cookie_lines).
+bool var_upstream_cookie(const Request& r, std::string_view name, VarSink& s) {
+  const upstream_core::Upstream* u = r.upstream;
+  if (u == nullptr) return false;
+  for (std::uint32_t i = 0; i < u->nfields; ++i) {
+    const HeaderField& f = u->fields[i];
+    if (!iequals(f.name, "set-cookie")) continue;
+    std::string_view v = f.value;
+    if (v.size() < name.size() || !iequals(v.substr(0, name.size()), name)) continue;
+    std::size_t k = name.size();
+    while (k < v.size() && v[k] == ' ') ++k;
+    if (k == v.size() || v[k] != '=') continue;
+    ++k;
+    while (k < v.size() && v[k] == ' ') ++k;
+    std::size_t end = v.find(';', k);
+    if (end == std::string_view::npos) end = v.size();
+    s.put(v.substr(k, end - k));
+    return true;
+  }
+  return false;
+}
+
 constexpr VarSpec kProxyVariables[] = {
     {"proxy_host", var_proxy_host},
     {"proxy_add_x_forwarded_for", var_proxy_add_x_forwarded_for},
+    {"upstream_http_", var_upstream_http, true},
+    {"upstream_cookie_", var_upstream_cookie, true},
 };
 
 }  // namespace

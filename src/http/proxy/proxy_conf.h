@@ -24,6 +24,19 @@ struct ProxyHeader {
   VarTemplate value;  // an empty result drops the field (nginx)
 };
 
+// proxy_cookie_domain / proxy_cookie_path: a Set-Cookie attribute value
+// matching `pattern` is replaced (proxy_cookie.cc).
+struct CookieRewrite {
+  VarTemplate pattern;
+  VarTemplate replacement;
+};
+
+// proxy_cookie_flags: the flags of the cookies named `name`.
+struct CookieFlags {
+  VarTemplate name;
+  std::vector<VarTemplate> flags;  // secure, httponly, samesite=..., nosecure, ...
+};
+
 // The generic part (timeouts, next upstream, buffers, TLS) is the base: the
 // upstream core reads it; the rest is the HTTP/1 protocol's.
 struct ProxyConf : UpstreamConf {
@@ -39,6 +52,15 @@ struct ProxyConf : UpstreamConf {
   std::vector<ProxyHeader> set_headers;  // with the defaults merged in
   bool pass_request_headers = true;
   bool redirect_default = true;  // proxy_redirect default | off
+  // proxy_method: the request's method to the backend (empty: the client's).
+  VarTemplate method;
+  // proxy_cookie_domain, proxy_cookie_path, proxy_cookie_flags (empty: off).
+  std::vector<CookieRewrite> cookie_domains;
+  std::vector<CookieRewrite> cookie_paths;
+  std::vector<CookieFlags> cookie_flags;
+  // proxy_set_body: the body sent instead of the client's.
+  bool body_set = false;
+  VarTemplate set_body;
 };
 
 // The proxy_* directives and the ProxyConf of every level. A location's

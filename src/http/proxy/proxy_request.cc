@@ -57,7 +57,10 @@ bool build_request(ProxyState& ps) {
     raw = r.line.path.empty() ? std::string_view("/") : r.line.path;
   }
 
-  std::size_t need = r.line.method_name.size() + 1 + 16;
+  // proxy_method, else the client's method.
+  const std::size_t method_len =
+      p.method.empty() ? r.line.method_name.size() : p.method.length(r);
+  std::size_t need = method_len + 1 + 16;
   if (replace) {
     need += p.uri.size() + 3 * rest.size() + 1 + r.line.query.size();
   } else {
@@ -70,6 +73,8 @@ bool build_request(ProxyState& ps) {
     }
   }
   need += 64;  // framing and the final CRLF
+  // proxy_set_body: the body follows the head in the same buffer.
+  if (p.body_set) need += static_cast<std::size_t>(ps.body_length);
   const std::size_t cap = (need + 1023) & ~std::size_t{1023};
   char* mem = r.hc->worker->buffers().get(cap);
   if (mem == nullptr) return false;
@@ -77,7 +82,11 @@ bool build_request(ProxyState& ps) {
   ps.head_cap = static_cast<std::uint32_t>(cap);
 
   HeadWriter w{mem};
-  w.put(r.line.method_name);
+  if (p.method.empty()) {
+    w.put(r.line.method_name);
+  } else {
+    w.p = p.method.write(r, w.p);
+  }
   *w.p++ = ' ';
   ps.uri_off = static_cast<std::uint32_t>(w.p - mem);
   if (replace) {
@@ -129,6 +138,7 @@ bool build_request(ProxyState& ps) {
     w.put("Transfer-Encoding: chunked\r\n");
   }
   w.put(kCrlf);
+  if (p.body_set) w.p = p.set_body.write(r, w.p);
   ps.head.last = w.p;
   return true;
 }
@@ -138,17 +148,23 @@ bool build_request(ProxyState& ps) {
 int create_request(Upstream& u) {
   auto& ps = static_cast<ProxyState&>(u);
   Request& r = *ps.r;
-  if (ps.body_out) {
+  if (ps.pconf().body_set) {
+    // proxy_set_body: its value is the body; the client's is not read.
+    ps.body_frame = BodyOut::kLength;
+    ps.body_length = static_cast<std::int64_t>(ps.pconf().set_body.length(r));
+  } else if (ps.body_out) {
     if (r.body.done) {
       ps.body_frame = BodyOut::kLength;
-      ps.body_length = static_cast<std::int64_t>(r.body.buf.last - r.body.buf.pos);
+      ps.body_length = static_cast<std::int64_t>(request_body_data(r).size());
     } else if (!r.body.chunked_in) {
       ps.body_frame = BodyOut::kLength;
       ps.body_length = r.check.content_length;
     } else if (ps.pconf().http_version == 1001) {
       ps.body_frame = BodyOut::kChunked;
     } else {
-      // HTTP/1.0 has no chunked coding and we keep no temporary files.
+      // HTTP/1.0 has no chunked coding: start() reads such a body ahead
+      // (into a temporary file when it outgrows its buffer), so this is
+      // reached only when it could not be.
       VIGIL_LOG(*r.c->log, kError, 0,
                 "*%llu a chunked request body larger than client_body_buffer_size cannot be "
                 "sent with proxy_http_version 1.0",
@@ -161,7 +177,7 @@ int create_request(Upstream& u) {
 
 std::size_t body_output(Upstream& u, Chain* out, std::size_t k) {
   auto& ps = static_cast<ProxyState&>(u);
-  Buf& b = ps.r->body.buf;
+  Buf& b = request_body_data(*ps.r);
   if (!b.empty()) {
     if (ps.body_frame == BodyOut::kChunked) {
       int len = std::snprintf(ps.chunk_head, sizeof ps.chunk_head, "%zx\r\n", b.size());

@@ -93,7 +93,7 @@ HeadResult process_header(Upstream& u, Buf& b) {
 bool input_filter_init(Upstream& u) {
   auto& ps = static_cast<ProxyState&>(u);
   ps.resp_rest = ps.resp.content_length;
-  return true;
+  return rewrite_cookies(ps);
 }
 
 // Accounts for `n` new body bytes at p (the end of `b`): where the body

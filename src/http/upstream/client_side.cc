@@ -37,13 +37,27 @@ void body_failed(Upstream& u) {
   finalize_error(r, rb.status);
 }
 
-// Reads the body ahead (*_request_buffering) until it is all here or the
-// buffer is full.
+// Reads the body ahead (*_request_buffering) until it is all here: a
+// buffer that fills first goes to a temporary file (request_body_file.cc),
+// and so does every body with client_body_in_file_only.
 void body_phase(Upstream& u) {
-  const int rc = read_client_body(u);
-  if (rc < 0) return;
-  const RequestBody& rb = u.r->body;
-  if (rb.done || rb.buf.last == rb.buf.end) begin_connect(u);
+  Request& r = *u.r;
+  RequestBody& rb = r.body;
+  for (;;) {
+    if (read_client_body(u) < 0) return;
+    const bool full = rb.buf.last == rb.buf.end;
+    if (!rb.done && !full) return;  // the body reader calls again
+    if (!rb.done || rb.file_fd != -1 || request_body_in_file_only(r)) {
+      if (!request_body_write(r)) {
+        answer(u, 500);
+        return;
+      }
+      if (!rb.done) continue;
+      request_body_done_in_file(r);
+    }
+    begin_connect(u);
+    return;
+  }
 }
 
 void client_read(Upstream& u);
@@ -91,11 +105,12 @@ int client_start(Upstream& u) {
   r.write_event_handler = client_write_handler;
 
   const bool has_body = has_request_body(r);
-  if (has_body && !conf.pass_request_body) {
+  const bool take_body = conf.pass_request_body && !u.own_body;
+  if (has_body && !take_body) {
     r.lingering = true;  // the body is not read: the connection closes after the response
   }
-  if (!has_body && conf.pass_request_body && !send_continue(r)) return 500;
-  if (!has_body || !conf.pass_request_body) return 0;
+  if (!has_body && take_body && !send_continue(r)) return 500;
+  if (!has_body || !take_body) return 0;
   return start_request_body(r, r.loc->client_body_buffer_size, body_ready);
 }
 

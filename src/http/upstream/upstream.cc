@@ -50,9 +50,17 @@ void add_try(Upstream& u) {
   t.time = 0;
   t.connected = false;
   t.has_header = false;
+  t.bytes_sent = 0;
+  t.bytes_received = 0;
+  t.response_length = 0;
 }
 
 }  // namespace
+
+UpstreamTry* current_try(Upstream& u) {
+  Request& r = *u.r;
+  return r.nupstream > 0 ? &r.upstream_tries[r.nupstream - 1] : nullptr;
+}
 
 void note_connected(Upstream& u) {
   Request& r = *u.r;
@@ -77,6 +85,7 @@ bool rewind_request(Upstream& u) {
   u.head.pos = u.head.start;
   Buf& body = u.r->body.buf;
   if (body.start != nullptr) body.pos = body.start;
+  if (u.r->body.file.in_file) u.r->body.file.file_pos = 0;
   u.pending = nullptr;
   u.request_sent = false;
   u.resp = ResponseHead{};
@@ -86,6 +95,7 @@ bool rewind_request(Upstream& u) {
   u.upstream_eof = false;
   u.upstream_reusable = true;
   u.premature = false;
+  u.body_base = nullptr;
   if (u.ring[0].start != nullptr) u.ring[0].pos = u.ring[0].last = u.ring[0].start;
   u.ring_head = u.ring_tail = 0;
   u.protocol->reinit_request(u);
@@ -99,6 +109,7 @@ void end_attempt(Upstream& u, unsigned state) {
   if (u.u != nullptr) {
     loop.del_timer(*u.u->read);
     loop.del_timer(*u.u->write);
+    u.u->read->delayed = 0;  // a cached connection starts without *_limit_rate's wait
   }
   u.pc.connection = u.u;
   if (u.pc.free != nullptr) u.pc.free(u.pc, u.pc.data, state);
@@ -168,6 +179,36 @@ void log_error(Upstream& u, int level, int err, const char* what) {
                peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
 }
 
+namespace {
+
+// proxy_bind: the local address for this request's connections (its value
+// may come from variables; empty: none). False when it is not an address.
+bool set_local(Upstream& u) {
+  Request& r = *u.r;
+  const VarTemplate& t = u.conf->local;
+  u.pc.local_len = 0;
+  u.pc.transparent = u.conf->local_transparent;
+  char text[128];
+  const std::size_t n = t.length(r);
+  if (n == 0) return true;
+  if (n >= sizeof text) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu invalid local address of %zu bytes",
+              static_cast<unsigned long long>(r.c->number), n);
+    return false;
+  }
+  const std::string_view value(text, static_cast<std::size_t>(t.write(r, text) - text));
+  if (value.empty()) return true;
+  if (!parse_local_address(value, u.pc.local, u.pc.local_len)) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu invalid local address \"%.*s\"",
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(value.size()),
+              value.data());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 int start(Upstream& u) {
   u.start_msec = clock::current_msec();
   if (const int rc = client_start(u); rc != 0) return rc;
@@ -216,6 +257,10 @@ void begin_connect(Upstream& u) {
   u.pr.set_reuse_key(u.conf->tls.get());
   u.pr.attach(u.pc);
   u.pc.log = r.c->log;
+  if (!u.conf->local.empty() && !set_local(u)) {
+    answer(u, 500);
+    return;
+  }
   connect(u);
 }
 
@@ -396,6 +441,12 @@ void upstream_handler(Event& ev) {
       read_response_head(u);
       return;
     case Stage::kRelay:
+      if (ev.timedout && ev.delayed) {  // *_limit_rate's delay is over
+        ev.timedout = 0;
+        ev.delayed = 0;
+        relay(u);
+        return;
+      }
       if (ev.timedout) {
         ev.timedout = 0;
         log_error(u, static_cast<int>(LogLevel::kError), ETIMEDOUT, "upstream timed out");

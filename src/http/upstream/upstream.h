@@ -24,8 +24,9 @@
 // Memory per request is bounded by configuration: the request head, one
 // client_body_buffer_size buffer (the request's, request_body.h),
 // buffer_size for the response head, and buffers_num buffers for the body
-// (one with buffering off). No temporary files: when the buffers are full
-// the upstream is not read.
+// (one with buffering off). A request body read ahead that outgrows its
+// buffer goes to a temporary file (request_body.h); a response never does:
+// when the buffers are full the upstream is not read.
 
 #include <cstddef>
 #include <cstdint>
@@ -121,6 +122,7 @@ struct Upstream {
   bool body_out = false;        // a body goes to the backend
   bool body_replayable = true;  // r->body.buf holds it from its first byte: a retry may send it
   bool buffer_body = false;     // the protocol cannot stream this body: read it ahead
+  bool own_body = false;        // the protocol sends a body of its own: the client's is not read
   Chain out[4];
   Chain* pending = nullptr;  // what is left of the current send
   bool request_sent = false;
@@ -146,10 +148,17 @@ struct Upstream {
   // [ring_head .. sealed_end], until the writer has sent it all: reads go to
   // the buffers after it (one response buffer: none until it is sent).
   Buf ring[kMaxRing];
+  // Where buffer 0 is refilled from once its body bytes are sent: after the
+  // response head, which u.fields point into, so $upstream_http_NAME and
+  // $upstream_cookie_NAME stay readable until the request is logged. Null:
+  // the head left too little room, and it is given up (nfields 0).
+  char* body_base = nullptr;
   std::uint32_t nring = 1;
   std::uint32_t ring_head = 0;
   std::uint32_t ring_tail = 0;
   std::uint32_t sealed_end = 0;
+  Msec relay_msec = 0;        // the body relay began (*_limit_rate counts from here)
+  std::uint64_t relay_read = 0;  // body bytes read from the backend since
   bool sealed = false;      // buffers are with the writer
   bool last_passed = false;  // the end of the body went to the filters
   Chain ring_chain[kMaxRing + 1];  // the sealed buffers, then the end mark
@@ -167,6 +176,8 @@ struct Upstream {
 // state_size bytes, u.r/conf/protocol set, r.upstream pointing at it).
 // 0: on its way, else a status for the client.
 int start(Upstream& u);
+// The $upstream_* entry of the current attempt (null before the first).
+UpstreamTry* current_try(Upstream& u);
 // Gives back everything the upstream request holds for `r` (free_request calls it).
 void release(Request& r);
 // The body (if any) read ahead: build the request, choose a server.

@@ -61,8 +61,13 @@ struct UpstreamConf {
   std::size_t buffer_size = 4096;  // the response header buffer (one page, as nginx)
   std::uint32_t buffers_num = 8;
   std::size_t buffers_size = 4096;
-  std::size_t busy_buffers_size = 8192;
+  std::size_t busy_buffers_size = 0;  // 0: not set (twice the larger buffer size)
   bool intercept_errors = false;
+  std::size_t limit_rate = 0;
+  // proxy_bind: the local address of connections to the backend, with
+  // variables ("" : none), IP_TRANSPARENT with `transparent`.
+  VarTemplate local;
+  bool local_transparent = false;  // bytes per second read from the backend per request; 0: none
 
   // TLS to the backend; the context is built when the http block is finished.
   TlsClientConf ssl;

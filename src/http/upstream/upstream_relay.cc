@@ -8,6 +8,7 @@
 // each side waits for the other.
 #include <cstring>
 
+#include "core/rate_limit.h"
 #include "http/core/filters.h"
 #include "http/core/worker.h"
 #include "http/upstream/client_side.h"
@@ -31,10 +32,31 @@ bool ring_alloc(Upstream& u, std::uint32_t i) {
   return true;
 }
 
+// Empties ring buffer i for reads: buffer 0 from after the response head
+// when it is kept there (body_base), else from its start, and the head's
+// fields are then gone.
+void rewind_ring_buffer(Upstream& u, std::uint32_t i) {
+  Buf& b = u.ring[i];
+  char* base = b.start;
+  if (i == 0) {
+    if (u.body_base != nullptr) {
+      base = u.body_base;
+    } else {
+      u.nfields = 0;
+    }
+  }
+  b.pos = b.last = base;
+  b.last_buf = false;
+}
+
 // The head is complete (u.resp, u.fields): what to do with this response.
 void on_head(Upstream& u) {
   Request& r = *u.r;
   Buf& b = u.ring[0];
+  if (UpstreamTry* t = current_try(u); t != nullptr) t->response_length = b.size();
+  // The head stays in buffer 0 when that leaves at least half of it for the body.
+  const auto room = static_cast<std::size_t>(b.end - b.pos);
+  u.body_base = 2 * room >= static_cast<std::size_t>(b.end - b.start) ? b.pos : nullptr;
   if (r.nupstream > 0) {
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     t.status = u.resp.status;
@@ -84,6 +106,7 @@ void on_head(Upstream& u) {
   u.nring = u.conf->buffering ? u.conf->buffers_num : 1;
   if (u.nring > kMaxRing) u.nring = kMaxRing;
   u.stage = Stage::kRelay;
+  u.relay_msec = clock::current_msec();
   // Body bytes that came with the head are accounted for like later ones.
   if (!u.protocol->input_filter(u, b, b.pos, static_cast<std::size_t>(b.last - b.pos))) {
     log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream sent invalid chunked response");
@@ -97,9 +120,7 @@ void on_head(Upstream& u) {
 // empty, and free for reads again.
 void unseal(Upstream& u) {
   for (std::uint32_t i = u.ring_head;; i = (i + 1) % u.nring) {
-    Buf& b = u.ring[i];
-    b.pos = b.last = b.start;
-    b.last_buf = false;
+    rewind_ring_buffer(u, i);
     if (i == u.sealed_end) break;
   }
   u.ring_head = u.sealed_end == u.ring_tail ? u.ring_tail : (u.sealed_end + 1) % u.nring;
@@ -138,6 +159,20 @@ int pass_to_client(Upstream& u) {
     u.ring_chain[i].next = i + 1 < k ? &u.ring_chain[i + 1] : nullptr;
   }
   return output_filter(*u.r, k > 0 ? &u.ring_chain[0] : nullptr);
+}
+
+// What may be read from the backend now under proxy_limit_rate (-1: no
+// limit). Nothing: the read event is delayed with a timer for when the next
+// byte is due (upstream_handler tells it from a read timeout).
+off_t read_allowance(Upstream& u) {
+  const std::uint64_t rate = u.conf->limit_rate;
+  if (rate == 0) return -1;
+  const off_t allowed = limit_rate_allowance(rate, 0, static_cast<off_t>(u.relay_read),
+                                             msec_diff(clock::current_msec(), u.relay_msec));
+  if (allowed > 0) return allowed;
+  u.u->read->delayed = 1;
+  u.r->c->loop->add_timer(*u.u->read, limit_rate_delay(rate, allowed));
+  return 0;
 }
 
 // The tail buffer can take a read: not with the writer, and not full.
@@ -181,7 +216,12 @@ void send_request(Upstream& u) {
     }
     const off_t before = c.sent;
     Chain* rest = c.send_chain(c, u.pending, 0);
-    if (c.sent != before) u.sent_any = true;
+    if (c.sent != before) {
+      u.sent_any = true;
+      if (UpstreamTry* t = current_try(u); t != nullptr) {
+        t->bytes_sent += static_cast<std::uint64_t>(c.sent - before);
+      }
+    }
     if (rest == kChainError) {
       log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream closed the connection");
       u.pending = nullptr;
@@ -260,6 +300,7 @@ void read_response_head(Upstream& u) {
     }
     b.last += n;
     u.resp_any = true;
+    if (UpstreamTry* t = current_try(u); t != nullptr) t->bytes_received += static_cast<std::uint64_t>(n);
   }
 }
 
@@ -292,20 +333,30 @@ void relay(Upstream& u) {
     if (c.sent != sent) moved += static_cast<std::size_t>(c.sent - sent);
     // From the backend, while a buffer has room (filling the ring while the
     // writer is busy makes its next write one large writev).
-    while (!u.resp_done && !u.upstream_eof && u.u != nullptr && u.u->read->ready) {
+    while (!u.resp_done && !u.upstream_eof && u.u != nullptr && u.u->read->ready &&
+           !u.u->read->delayed) {
+      const off_t allowed = read_allowance(u);
+      if (allowed == 0) break;
       if (!tail_open(u)) {
         const std::uint32_t next = (u.ring_tail + 1) % u.nring;
         if (next == u.ring_head || !ring_alloc(u, next)) break;  // the ring is full
         u.ring_tail = next;
-        Buf& t = u.ring[next];
-        t.pos = t.last = t.start;
-        t.last_buf = false;
+        rewind_ring_buffer(u, next);
       }
       Buf& t = u.ring[u.ring_tail];
       char* at = t.last;
-      const long n = u.u->recv(*u.u, at, static_cast<std::size_t>(t.end - t.last));
+      auto room = static_cast<std::size_t>(t.end - t.last);
+      if (allowed > 0 && static_cast<std::size_t>(allowed) < room) {
+        room = static_cast<std::size_t>(allowed);
+      }
+      const long n = u.u->recv(*u.u, at, room);
       if (n > 0) {
         t.last += n;
+        u.relay_read += static_cast<std::uint64_t>(n);
+        if (UpstreamTry* tr = current_try(u); tr != nullptr) {
+          tr->bytes_received += static_cast<std::uint64_t>(n);
+          tr->response_length += static_cast<std::uint64_t>(n);
+        }
         moved += static_cast<std::size_t>(n);
         progress = true;
         if (!u.protocol->input_filter(u, t, at, static_cast<std::size_t>(n))) {
@@ -347,10 +398,13 @@ void relay(Upstream& u) {
   // delay) when it holds bytes; the backend is read when a buffer has room.
   if (u.u != nullptr && !u.resp_done && !u.upstream_eof) {
     const bool room = tail_open(u) || (u.ring_tail + 1) % u.nring != u.ring_head;
-    if (room && !u.u->read->ready) {
-      loop.add_timer(*u.u->read, u.conf->read_timeout);
-    } else {
-      loop.del_timer(*u.u->read);  // paused by the client: not the backend's fault
+    // While *_limit_rate delays reading, its timer is the event's (read_allowance).
+    if (!u.u->read->delayed) {
+      if (room && !u.u->read->ready) {
+        loop.add_timer(*u.u->read, u.conf->read_timeout);
+      } else {
+        loop.del_timer(*u.u->read);  // paused by the client: not the backend's fault
+      }
     }
     if (!loop.handle_read_event(*u.u->read)) finish(u, true);
   }

@@ -18,6 +18,7 @@ void start_tunnel(Upstream& u) {
     return;
   }
   u.upstream_reusable = false;
+  u.nfields = 0;  // buffer 0, which holds the head, carries the tunnel from here
   if (!tunnel_client_start(u)) {
     finish(u, true);
     return;

@@ -59,6 +59,7 @@ void free_request(Request& r) {
   r.c->write->delayed = 0;
   upstream_core::release(r);
   if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
+  release_request_body_file(r);
   release_file(r);
   for (std::uint32_t i = 0; i < r.nretired; ++i) cache.put(r.retired[i], r.retired_size[i]);
   r.nretired = 0;

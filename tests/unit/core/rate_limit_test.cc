@@ -1,9 +1,10 @@
-// The arithmetic of limit_rate / limit_rate_after (limit_rate.cc).
-#include "http/filters/limit_rate.h"
+// The arithmetic of a rate limit (rate_limit.cc): limit_rate and
+// limit_rate_after, proxy_limit_rate, the stream proxy's rates.
+#include "core/rate_limit.h"
 
 #include <gtest/gtest.h>
 
-namespace vigil::http {
+namespace vigil {
 namespace {
 
 TEST(LimitRate, AllowanceGrowsWithTimeFromTheRequestStart) {
@@ -33,4 +34,4 @@ TEST(LimitRate, DelayIsWhenTheNextByteIsDue) {
 }
 
 }  // namespace
-}  // namespace vigil::http
+}  // namespace vigil
