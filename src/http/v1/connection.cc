@@ -161,6 +161,7 @@ TlsContext* select_server(Connection& c, std::string_view name) {
   HttpConnection& hc = http_of(c);
   const HttpSrvConf& srv = hc.addr->find_server(name);
   hc.srv = &srv;
+  use_error_log(c, *srv.loc);
   return srv.tls.get();
 }
 
@@ -278,6 +279,7 @@ void init_connection(Connection& c) {
   hc->worker = worker;
   hc->addr = addr;
   hc->srv = addr->default_server;
+  use_error_log(c, *hc->srv->loc);
   c.data = hc;
   set_reusable(*hc, true);
 
