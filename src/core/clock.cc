@@ -22,6 +22,7 @@ constexpr std::size_t kImfFixdateLen = sizeof("Sat, 21 Nov 2026 19:03:32 GMT") -
 constexpr std::size_t kErrLogTimeLen = sizeof("2026/11/21 19:03:32") - 1;
 constexpr std::size_t kCommonLogTimeLen = sizeof("21/Nov/2026:19:03:32 +0000") - 1;
 constexpr std::size_t kIso8601Len = sizeof("2026-11-21T19:03:32+00:00") - 1;
+constexpr std::size_t kSyslogTimeLen = sizeof("Nov  1 19:03:32") - 1;
 
 constexpr const char kWeekDays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 constexpr const char kMonths[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -43,6 +44,7 @@ struct CachedTime {
   char err_log_time[kErrLogTimeLen + 1] = {};
   char common_log_time[kCommonLogTimeLen + 1] = {};
   char iso8601[kIso8601Len + 1] = {};
+  char syslog_time[kSyslogTimeLen + 1] = {};
 };
 
 thread_local CachedTime t_cache;
@@ -191,6 +193,19 @@ void format_strings(CachedTime& t) {
   p = put_offset(p, t.gmtoff_minutes, true);
   *p = '\0';
 
+  p = t.syslog_time;  // Nov  1 19:03:32 (RFC 3164 4.1.2: the day padded with a space)
+  p = put3(p, kMonths[l.month - 1]);
+  *p++ = ' ';
+  *p++ = l.day < 10 ? ' ' : static_cast<char>('0' + l.day / 10);
+  *p++ = static_cast<char>('0' + l.day % 10);
+  *p++ = ' ';
+  p = put2(p, l.hour);
+  *p++ = ':';
+  p = put2(p, l.min);
+  *p++ = ':';
+  p = put2(p, l.sec);
+  *p = '\0';
+
   t.formatted = true;
   t.formatted_sec = t.sec;
   t.formatted_gmtoff = t.gmtoff_minutes;
@@ -264,6 +279,9 @@ std::string_view common_log_time() {
 }
 std::string_view iso8601() {
   return {cache().iso8601, kIso8601Len};
+}
+std::string_view syslog_time() {
+  return {cache().syslog_time, kSyslogTimeLen};
 }
 
 void time_update() {

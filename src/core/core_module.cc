@@ -10,6 +10,9 @@
 #include <climits>
 #include <utility>
 
+#include "core/error_logs.h"
+#include "core/syslog.h"
+
 namespace vigil {
 
 namespace {
@@ -61,33 +64,10 @@ Status set_cpu_affinity(const DirectiveCall& call, CoreConf& conf) {
   return Status::ok();
 }
 
-// Our own table: the log's parse_log_level lives in another layer's file and
-// the loader must not depend on its implementation.
-constexpr std::pair<const char*, LogLevel> kLogLevels[] = {
-    {"emerg", LogLevel::kEmerg}, {"alert", LogLevel::kAlert}, {"crit", LogLevel::kCrit},
-    {"error", LogLevel::kError}, {"warn", LogLevel::kWarn},   {"notice", LogLevel::kNotice},
-    {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
-};
-
 // error_log file [level]; repeated, every one gets what its level admits.
 Status set_error_log(const DirectiveCall& call, CoreConf& conf) {
-  if (call.arg(0).empty()) return call.invalid_value(0);
   LogLevel chosen = LogLevel::kError;
-  if (call.arg_count() == 2) {
-    bool found = false;
-    for (const auto& [name, level] : kLogLevels) {
-      if (call.arg(1) == name) {
-        chosen = level;
-        found = true;
-      }
-    }
-    if (!found) {
-      return call.invalid_value(
-          1,
-          ", it must be \"debug\", \"info\", \"notice\", \"warn\", \"error\", \"crit\", "
-          "\"alert\" or \"emerg\"");
-    }
-  }
+  if (Status s = parse_error_log(call, &chosen); !s) return s;
   if (conf.error_log.empty()) {
     conf.error_log = call.arg(0);
     conf.error_log_level = chosen;
@@ -221,9 +201,13 @@ Status init_core_conf(const ConfInit& ctx, CoreConf& conf) {
     conf.error_log = given.empty() ? "logs/error.log" : given;
     conf.error_log_level = LogLevel::kError;
   }
-  if (conf.error_log != "stderr") conf.error_log = ctx.env().prefixed(conf.error_log);
+  // stderr and syslog targets are not paths.
+  auto is_file = [](const std::string& t) {
+    return t != "stderr" && !t.starts_with(SyslogPeer::kPrefix);
+  };
+  if (is_file(conf.error_log)) conf.error_log = ctx.env().prefixed(conf.error_log);
   for (auto& [path, level] : conf.more_error_logs) {
-    if (path != "stderr") path = ctx.env().prefixed(path);
+    if (is_file(path)) path = ctx.env().prefixed(path);
   }
   return Status::ok();
 }

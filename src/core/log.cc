@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/syslog.h"
 #include "vigil/core/clock.h"
 
 namespace vigil {
@@ -70,6 +71,17 @@ void write_all(int fd, const char* p, std::size_t n) {
   }
 }
 
+// nginx's "memory:" target is a debugging aid of its --with-debug builds.
+Status check_target(std::string_view target) {
+  if (target.empty()) return Status::error("empty log target");
+  if (target.starts_with("memory:")) {
+    return Status::error("the \"memory:\" error log needs a debug build, which vigil has not");
+  }
+  return Status::ok();
+}
+
+bool is_syslog(std::string_view target) { return target.starts_with(SyslogPeer::kPrefix); }
+
 Status open_file(const std::string& path, int* fd) {
   int f;
   do {
@@ -123,12 +135,16 @@ void Log::update_max_level() {
 }
 
 Status Log::add(std::string_view target, LogLevel level) {
-  if (target.empty()) return Status::error("empty log target");
+  if (Status s = check_target(target); !s) return s;
   if (nextra_ == kMaxExtraTargets) return Status::error("too many error logs");
   Extra e;
   e.level = level;
   e.target = std::string(target);
-  if (target == "stderr") {
+  if (is_syslog(target)) {
+    auto peer = SyslogPeer::parse(target);
+    if (!peer) return peer.status();
+    e.syslog = std::move(peer.value());
+  } else if (target == "stderr") {
     e.fd = STDERR_FILENO;
   } else {
     if (Status s = open_file(e.target, &e.fd); !s) return s;
@@ -140,8 +156,21 @@ Status Log::add(std::string_view target, LogLevel level) {
 }
 
 Status Log::open(std::string_view target, LogLevel level) {
-  if (target.empty()) return Status::error("empty log target");
+  if (Status s = check_target(target); !s) return s;
   close_extras();
+  if (is_syslog(target)) {
+    auto peer = SyslogPeer::parse(target);
+    if (!peer) return peer.status();
+    if (owns_fd_) (void)::close(fd_);
+    fd_ = -1;
+    owns_fd_ = false;
+    syslog_ = std::move(peer.value());
+    target_ = std::string(target);
+    level_ = level;
+    update_max_level();
+    return Status::ok();
+  }
+  syslog_.reset();
   if (target == "stderr") {
     if (owns_fd_) (void)::close(fd_);
     fd_ = STDERR_FILENO;
@@ -155,7 +184,7 @@ Status Log::open(std::string_view target, LogLevel level) {
   int f = -1;
   Status s = open_file(path, &f);
   if (!s) return s;
-  if (owns_fd_) {
+  if (owns_fd_ && fd_ != -1) {
     // Keep the descriptor number: another thread may be writing through it.
     if (::dup3(f, fd_, O_CLOEXEC) < 0) {
       Status e = Status::sys("dup3() for \"" + path + "\"");
@@ -252,10 +281,23 @@ void Log::vwrite(LogLevel level, int err, const char* fmt, va_list ap) {
   *p++ = '\n';
 
   const std::size_t line_len = static_cast<std::size_t>(p - line);
-  if (static_cast<int>(level) <= static_cast<int>(level_)) write_all(fd_, line, line_len);
+  // Syslog gets the line without its newline, with the message's own level
+  // as the severity (nginx ignores "severity=" for error_log).
+  const std::string_view datagram(line, line_len - 1);
+  if (static_cast<int>(level) <= static_cast<int>(level_)) {
+    if (syslog_ != nullptr) {
+      syslog_->send(static_cast<int>(level), datagram);
+    } else {
+      write_all(fd_, line, line_len);
+    }
+  }
   for (int i = 0; i < nextra_; ++i) {
     if (static_cast<int>(level) <= static_cast<int>(extra_[i].level)) {
-      write_all(extra_[i].fd, line, line_len);
+      if (extra_[i].syslog != nullptr) {
+        extra_[i].syslog->send(static_cast<int>(level), datagram);
+      } else {
+        write_all(extra_[i].fd, line, line_len);
+      }
     }
   }
   errno = saved_errno;

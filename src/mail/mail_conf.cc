@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/error_logs.h"
 #include "mail/parse.h"
 
 namespace vigil::mail {
@@ -196,6 +197,7 @@ Status merge_srv(const ConfInit& ctx, const MailSrvConf& parent, MailSrvConf& ch
   if (!child.pop3_auth_set) child.pop3_auth = parent.pop3_auth;
   if (!child.smtp_auth_set) child.smtp_auth = parent.smtp_auth;
   if (!child.auth_http_headers_set) child.auth_http_headers = parent.auth_http_headers;
+  if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
   return Status::ok();
 }
 
@@ -228,6 +230,11 @@ Module* make_mail_module() {
          srv.size(&MailSrvConf::imap_client_buffer, 4096, 128));
   m->add("smtp_client_buffer", kAny, Arity::exactly(1),
          srv.size(&MailSrvConf::smtp_client_buffer, 4096, 128));
+  m->add("error_log", kAny, Arity::between(1, 2),
+         srv.custom([](const DirectiveCall& call, MailSrvConf& conf) {
+           return set_error_log(call, conf.error_log);
+         }))
+      .multiple = true;
   m->add("max_errors", kAny, Arity::exactly(1), srv.number<unsigned>(&MailSrvConf::max_errors, 5));
   m->add("auth_http", kAny, Arity::exactly(1), srv.string(&MailSrvConf::auth_http, "", false));
   m->add("auth_http_timeout", kAny, Arity::exactly(1),

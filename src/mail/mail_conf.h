@@ -89,6 +89,9 @@ struct MailSrvConf {
   std::vector<std::pair<std::string, std::string>> auth_http_headers;
   bool auth_http_headers_set = false;
   unsigned limit_conn = 0;  // mail_limit_conn: per client address and worker, 0 = no limit
+  // error_log of the server or the mail block (core/error_logs.h); null: the
+  // main level's. A session writes to its server's.
+  Log* error_log = nullptr;
   std::string where;
   TlsServerConf ssl;
   std::shared_ptr<TlsContext> tls;               // built for "listen ... ssl" or starttls

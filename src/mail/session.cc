@@ -793,6 +793,10 @@ void exit_worker(EventLoop& loop) {
 void init_connection(Connection& c) {
   const auto* port = static_cast<const MailPort*>(c.listening->servers);
   const MailSrvConf* conf = port->conf;
+  if (conf->error_log != nullptr) c.log = conf->error_log;
+  VIGIL_LOG(*c.log, kInfo, 0, "*%llu client %.*s connected to %s",
+            static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
+            c.addr_text.data(), c.listening->addr_text.c_str());
   const std::size_t bufsize = conf->protocol == Protocol::kImap   ? conf->imap_client_buffer
                               : conf->protocol == Protocol::kSmtp ? conf->smtp_client_buffer
                                                                   : kPop3Buffer;

@@ -192,6 +192,9 @@ int Master::run() {
       flags.reopen = 0;
       VIGIL_LOG(log_, kNotice, 0, "reopening logs");
       if (Status s = log_.reopen(); !s) VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      if (Status s = cycle_->conf->error_logs().reopen(); !s) {
+        VIGIL_LOG(log_, kAlert, s.err(), "%s", s.message().c_str());
+      }
       prepare_worker_files(*cycle_, log_);
       signal_children(SIGUSR1);
     }

@@ -346,6 +346,9 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       flags.reopen = 0;
       VIGIL_LOG(log, kNotice, 0, "reopening logs");
       if (Status s = log.reopen(); !s) VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+      if (Status s = cycle.conf->error_logs().reopen(); !s) {
+        VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
+      }
       for (const ServerModule& p : server_modules()) {
         if (p.reopen_logs != nullptr) p.reopen_logs(*loop);
       }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/core_module.h"
+#include "core/syslog.h"
 #include "http/core/conf.h"
 #include "http/core/servers.h"
 #include "server/cycle.h"
@@ -19,10 +20,14 @@ namespace {
 std::vector<std::string> worker_files(const Cycle& cycle) {
   std::vector<std::string> files;
   const CoreConf& core = cycle.conf->core();
-  if (core.error_log != "stderr") files.push_back(core.error_log);
+  auto is_file = [](const std::string& t) {
+    return t != "stderr" && !t.starts_with(SyslogPeer::kPrefix);
+  };
+  if (is_file(core.error_log)) files.push_back(core.error_log);
   for (const auto& [path, level] : core.more_error_logs) {
-    if (path != "stderr") files.push_back(path);
+    if (is_file(path)) files.push_back(path);
   }
+  cycle.conf->error_logs().for_each_file([&](const std::string& path) { files.push_back(path); });
   if (const http::HttpServers* servers = http::http_servers(*cycle.conf); servers != nullptr) {
     for (const http::AccessLogConf* al : servers->access_logs) files.push_back(al->path);
   }

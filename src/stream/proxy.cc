@@ -58,10 +58,18 @@ void finalize(Session& s, const char* why) {
   s.done = true;
   Connection& client = *s.client;
   EventLoop& loop = *client.loop;
-  VIGIL_LOG(*client.log, kInfo, 0, "stream %s: %s, bytes from/to client: %llu/%llu, upstream %s",
-            std::string(client.addr_text).c_str(), why,
+  // nginx's words and counters, then its stream log context.
+  VIGIL_LOG(*client.log, kInfo, 0,
+            "*%llu %s, bytes from/to client:%llu/%llu, bytes from/to upstream:%llu/%llu, "
+            "client: %.*s, server: %.*s, upstream: \"%s\"",
+            static_cast<unsigned long long>(client.number), why,
             static_cast<unsigned long long>(s.from_client),
-            static_cast<unsigned long long>(s.from_upstream), s.peer.name.c_str());
+            static_cast<unsigned long long>(client.sent),
+            static_cast<unsigned long long>(s.from_upstream),
+            static_cast<unsigned long long>(s.upstream != nullptr ? s.upstream->sent : 0),
+            static_cast<int>(client.addr_text.size()), client.addr_text.data(),
+            static_cast<int>(client.listening->addr_text.size()),
+            client.listening->addr_text.data(), s.peer.name.c_str());
   if (s.upstream != nullptr) {
     // Connected: the attempt succeeded, whatever happened to the session since.
     s.peer.free(s.peer, s.peer.data, s.connected ? 0 : kPeerNext);
@@ -445,6 +453,10 @@ void client_handshake_done(Connection& c, TlsHandshake result) {
 
 void init_connection(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+  if (conf->error_log != nullptr) c.log = conf->error_log;
+  VIGIL_LOG(*c.log, kInfo, 0, "*%llu client %.*s connected to %s",
+            static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
+            c.addr_text.data(), c.listening->addr_text.c_str());
   if (!conf->ssl_listen) return start_session(c);
   // TLS termination: the upstream is contacted once the client's handshake is done.
   // Unset, ssl_handshake_timeout is 60 s, nginx's stream default.

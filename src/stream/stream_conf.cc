@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/error_logs.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
 
@@ -102,6 +103,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   }
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
+  if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
   return Status::ok();
 }
 
@@ -137,6 +139,11 @@ Module* make_stream_module() {
          srv.flag(&StreamSrvConf::proxy_next_upstream, true));
   m->add("proxy_next_upstream_tries", kAny, Arity::exactly(1),
          srv.number<unsigned>(&StreamSrvConf::proxy_next_upstream_tries, 0));
+  m->add("error_log", kAny, Arity::between(1, 2),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_error_log(call, conf.error_log);
+         }))
+      .multiple = true;
   add_tls_server_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),

@@ -62,6 +62,9 @@ struct StreamSrvConf {
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   upstream::Group* upstream = nullptr;     // resolved once the block is read
   std::string where;
+  // error_log of the server or the stream block (core/error_logs.h); null:
+  // the main level's. A session writes to its server's.
+  Log* error_log = nullptr;
   TlsServerConf ssl;                         // ssl_*: TLS termination on "listen ... ssl"
   TlsClientConf proxy_ssl;                   // proxy_ssl_*: TLS to the upstream
   std::shared_ptr<TlsContext> tls;           // built when a listen says "ssl"

@@ -31,6 +31,7 @@ std::string_view imf_fixdate();      // "Sat, 21 Nov 2026 19:03:32 GMT"         
 std::string_view err_log_time();   // "2026/11/21 19:03:32"                    (local time)
 std::string_view common_log_time();  // "21/Nov/2026:19:03:32 +0000"             (local time, offset)
 std::string_view iso8601();        // "2026-11-21T19:03:32+00:00"             (local time, offset)
+std::string_view syslog_time();    // "Nov 21 19:03:32", day padded with a space (local time)
 
 // Reads the clocks and refreshes the cache. Called by the backend after each
 // wait (flag kUpdateTime), or with timer_resolution by the loop's tick.

@@ -4,12 +4,15 @@
 // Written with one write(2) per line; a file log can be reopened (USR1).
 
 #include <cstdarg>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "vigil/core/result.h"
 
 namespace vigil {
+
+class SyslogPeer;  // src/core/syslog.h
 
 enum class LogLevel : int { kEmerg = 0, kAlert, kCrit, kError, kWarn, kNotice, kInfo, kDebug };
 
@@ -28,14 +31,22 @@ class Log {
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
 
-  // "stderr" or a file path (opened for append, created 0644). Drops the
-  // targets add() gave.
+  // "stderr", "syslog:server=..." (src/core/syslog.h) or a file path
+  // (opened for append, created 0644). Drops the targets add() gave.
   Status open(std::string_view target, LogLevel level);
   // One more target, with its own level (nginx's several error_log lines at
   // one level): a line goes to every target whose level admits it.
   static constexpr int kMaxExtraTargets = 7;
   Status add(std::string_view target, LogLevel level);
   Status reopen();  // reopen the same paths (after logrotate)
+  // Every file this log writes to (not stderr, not syslog).
+  template <class F>
+  void for_each_file(F&& f) const {
+    if (owns_fd_) f(target_);
+    for (int i = 0; i < nextra_; ++i) {
+      if (extra_[i].owns) f(extra_[i].target);
+    }
+  }
   void set_level(LogLevel level) {
     level_ = level;
     update_max_level();
@@ -60,6 +71,7 @@ class Log {
     bool owns = false;
     LogLevel level = LogLevel::kError;
     std::string target;
+    std::unique_ptr<SyslogPeer> syslog;  // set: fd is unused
   };
   void close_extras();
   void update_max_level();
@@ -69,6 +81,7 @@ class Log {
   LogLevel level_ = LogLevel::kNotice;
   LogLevel max_level_ = LogLevel::kNotice;  // the most verbose of all targets
   std::string target_ = "stderr";
+  std::unique_ptr<SyslogPeer> syslog_;  // set: the first target is syslog, fd_ unused
   Extra extra_[kMaxExtraTargets];
   int nextra_ = 0;
 };

@@ -220,6 +220,7 @@ Result<std::unique_ptr<Configuration>> Configuration::load(const ConfLoadOptions
   cfg->env_.allow_include = options.allow_include;
   cfg->env_.default_error_log = options.error_log;
   cfg->env_.zones = cfg->zones_.get();
+  cfg->env_.error_logs = cfg->error_logs_.get();
   cfg->env_.warnings = &cfg->warnings_;
   cfg->env_.modules = cfg->modules_;
 

@@ -43,6 +43,7 @@
 #include "core/conf/module.h"
 #include "core/conf/parser.h"
 #include "core/conf/scope.h"
+#include "core/error_logs.h"
 #include "core/shm_zone.h"
 #include "vigil/core/result.h"
 
@@ -105,6 +106,10 @@ class Configuration {
   // as long as this Configuration (and any later one that reuses them).
   SharedZones& zones() { return *zones_; }
   const SharedZones& zones() const { return *zones_; }
+  // The error logs of the levels below main (core/error_logs.h), open once
+  // the load succeeded; reopened on USR1 by the master and every worker.
+  ErrorLogs& error_logs() { return *error_logs_; }
+  const ErrorLogs& error_logs() const { return *error_logs_; }
 
   // Every file read, in the order first opened (each once), for -T. -g text
   // is not a file and is not listed, as in nginx.
@@ -128,6 +133,8 @@ class Configuration {
   // Declared before main_: the confs may keep ShmZone pointers, so the zones
   // are destroyed after them.
   std::unique_ptr<SharedZones> zones_ = std::make_unique<SharedZones>();
+  // Before main_ too: the confs keep Log pointers into it.
+  std::unique_ptr<ErrorLogs> error_logs_ = std::make_unique<ErrorLogs>();
   std::vector<std::string> warnings_;
   std::unique_ptr<ConfScope> main_;
   const ModuleRegistry* modules_ = nullptr;

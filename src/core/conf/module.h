@@ -117,6 +117,8 @@ class DirectiveCall {
   // The configuration's shared zones (core/shm_zone.h): register one with
   // zones().add(name, size, &kTag, where()).
   SharedZones& zones() const { return *env_.zones; }
+  // The configuration's error logs below main (core/error_logs.h).
+  ErrorLogs& error_logs() const { return *env_.error_logs; }
   // For block directives that parse their own block (opens == 0).
   Status parse_block(StatementSink& sink) const { return parser_.parse_block(sink); }
 

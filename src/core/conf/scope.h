@@ -19,6 +19,7 @@
 namespace vigil {
 
 class SharedZones;  // core/shm_zone.h
+class ErrorLogs;    // core/error_logs.h
 
 // Bitmask of contexts, nginx's NGX_*_CONF. Core names only the main context;
 // each layer that opens blocks claims its own bits next to its module, and the
@@ -46,6 +47,8 @@ struct ConfEnv {
   // The load's shared zone registry (owned by the Configuration): directive
   // handlers register the zones they need here. Never null during a load.
   SharedZones* zones = nullptr;
+  // The error logs below main (core/error_logs.h), owned by the Configuration.
+  ErrorLogs* error_logs = nullptr;
   // Warnings of the load (owned by the Configuration): printed at -t and at
   // start, they do not fail it. Never null during a load.
   std::vector<std::string>* warnings = nullptr;

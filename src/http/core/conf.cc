@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/conf/values.h"
+#include "core/error_logs.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "http/core/module.h"
@@ -371,6 +372,8 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.access_logs = parent.access_logs;
     child.access_log_off = parent.access_log_off;
   }
+  // A level's error_log replaces the inherited set (nginx's merge).
+  if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
   // nginx inherits error_page only when the level sets none.
   if (!ctx.is_set("error_page")) child.error_pages = parent.error_pages;
   if (!ctx.is_set("keepalive_timeout")) {
@@ -629,6 +632,11 @@ Module* make_http_module() {
   m->add("default_type", kHttpAny, Arity::exactly(1),
          loc.string(&HttpLocConf::default_type, "text/plain"));
   m->add("access_log", kHttpAny, Arity::between(1, 5), loc.custom(set_access_log)).multiple = true;
+  m->add("error_log", kHttpAny, Arity::between(1, 2),
+         loc.custom([](const DirectiveCall& call, HttpLocConf& l) {
+           return set_error_log(call, l.error_log);
+         }))
+      .multiple = true;
   m->add("error_page", kHttpAny, Arity::at_least(2), loc.custom(set_error_page)).multiple = true;
   m->add("lingering_close", kHttpAny, Arity::exactly(1),
          loc.one_of(

@@ -139,6 +139,9 @@ struct HttpLocConf {
   // Every access_log of the level (nginx writes a line to each); empty: off.
   std::vector<std::shared_ptr<AccessLogConf>> access_logs;
   bool access_log_off = false;  // "access_log off" at this level
+  // error_log of this level, or inherited (core/error_logs.h); null: the
+  // main level's, the loop's own log.
+  Log* error_log = nullptr;
   bool client_body_in_single_buffer = false;  // accepted: the body is in one buffer anyway
   std::vector<ErrorPage> error_pages;
   const ContentHandler* content = nullptr;  // null: the content phase (static files)

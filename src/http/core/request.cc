@@ -142,10 +142,15 @@ char* location_memory(Request& r, std::size_t size) {
   return r.hc->worker->buffers().reserve(r.location_mem, r.location_mem_size, size);
 }
 
+void use_error_log(Connection& c, const HttpLocConf& loc) {
+  c.log = loc.error_log != nullptr ? loc.error_log : &c.loop->log();
+}
+
 int find_config_handler(Request& r) {
   const LocationMatch m = match_location(*r.srv, r.uri);
   r.loc = m.loc;
   const HttpLocConf& loc = *r.loc;
+  use_error_log(*r.c, loc);
   // As nginx's find-config phase: a declared body over client_max_body_size
   // is refused before any module of the location runs.
   if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
@@ -204,6 +209,7 @@ void process_request(Request& r) {
     return;
   }
   r.srv = &hc.addr->find_server(r.check.host);
+  use_error_log(c, *r.srv->loc);
 
   // nginx's internal 497/496/495, answered as 400 with their own pages.
   if (hc.plain_http) {
@@ -392,6 +398,7 @@ void finalize_error(Request& r, int status) {
       const std::string_view uri = r.uri;
       const LocationMatch m = match_location(*r.srv, uri);
       r.loc = m.loc;
+      use_error_log(*r.c, *r.loc);
       std::string_view ext;
       if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
           dot != std::string_view::npos && dot > slash + 1) {

@@ -299,6 +299,10 @@ char* location_memory(Request& r, std::size_t size);
 // The engine's own steps (phases.h): the location for r.uri, and the
 // location's content handler.
 int find_config_handler(Request& r);
+// The connection writes its error messages to the error_log of `loc`'s level
+// (nginx's ngx_http_set_connection_log): the server's once the server is
+// chosen, the location's once the location is.
+void use_error_log(Connection& c, const HttpLocConf& loc);
 int location_content_handler(Request& r);
 // The request's read handler while a response is written (nginx's
 // ngx_http_block_reading).

@@ -164,6 +164,7 @@ TlsContext* select_server(Connection& c, std::string_view name) {
   HttpConnection& hc = http_of(c);
   const HttpSrvConf& srv = hc.addr->find_server(name);
   hc.srv = &srv;
+  use_error_log(c, *srv.loc);
   return srv.tls.get();
 }
 
@@ -282,6 +283,7 @@ void init_connection(Connection& c) {
   hc->addr = addr;
   hc->srv = addr->default_server;
   hc->start_msec = clock::current_msec();
+  use_error_log(c, *hc->srv->loc);
   c.data = hc;
   set_reusable(*hc, true);
 
