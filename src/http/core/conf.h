@@ -17,6 +17,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/resolver.h"
 #include "event/tls/tls_conf.h"
 #include "http/access/access.h"
 #include "http/core/types.h"
@@ -137,6 +138,11 @@ struct HttpLocConf {
   std::size_t output_buffer = 32768;  // read/write chunk when sendfile is off
   std::size_t client_body_buffer_size = 16384;  // the proxy reads a request body into this
   bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
+
+  // resolver / resolver_timeout: names known only per request (proxy_pass
+  // with variables) are resolved with these (event/resolver.h).
+  std::shared_ptr<const ResolverConf> resolver;  // null: no resolver defined
+  Msec resolver_timeout = 30000;
 
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit

@@ -55,6 +55,15 @@ struct ProxyState : Upstream {
   std::int64_t resp_rest = 0;
   ChunkedParser resp_chunked;
   char redirect_mem[512];  // proxy_redirect default: the prefix replaced in Location
+
+  // proxy_pass with variables: the URL evaluated for this request (a
+  // worker buffer), its URI part sent as it is, and $proxy_host.
+  char* url_mem = nullptr;
+  std::uint32_t url_mem_size = 0;
+  bool eval_has_uri = false;
+  bool eval_uri_slash = false;  // the URI part starts with '?': a '/' goes first
+  std::string_view eval_uri;
+  std::string_view host_header;
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------

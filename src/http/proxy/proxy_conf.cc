@@ -30,6 +30,20 @@ std::string lower(std::string s) {
 // proxy_pass http://host[:port][/uri] | https://host[:port][/uri]
 Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   const std::string& url = call.arg(0);
+  if (url.find('$') != std::string::npos) {
+    // As nginx: with variables, the scheme and host are checked per request
+    // on the evaluated URL.
+    auto t = VarTemplate::compile(url);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) {
+      p.url = std::move(t.value());
+      p.variables = true;
+      p.pass = url;
+      p.where = call.where();
+      p.enabled = true;
+      return set_location_content(call, &proxy::kContent);
+    }
+  }
   std::size_t scheme = 0;
   if (url.size() >= 7 && conf::iequals(std::string_view(url).substr(0, 7), "http://")) {
     scheme = 7;
@@ -39,9 +53,6 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
     p.https = true;
   } else {
     return call.error("invalid URL prefix in \"" + url + "\"");
-  }
-  if (url.find('$') != std::string::npos) {
-    return call.error("variables in \"proxy_pass\" are not supported");
   }
   std::string rest = url.substr(scheme);
   std::size_t slash = rest.find('/');
@@ -261,6 +272,20 @@ Status resolve(const ConfInit& ctx, ProxyConf& p) {
                                 ? upstream::find_group_set(ctx.scope(), http, http_upstream_specs())
                                 : nullptr;
   if (set == nullptr) return Status::error("internal error: no upstream groups" + p.where);
+  if (p.variables) {
+    // The scheme is known per request: a TLS context for https in case.
+    p.groups = set;
+    if (p.ssl.where.empty()) p.ssl.where = p.where;
+    auto tls = TlsContext::client(p.ssl);
+    if (!tls) return tls.status();
+    p.tls = std::move(tls.value());
+    if (!p.ssl.name.empty()) {
+      auto t = VarTemplate::compile(p.ssl.name);
+      if (!t) return Status::error(t.status().message() + p.ssl.where);
+      p.ssl_name = std::move(t.value());
+    }
+    return Status::ok();
+  }
   auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
   if (!g) return g.status();
   p.group = g.value();
@@ -361,6 +386,12 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
 // proxy_pass's host[:port]: the default Host of a proxied request.
 bool var_proxy_host(const Request& r, std::string_view, VarSink& s) {
   if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+  if (proxy_conf(*r.loc).variables) {
+    // The URL of this request, once evaluated.
+    if (r.upstream == nullptr) return false;
+    s.put(static_cast<const proxy::ProxyState*>(r.upstream)->host_header);
+    return true;
+  }
   s.put(proxy_conf(*r.loc).proxy_host);
   return true;
 }

@@ -43,7 +43,10 @@ bool build_request(ProxyState& ps) {
   // the client's URI goes as it came.
   std::string_view rest;
   // After an internal redirect (try_files) the new URI goes, escaped, as nginx.
-  bool replace = p.has_uri || r.uri_redirected;
+  // With variables and a URI part in proxy_pass, the evaluated URI goes as
+  // it is (nginx: no part of the path replaced, no arguments added).
+  const bool evaluated = p.variables && ps.eval_has_uri;
+  const bool replace = !evaluated && (p.has_uri || r.uri_redirected);
   if (replace) {
     std::string_view uri = r.uri;
     if (p.has_uri && uri.starts_with(loc.name)) {
@@ -58,7 +61,9 @@ bool build_request(ProxyState& ps) {
   }
 
   std::size_t need = r.line.method_name.size() + 1 + 16;
-  if (replace) {
+  if (evaluated) {
+    need += 1 + ps.eval_uri.size();
+  } else if (replace) {
     need += p.uri.size() + 3 * rest.size() + 1 + r.line.query.size();
   } else {
     need += raw.size() + 1 + r.line.query.size();
@@ -80,7 +85,10 @@ bool build_request(ProxyState& ps) {
   w.put(r.line.method_name);
   *w.p++ = ' ';
   ps.uri_off = static_cast<std::uint32_t>(w.p - mem);
-  if (replace) {
+  if (evaluated) {
+    if (ps.eval_uri_slash) *w.p++ = '/';
+    w.put(ps.eval_uri);
+  } else if (replace) {
     w.put(p.uri);
     w.put_escaped_path(rest);
     if (r.line.has_query) {
