@@ -37,6 +37,9 @@ struct Resolver::Node {
   int qstate[2] = {0, 0};
   std::uint32_t ttl = UINT32_MAX;
   Msec resend = Resolver::kResend;
+  std::uint16_t types[2] = {0, 0};  // the questions asked (A, AAAA; or PTR)
+  unsigned server = 0;              // the server asked first
+  unsigned cnames = 0;              // CNAMEs followed
   Log* log = nullptr;
   bool calling = false;  // node_done is calling the waiting requests
 };
@@ -203,7 +206,6 @@ Resolver::Resolver(EventLoop& loop, std::shared_ptr<const ResolverConf> conf)
     rng_[0] = static_cast<std::uint64_t>(clock::current_msec()) ^ 0x9e3779b97f4a7c15ull;
     rng_[1] = reinterpret_cast<std::uintptr_t>(this) | 1;
   }
-  if (!conf_->servers.empty()) next_server_ = random16() % conf_->servers.size();
 }
 
 Resolver::~Resolver() {
@@ -320,21 +322,11 @@ bool Resolver::start(ResolveRequest& q, const std::string& key, bool ptr) {
       if (conf_->ipv4) types[0] = dns::kTypeA;
       if (conf_->ipv6) types[1] = dns::kTypeAaaa;
     }
+    n->types[0] = types[0];
+    n->types[1] = types[1];
+    n->server = next_server_;
     for (int s = 0; s < 2; ++s) {
-      if (types[s] == 0) continue;
-      auto* qr = new (std::nothrow) Query();
-      if (qr == nullptr) continue;
-      qr->res = this;
-      qr->node = n.get();
-      qr->slot = s;
-      qr->qtype = types[s];
-      qr->qname = key;
-      qr->server = next_server_;
-      qr->resend.data = qr;
-      qr->resend.handler = on_resend;
-      qr->resend.cancelable = 1;
-      qr->resend.log = &log;
-      n->queries[s] = qr;
+      if (types[s] != 0) new_query(*n, s, key);
     }
     if (n->queries[0] == nullptr && n->queries[1] == nullptr) {
       q.state = dns::kServFail;
@@ -616,24 +608,59 @@ void Resolver::on_tcp(Event& ev) {
   res.query_done(qr, reply.rcode, &reply);
 }
 
+Resolver::Query* Resolver::new_query(Node& n, int slot, const std::string& qname) {
+  auto* qr = new (std::nothrow) Query();
+  if (qr == nullptr) return nullptr;
+  qr->res = this;
+  qr->node = &n;
+  qr->slot = slot;
+  qr->qtype = n.types[slot];
+  qr->qname = qname;
+  qr->server = n.server;
+  qr->resend.data = qr;
+  qr->resend.handler = on_resend;
+  qr->resend.cancelable = 1;
+  qr->resend.log = n.log;
+  n.queries[slot] = qr;
+  return qr;
+}
+
 void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
   Node& n = *qr.node;
   if (state == 0 && reply != nullptr && reply->cname_len > 0 && reply->naddrs == 0 &&
-      reply->ptr_len == 0) {
-    // Follow the CNAME with a new question (nginx asks again the same way).
-    if (++qr.cnames > kMaxCname) {
+      reply->ptr_len == 0 && n.naddrs == 0) {
+    // The name is an alias: as nginx, its target is resolved afresh, every
+    // type asked again for it (the other question's answer is dropped).
+    std::uint8_t probe[dns::kMaxName + 32];
+    if (++n.cnames > kMaxCname) {
       state = dns::kServFail;
+    } else if (dns::build_query(probe, sizeof probe, 0, {reply->cname, reply->cname_len},
+                                dns::kTypeA) == 0) {
+      state = dns::kFormErr;  // a target no query can carry (RFC 1035 §2.3.4)
     } else {
       if (reply->ttl < n.ttl) n.ttl = reply->ttl;
-      qr.qname.assign(reply->cname, reply->cname_len);
-      send(qr);
+      const std::string target(reply->cname, reply->cname_len);
+      for (int s = 0; s < 2; ++s) {
+        if (n.types[s] == 0) continue;
+        n.qstate[s] = 0;
+        Query* q = n.queries[s];
+        if (q == nullptr) q = new_query(n, s, target);
+        if (q == nullptr) {
+          n.qstate[s] = dns::kServFail;
+          continue;
+        }
+        q->qname = target;
+        loop_.del_timer(q->resend);
+        send(*q);
+      }
+      if (n.queries[0] == nullptr && n.queries[1] == nullptr) node_done(n);
       return;
     }
   }
   if (state == 0 && reply != nullptr) {
-    if (reply->naddrs == 0 && reply->ptr_len == 0) {
-      state = dns::kNxDomain;  // no record of the type asked (nginx reports it so)
-    } else {
+    // No record of the type asked is no error unless the other type has none
+    // either (node_done); a CNAME after the other type's addresses is ignored.
+    if (reply->naddrs > 0 || reply->ptr_len > 0) {
       if (reply->ttl < n.ttl) n.ttl = reply->ttl;
       for (std::size_t i = 0; i < reply->naddrs && n.naddrs < dns::kMaxAddrs; ++i) {
         n.addrs[n.naddrs++] = reply->addrs[i];
@@ -658,20 +685,19 @@ void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
 
 void Resolver::node_done(Node& n) {
   n.done = true;
-  if (n.naddrs > 0 || n.name_len > 0) {
-    n.state = 0;
-  } else {
-    // A's answer speaks for the name unless only AAAA was asked.
-    n.state = n.qstate[0] != 0 ? n.qstate[0] : n.qstate[1];
-    if (n.state == 0) n.state = dns::kNxDomain;
+  // An error of either question is the name's (nginx: A's first); no
+  // address of any type asked is "Host not found".
+  n.state = n.qstate[0] != 0 ? n.qstate[0] : n.qstate[1];
+  if (n.state == 0 && n.naddrs == 0 && n.name_len == 0) n.state = dns::kNxDomain;
+  if (n.state != 0) {
+    n.naddrs = 0;
+    n.name_len = 0;
   }
   const Msec now = clock::current_msec();
-  if (n.state == kResolveTimedOut) {
-    n.expire = now;  // not cached
+  if (n.state != 0) {
+    n.expire = now;  // errors are not cached (nginx neither): the next request asks again
   } else if (conf_->valid != 0) {
     n.expire = now + conf_->valid;
-  } else if (n.state != 0) {
-    n.expire = now + kErrorValid;
   } else {
     const std::uint32_t ttl = n.ttl == UINT32_MAX ? 0 : n.ttl;
     n.expire = now + static_cast<Msec>(ttl) * 1000;

@@ -11,8 +11,9 @@
 //   else { q.handler(q) runs later, once }             // or res->cancel(q)
 //
 // One query per name at a time: requests for a name being resolved wait on
-// it. Answers are cached by name for their TTL (or `valid=`), errors for
-// `valid=` or 10 s. Each question goes out over UDP from a new socket
+// it. Answers are cached by name for their TTL (or `valid=`); errors are
+// not (nginx neither). Successive names go to the servers in turn, the
+// first to the first. Each question goes out over UDP from a new socket
 // (a fresh source port), with a random id; a reply must come from the
 // server, carry the id and repeat the question. A truncated reply is asked
 // again over TCP. A server that does not answer is asked again after
@@ -97,7 +98,6 @@ class Resolver {
  public:
   static constexpr Msec kResend = 5000;
   static constexpr unsigned kMaxCname = 8;
-  static constexpr Msec kErrorValid = 10000;
 
   // The loop's resolver for `conf` (made at the first call; null without memory).
   static Resolver* of(EventLoop& loop, const std::shared_ptr<const ResolverConf>& conf);
@@ -127,6 +127,7 @@ class Resolver {
   void send(Query& qr);
   void start_tcp(Query& qr);
   void query_done(Query& qr, int state, const dns::Reply* reply);
+  Query* new_query(Node& n, int slot, const std::string& qname);
   void node_done(Node& n);
   void drop_query(Query& qr);
   void expire_some();

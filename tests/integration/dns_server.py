@@ -18,6 +18,8 @@ Names (any other name: NXDOMAIN):
   slow.test     no answer at all
   badid.test    first a reply with a wrong id, then the right one
   ttl0.test     A 127.0.0.1 with TTL 0 (never cached)
+  half.test     A: SERVFAIL; AAAA ::1
+  zc.test       A: no record; AAAA: CNAME a.test only
   1.0.0.127.in-addr.arpa  PTR a.test
 """
 
@@ -66,6 +68,14 @@ def answers(name, qtype, transport):
         return 2, [], False, False
     if name == "refused.test":
         return 5, [], False, False
+    if name == "half.test":
+        if qtype == A:
+            return 2, [], False, False
+        return 0, [rr(name, AAAA, 60, ip6)], False, False
+    if name == "zc.test":
+        if qtype == AAAA:
+            return 0, [rr(name, CNAME, 60, encode_name("a.test"))], False, False
+        return 0, [], False, False
     if name == "tc.test":
         if transport == "udp":
             return 0, [], True, False

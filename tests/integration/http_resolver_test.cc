@@ -127,6 +127,20 @@ TEST_F(Resolver, ACnameIsFollowed) {
       << server_.output();
 }
 
+TEST_F(Resolver, BothFamiliesMakeOneAnswerAsNginxDoes) {
+  ASSERT_TRUE(start("location / { resolver " + resolver() + "; proxy_pass http://$arg_h:" +
+                    std::to_string(backend_.port()) + "; }"))
+      << server_.output();
+  // An error for either question is the name's, whatever the other gave.
+  EXPECT_EQ(get("/?h=half.test").status, 502);
+  EXPECT_TRUE(server_.wait_log("half.test could not be resolved (2: Server failure)"))
+      << server_.output();
+  // A CNAME for one question: the target is asked for every type.
+  ASSERT_EQ(get("/?h=zc.test").status, 200) << server_.output();
+  EXPECT_TRUE(dns_saw("Q udp a.test A\n"));
+  EXPECT_TRUE(dns_saw("Q udp a.test AAAA\n"));
+}
+
 TEST_F(Resolver, ATruncatedReplyIsAskedAgainOverTcp) {
   ASSERT_TRUE(start("location / { resolver " + resolver() + " ipv6=off; proxy_pass http://$arg_h:" +
                     std::to_string(backend_.port()) + "; }"))
@@ -153,6 +167,9 @@ TEST_F(Resolver, FailuresAre502WithNginxsErrorLines) {
   EXPECT_EQ(get("/?h=nx.test").status, 502);
   EXPECT_TRUE(server_.wait_log("nx.test could not be resolved (3: Host not found)"))
       << server_.output();
+  // Errors are not cached (nginx neither): the next request asks again.
+  EXPECT_EQ(get("/?h=nx.test").status, 502);
+  EXPECT_TRUE(dns_saw("Q udp nx.test A\n", 2)) << dns_->output();
   EXPECT_EQ(get("/?h=fail.test").status, 502);
   EXPECT_TRUE(server_.wait_log("fail.test could not be resolved (2: Server failure)"))
       << server_.output();
@@ -167,7 +184,7 @@ TEST_F(Resolver, FailuresAre502WithNginxsErrorLines) {
 }
 
 TEST_F(Resolver, AddressesAndUpstreamBlocksNeedNoResolver) {
-  ASSERT_TRUE(start("location / { proxy_pass http://$arg_h; }",
+  ASSERT_TRUE(start("location / { proxy_pass http://$arg_h; proxy_set_header X-Port $proxy_port; }",
                     "upstream u { server " + backend_.address() + "; }"))
       << server_.output();
   Response r = get("/p?h=" + backend_.address() + "/q");
@@ -177,6 +194,9 @@ TEST_F(Resolver, AddressesAndUpstreamBlocksNeedNoResolver) {
   ASSERT_EQ(r.status, 200) << r.head << server_.output();
   EXPECT_EQ(backend_.last().target, "/r");
   EXPECT_EQ(backend_.last().header("host"), "u");
+  EXPECT_EQ(backend_.last().header("x-port"), "80");
+  r = get("/p?h=" + backend_.address() + "/s");
+  EXPECT_EQ(backend_.last().header("x-port"), std::to_string(backend_.port()));
 }
 
 TEST_F(Resolver, ABadUrlIs500) {

@@ -113,6 +113,8 @@ int eval_url(ProxyState& ps) {
     port = static_cast<unsigned>(*v);
   }
   ps.target = hostport;
+  ps.port = port_text.empty() ? (ps.https ? std::string_view("443") : std::string_view("80"))
+                              : port_text;
   // $proxy_host: the port only when it is not the scheme's.
   ps.host_header = port == default_port ? host : hostport;
   // An upstream block of that name (named without a port, as nginx matches it).

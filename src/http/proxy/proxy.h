@@ -64,6 +64,7 @@ struct ProxyState : Upstream {
   bool eval_uri_slash = false;  // the URI part starts with '?': a '/' goes first
   std::string_view eval_uri;
   std::string_view host_header;
+  std::string_view port;  // $proxy_port
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------

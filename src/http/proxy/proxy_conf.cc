@@ -69,6 +69,12 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   if (p.proxy_host.ends_with(default_port)) {
     p.proxy_host.resize(p.proxy_host.size() - default_port.size());
   }
+  // $proxy_port: the port written after the host, else the scheme's.
+  p.proxy_port = p.https ? "443" : "80";
+  if (const std::size_t colon = p.target.rfind(':');
+      colon != std::string::npos && p.target.find(']', colon) == std::string::npos) {
+    p.proxy_port = p.target.substr(colon + 1);
+  }
   p.pass = url;
   p.where = call.where();
   p.enabled = true;
@@ -397,6 +403,17 @@ bool var_proxy_host(const Request& r, std::string_view, VarSink& s) {
 }
 
 // The client's X-Forwarded-For fields with its address appended.
+bool var_proxy_port(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+  if (proxy_conf(*r.loc).variables) {
+    if (r.upstream == nullptr) return false;
+    s.put(static_cast<const proxy::ProxyState*>(r.upstream)->port);
+    return true;
+  }
+  s.put(proxy_conf(*r.loc).proxy_port);
+  return true;
+}
+
 bool var_proxy_add_x_forwarded_for(const Request& r, std::string_view, VarSink& s) {
   bool found = false;
   s.advance(request_header_value(r, "x-forwarded-for", s.at(), found));
@@ -407,6 +424,7 @@ bool var_proxy_add_x_forwarded_for(const Request& r, std::string_view, VarSink& 
 
 constexpr VarSpec kProxyVariables[] = {
     {"proxy_host", var_proxy_host},
+    {"proxy_port", var_proxy_port},
     {"proxy_add_x_forwarded_for", var_proxy_add_x_forwarded_for},
 };
 
