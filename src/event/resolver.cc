@@ -40,6 +40,7 @@ struct Resolver::Node {
   std::uint16_t types[2] = {0, 0};  // the questions asked (A, AAAA; or PTR)
   unsigned server = 0;              // the server asked first
   unsigned cnames = 0;              // CNAMEs followed
+  std::string cname;                // an alias to follow once both questions are answered
   Log* log = nullptr;
   bool calling = false;  // node_done is calling the waiting requests
 };
@@ -625,41 +626,33 @@ Resolver::Query* Resolver::new_query(Node& n, int slot, const std::string& qname
   return qr;
 }
 
+// Both questions are answered and neither gave an address, but one named a
+// CNAME: as nginx, the target is resolved afresh for every type.
+void Resolver::follow_cname(Node& n) {
+  std::uint8_t probe[dns::kMaxName + 32];
+  const std::string target = std::move(n.cname);
+  n.cname.clear();
+  if (++n.cnames > kMaxCname) {
+    n.qstate[0] = dns::kServFail;
+    return node_done(n);
+  }
+  if (dns::build_query(probe, sizeof probe, 0, target, dns::kTypeA) == 0) {
+    n.qstate[0] = dns::kFormErr;  // a target no query can carry (RFC 1035 §2.3.4)
+    return node_done(n);
+  }
+  for (int s = 0; s < 2; ++s) {
+    n.qstate[s] = 0;
+    if (n.types[s] != 0 && new_query(n, s, target) == nullptr) n.qstate[s] = dns::kServFail;
+  }
+  if (n.queries[0] == nullptr && n.queries[1] == nullptr) return node_done(n);
+  for (Query* q : n.queries) {
+    if (q != nullptr) send(*q);
+  }
+}
+
 void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
   Node& n = *qr.node;
-  if (state == 0 && reply != nullptr && reply->cname_len > 0 && reply->naddrs == 0 &&
-      reply->ptr_len == 0 && n.naddrs == 0) {
-    // The name is an alias: as nginx, its target is resolved afresh, every
-    // type asked again for it (the other question's answer is dropped).
-    std::uint8_t probe[dns::kMaxName + 32];
-    if (++n.cnames > kMaxCname) {
-      state = dns::kServFail;
-    } else if (dns::build_query(probe, sizeof probe, 0, {reply->cname, reply->cname_len},
-                                dns::kTypeA) == 0) {
-      state = dns::kFormErr;  // a target no query can carry (RFC 1035 §2.3.4)
-    } else {
-      if (reply->ttl < n.ttl) n.ttl = reply->ttl;
-      const std::string target(reply->cname, reply->cname_len);
-      for (int s = 0; s < 2; ++s) {
-        if (n.types[s] == 0) continue;
-        n.qstate[s] = 0;
-        Query* q = n.queries[s];
-        if (q == nullptr) q = new_query(n, s, target);
-        if (q == nullptr) {
-          n.qstate[s] = dns::kServFail;
-          continue;
-        }
-        q->qname = target;
-        loop_.del_timer(q->resend);
-        send(*q);
-      }
-      if (n.queries[0] == nullptr && n.queries[1] == nullptr) node_done(n);
-      return;
-    }
-  }
   if (state == 0 && reply != nullptr) {
-    // No record of the type asked is no error unless the other type has none
-    // either (node_done); a CNAME after the other type's addresses is ignored.
     if (reply->naddrs > 0 || reply->ptr_len > 0) {
       if (reply->ttl < n.ttl) n.ttl = reply->ttl;
       for (std::size_t i = 0; i < reply->naddrs && n.naddrs < dns::kMaxAddrs; ++i) {
@@ -670,7 +663,14 @@ void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
         n.name_len = reply->ptr_len;
         n.name[n.name_len] = '\0';
       }
+    } else if (reply->cname_len > 0 && n.cname.empty()) {
+      // An alias: followed once the other question is answered, unless that
+      // one brings addresses of its own (nginx keeps those).
+      if (reply->ttl < n.ttl) n.ttl = reply->ttl;
+      n.cname.assign(reply->cname, reply->cname_len);
     }
+    // No record of the type asked is no error unless the other type has
+    // none either (node_done).
   }
   n.qstate[qr.slot] = state;
   const int slot = qr.slot;
@@ -680,7 +680,12 @@ void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
   if (qr.c != nullptr) loop_.pool().close_connection(*qr.c);
   qr.c = nullptr;
   delete &qr;
-  if (n.queries[0] == nullptr && n.queries[1] == nullptr) node_done(n);
+  if (n.queries[0] != nullptr || n.queries[1] != nullptr) return;
+  if (n.naddrs == 0 && n.name_len == 0 && !n.cname.empty() && n.qstate[0] == 0 &&
+      n.qstate[1] == 0) {
+    return follow_cname(n);
+  }
+  node_done(n);
 }
 
 void Resolver::node_done(Node& n) {

@@ -129,6 +129,7 @@ class Resolver {
   void query_done(Query& qr, int state, const dns::Reply* reply);
   Query* new_query(Node& n, int slot, const std::string& qname);
   void node_done(Node& n);
+  void follow_cname(Node& n);
   void drop_query(Query& qr);
   void expire_some();
   static void on_udp_read(Event& ev);
