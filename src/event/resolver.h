@@ -17,7 +17,7 @@
 // (a fresh source port), with a random id; a reply must come from the
 // server, carry the id and repeat the question. A truncated reply is asked
 // again over TCP. A server that does not answer is asked again after
-// kResend (or the request's timeout, if shorter), the next one in turn.
+// kResend (or half the request's timeout, if shorter), the next one in turn.
 // CNAMEs are followed (at most kMaxCname).
 //
 // The resolver's own lines (a bad reply, a server that cannot be reached)
