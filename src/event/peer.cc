@@ -171,14 +171,15 @@ int event_connect_peer(EventLoop& loop, PeerConnection& pc) {
   if (rc == -1) {
     int err = errno;
     if (err != EINPROGRESS) {
-      bool next = peer_unreachable(err);
-      if (next) {
+      // As nginx: any failed connect() declines this peer (the next one is
+      // tried); only the level says whether it was expected.
+      if (peer_unreachable(err)) {
         VIGIL_LOG(log, kError, err, "connect() to %s failed", pc.name.c_str());
       } else {
         VIGIL_LOG(log, kCrit, err, "connect() to %s failed", pc.name.c_str());
       }
       loop.pool().close_connection(*c);
-      return next ? kPeerDeclined : kPeerError;
+      return kPeerDeclined;
     }
   }
   pc.connection = c;

@@ -136,7 +136,7 @@ void build_auth_request(Session& s) {
   r += std::string("Auth-Protocol: ") + proto_name(s.proto) + "\r\n";
   r += "Auth-Login-Attempt: " + std::to_string(s.attempts + 1) + "\r\n";
   r += "Client-IP: " + s.client_addr + "\r\n";
-  r += "Client-Host: [UNAVAILABLE]\r\n";
+  r += "Client-Host: " + s.host + "\r\n";
   if (s.proto == Protocol::kSmtp) r += "Auth-SMTP-Helo: " + escape(s.helo) + "\r\n";
   if (s.method == "none") {
     // The envelope (smtp_auth none); a line has no CR or LF to escape.

@@ -208,7 +208,7 @@ bool smtp_backend_line(Session& s, std::string_view line) {
       if (s.c->peer_addr != nullptr && s.c->peer_addr->sa_family == AF_INET6) x += "IPV6:";
       x += s.client_addr;
       if (!s.login.empty() && !cf.proxy_smtp_auth) x += " LOGIN=" + xtext(s.login);
-      x += " NAME=[UNAVAILABLE]\r\n";
+      x += " NAME=" + xtext(s.host) + "\r\n";
       s.bstate = !s.helo.empty() ? kSmtpXclientHelo : next_after_helo(true);
       return send_backend(s, x);
     }

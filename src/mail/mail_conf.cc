@@ -198,6 +198,7 @@ Status merge_srv(const ConfInit& ctx, const MailSrvConf& parent, MailSrvConf& ch
   if (!child.smtp_auth_set) child.smtp_auth = parent.smtp_auth;
   if (!child.auth_http_headers_set) child.auth_http_headers = parent.auth_http_headers;
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
+  if (!ctx.is_set("resolver")) child.resolver = parent.resolver;
   return Status::ok();
 }
 
@@ -226,6 +227,15 @@ Module* make_mail_module() {
   m->add("proxy_protocol", kAny, Arity::on_off(), srv.flag(&MailSrvConf::proxy_protocol, false));
   m->add("smtp_greeting_delay", kAny, Arity::exactly(1),
          srv.msec(&MailSrvConf::smtp_greeting_delay, 0));
+  m->add("resolver", kAny, Arity::one_or_more(),
+         srv.custom([](const DirectiveCall& call, MailSrvConf& conf) {
+           auto r = std::make_shared<ResolverConf>();
+           if (Status st = parse_resolver(call.args(), *r); !st) return call.error(st.message());
+           conf.resolver = std::move(r);
+           return Status::ok();
+         }));
+  m->add("resolver_timeout", kAny, Arity::exactly(1),
+         srv.msec(&MailSrvConf::resolver_timeout, 30000));
   m->add("imap_client_buffer", kAny, Arity::exactly(1),
          srv.size(&MailSrvConf::imap_client_buffer, 4096, 128));
   m->add("smtp_client_buffer", kAny, Arity::exactly(1),

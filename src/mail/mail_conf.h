@@ -28,6 +28,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/resolver.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
 #include "vigil/core/clock.h"
@@ -66,6 +67,10 @@ struct MailSrvConf {
   Msec timeout = 60000;
   Msec proxy_timeout = 86400000;  // 24h, nginx's default
   Msec smtp_greeting_delay = 0;
+  // resolver / resolver_timeout: SMTP looks the client's name up (PTR,
+  // then the name's addresses must include the client's) for Client-Host.
+  std::shared_ptr<const ResolverConf> resolver;  // null: "[UNAVAILABLE]"
+  Msec resolver_timeout = 30000;
   Msec auth_http_timeout = 60000;
   std::size_t imap_client_buffer = 4096;
   std::size_t smtp_client_buffer = 4096;

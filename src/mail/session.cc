@@ -748,10 +748,97 @@ void greet(Session& s) {
   process_input(s);
 }
 
+// The client's name for Client-Host (nginx's ngx_mail_smtp_resolve_addr_handler
+// and _name_handler): the PTR name, kept only when its addresses include the
+// client's. NXDOMAIN gives "[UNAVAILABLE]", other failures "[TEMPUNAVAIL]".
+void after_lookup(Session& s);
+
+void log_unresolved(Session& s, std::string_view what, int state) {
+  VIGIL_LOG(*s.c->log, kError, 0, "%.*s could not be resolved (%d: %s), client: %s",
+            static_cast<int>(what.size()), what.data(), state, resolver_strerror(state),
+            s.client_addr.c_str());
+  s.host = state == dns::kNxDomain ? "[UNAVAILABLE]" : "[TEMPUNAVAIL]";
+}
+
+bool same_address(const dns::Address& a, const sockaddr* sa) {
+  if (sa == nullptr || a.family != sa->sa_family) return false;
+  if (a.family == AF_INET) {
+    return std::memcmp(a.bytes, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4) == 0;
+  }
+  return std::memcmp(a.bytes, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16) == 0;
+}
+
+void name_resolved(ResolveRequest& q) {
+  Session& s = *static_cast<Session*>(q.data);
+  s.resolver = nullptr;
+  guarded(s, [&] {
+    if (q.state != 0) {
+      log_unresolved(s, "\"" + s.host + "\"", q.state);
+    } else {
+      bool found = false;
+      for (std::size_t i = 0; i < q.naddrs && !found; ++i) {
+        found = same_address(q.addrs[i], s.c->peer_addr);
+      }
+      if (!found) s.host = "[UNAVAILABLE]";
+    }
+    after_lookup(s);
+  });
+}
+
+void addr_resolved(ResolveRequest& q) {
+  Session& s = *static_cast<Session*>(q.data);
+  s.resolver = nullptr;
+  guarded(s, [&] {
+    if (q.state != 0 || q.name_len == 0) {
+      log_unresolved(s, s.client_addr, q.state != 0 ? q.state : dns::kNxDomain);
+      return after_lookup(s);
+    }
+    s.host.assign(q.name, q.name_len);
+    Resolver* res = Resolver::of(*s.c->loop, s.conf->resolver);
+    if (res == nullptr) return finalize(s, "out of memory");
+    q.handler = name_resolved;
+    s.resolver = res;
+    if (res->resolve_name(q, s.host)) name_resolved(q);
+  });
+}
+
+void start_lookup(Session& s) {
+  const sockaddr* sa = s.c->peer_addr;
+  dns::Address a;
+  if (sa != nullptr && sa->sa_family == AF_INET) {
+    a.family = AF_INET;
+    std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  } else if (sa != nullptr && sa->sa_family == AF_INET6) {
+    a.family = AF_INET6;
+    std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+  } else {
+    return after_lookup(s);  // a unix-domain client has no name
+  }
+  Resolver* res = Resolver::of(*s.c->loop, s.conf->resolver);
+  s.rq.reset(new (std::nothrow) ResolveRequest());
+  if (res == nullptr || s.rq == nullptr) return finalize(s, "out of memory");
+  s.rq->handler = addr_resolved;
+  s.rq->data = &s;
+  s.rq->timeout = s.conf->resolver_timeout;
+  s.state = State::kResolving;
+  s.resolver = res;
+  if (Status st = s.c->loop->handle_read_event(*s.c->read); !st) {
+    return finalize(s, "event registration failed");
+  }
+  if (res->resolve_addr(*s.rq, a)) addr_resolved(*s.rq);
+}
+
 void start_session(Session& s) {
   Connection& c = *s.c;
   c.read->handler = client_handler;
   c.write->handler = client_handler;
+  if (s.proto == Protocol::kSmtp && s.conf->resolver != nullptr) return start_lookup(s);
+  after_lookup(s);
+}
+
+void after_lookup(Session& s) {
+  Connection& c = *s.c;
+  s.state = State::kCommand;
   if (s.proto == Protocol::kSmtp && s.conf->smtp_greeting_delay > 0) {
     s.state = State::kGreetingDelay;
     c.loop->add_timer(*c.read, s.conf->smtp_greeting_delay);

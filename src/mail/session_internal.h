@@ -26,6 +26,7 @@ constexpr std::size_t kMaxAuthResponse = 16384;  // the auth_http answer's head
 constexpr std::size_t kMaxPendingOutput = 65536;
 
 enum class State : std::uint8_t {
+  kResolving,  // SMTP: the client's name is being looked up (reading waits)
   kGreetingDelay,
   kCommand,
   kAuthPlain,
@@ -51,6 +52,17 @@ struct Limits {
 inline constexpr char kLimitsKey = 0;  // the loop context key (its address)
 
 struct Session {
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    if (resolver != nullptr && rq != nullptr) resolver->cancel(*rq);
+  }
+  // SMTP's Client-Host (auth_http) and XCLIENT NAME: the client's name once
+  // its PTR and the name's addresses agree, else nginx's placeholders.
+  std::string host = "[UNAVAILABLE]";
+  Resolver* resolver = nullptr;  // set while a lookup is under way
+  std::unique_ptr<ResolveRequest> rq;
   Connection* c = nullptr;
   const MailSrvConf* conf = nullptr;
   Protocol proto = Protocol::kNone;

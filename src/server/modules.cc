@@ -4,6 +4,7 @@
 
 #include "core/core_module.h"
 #include "event/event_conf.h"
+#include "event/resolver.h"
 #include "event/tls/counters.h"
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
@@ -41,6 +42,9 @@ std::vector<ServerModule> builtin_modules() {
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
+      // The per-worker resolvers: their sockets closed at exit, after the
+      // protocols ended the requests that waited on them.
+      {"resolver", nullptr, nullptr, nullptr, resolver_exit_loop},
       // The per-worker TLS file buffer (http and stream listeners share it).
       {"tls", nullptr, nullptr, nullptr, tls_exit_loop},
   });

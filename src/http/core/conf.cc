@@ -348,6 +348,15 @@ Status set_client_body_temp_path(const DirectiveCall& call, HttpLocConf& loc) {
   return Status::ok();
 }
 
+// resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off] [status_zone=zone]
+Status set_resolver(const DirectiveCall& call, HttpLocConf& loc) {
+  auto conf = std::make_shared<ResolverConf>();
+  std::vector<std::string> args = call.args();
+  if (Status s = parse_resolver(args, *conf); !s) return call.error(s.message());
+  loc.resolver = std::move(conf);
+  return Status::ok();
+}
+
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
@@ -387,6 +396,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     std::memcpy(child.client_body_temp_levels, parent.client_body_temp_levels,
                 sizeof child.client_body_temp_levels);
   }
+  if (!ctx.is_set("resolver")) child.resolver = parent.resolver;
   child.root_path = ctx.env().prefixed(child.root);
   return Status::ok();
 }
@@ -652,6 +662,9 @@ Module* make_http_module() {
                      {"exact", IfModifiedSince::kExact},
                      {"before", IfModifiedSince::kBefore}}));
   m->add("output_buffers", kHttpAny, Arity::exactly(2), loc.custom(set_output_buffers));
+  m->add("resolver", kHttpAny, Arity::one_or_more(), loc.custom(set_resolver));
+  m->add("resolver_timeout", kHttpAny, Arity::exactly(1),
+         loc.msec(&HttpLocConf::resolver_timeout, 30000));
   add_limit_rate_directives(*m, loc);
   m->add("absolute_redirect", kHttpAny, Arity::on_off(),
          loc.flag(&HttpLocConf::absolute_redirect, true));

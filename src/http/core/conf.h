@@ -17,6 +17,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/resolver.h"
 #include "event/tls/tls_conf.h"
 #include "http/access/access.h"
 #include "http/core/types.h"
@@ -162,6 +163,11 @@ struct HttpLocConf {
   bool absolute_redirect = true;
   bool server_name_in_redirect = false;  // its host: the server's first name, not the request's
   bool port_in_redirect = true;
+
+  // resolver / resolver_timeout: names known only per request (proxy_pass
+  // with variables) are resolved with these (event/resolver.h).
+  std::shared_ptr<const ResolverConf> resolver;  // null: no resolver defined
+  Msec resolver_timeout = 30000;
 
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit

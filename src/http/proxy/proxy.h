@@ -59,6 +59,16 @@ struct ProxyState : Upstream {
   // back when the request ends).
   char* cookie_mem = nullptr;
   std::uint32_t cookie_mem_size = 0;
+
+  // proxy_pass with variables: the URL evaluated for this request (a
+  // worker buffer), its URI part sent as it is, and $proxy_host.
+  char* url_mem = nullptr;
+  std::uint32_t url_mem_size = 0;
+  bool eval_has_uri = false;
+  bool eval_uri_slash = false;  // the URI part starts with '?': a '/' goes first
+  std::string_view eval_uri;
+  std::string_view host_header;
+  std::string_view port;  // $proxy_port
 };
 
 // ---- proxy.cc -----------------------------------------------------------------------

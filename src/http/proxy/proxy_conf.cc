@@ -31,6 +31,20 @@ std::string lower(std::string s) {
 // proxy_pass http://host[:port][/uri] | https://host[:port][/uri]
 Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   const std::string& url = call.arg(0);
+  if (url.find('$') != std::string::npos) {
+    // As nginx: with variables, the scheme and host are checked per request
+    // on the evaluated URL.
+    auto t = VarTemplate::compile(url);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) {
+      p.url = std::move(t.value());
+      p.variables = true;
+      p.pass = url;
+      p.where = call.where();
+      p.enabled = true;
+      return set_location_content(call, &proxy::kContent);
+    }
+  }
   std::size_t scheme = 0;
   if (url.size() >= 7 && conf::iequals(std::string_view(url).substr(0, 7), "http://")) {
     scheme = 7;
@@ -40,9 +54,6 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
     p.https = true;
   } else {
     return call.error("invalid URL prefix in \"" + url + "\"");
-  }
-  if (url.find('$') != std::string::npos) {
-    return call.error("variables in \"proxy_pass\" are not supported");
   }
   std::string rest = url.substr(scheme);
   std::size_t slash = rest.find('/');
@@ -58,6 +69,12 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   const std::string_view default_port = p.https ? ":443" : ":80";
   if (p.proxy_host.ends_with(default_port)) {
     p.proxy_host.resize(p.proxy_host.size() - default_port.size());
+  }
+  // $proxy_port: the port written after the host, else the scheme's.
+  p.proxy_port = p.https ? "443" : "80";
+  if (const std::size_t colon = p.target.rfind(':');
+      colon != std::string::npos && p.target.find(']', colon) == std::string::npos) {
+    p.proxy_port = p.target.substr(colon + 1);
   }
   p.pass = url;
   p.where = call.where();
@@ -313,6 +330,20 @@ Status resolve(const ConfInit& ctx, ProxyConf& p) {
                                 ? upstream::find_group_set(ctx.scope(), http, http_upstream_specs())
                                 : nullptr;
   if (set == nullptr) return Status::error("internal error: no upstream groups" + p.where);
+  if (p.variables) {
+    // The scheme is known per request: a TLS context for https in case.
+    p.groups = set;
+    if (p.ssl.where.empty()) p.ssl.where = p.where;
+    auto tls = TlsContext::client(p.ssl);
+    if (!tls) return tls.status();
+    p.tls = std::move(tls.value());
+    if (!p.ssl.name.empty()) {
+      auto t = VarTemplate::compile(p.ssl.name);
+      if (!t) return Status::error(t.status().message() + p.ssl.where);
+      p.ssl_name = std::move(t.value());
+    }
+    return Status::ok();
+  }
   auto g = set->find_or_add(p.target, p.https ? 443 : 80, p.where);
   if (!g) return g.status();
   p.group = g.value();
@@ -430,11 +461,28 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
 // proxy_pass's host[:port]: the default Host of a proxied request.
 bool var_proxy_host(const Request& r, std::string_view, VarSink& s) {
   if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+  if (proxy_conf(*r.loc).variables) {
+    // The URL of this request, once evaluated.
+    if (r.upstream == nullptr) return false;
+    s.put(static_cast<const proxy::ProxyState*>(r.upstream)->host_header);
+    return true;
+  }
   s.put(proxy_conf(*r.loc).proxy_host);
   return true;
 }
 
 // The client's X-Forwarded-For fields with its address appended.
+bool var_proxy_port(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr || !proxy_conf(*r.loc).enabled) return false;
+  if (proxy_conf(*r.loc).variables) {
+    if (r.upstream == nullptr) return false;
+    s.put(static_cast<const proxy::ProxyState*>(r.upstream)->port);
+    return true;
+  }
+  s.put(proxy_conf(*r.loc).proxy_port);
+  return true;
+}
+
 bool var_proxy_add_x_forwarded_for(const Request& r, std::string_view, VarSink& s) {
   bool found = false;
   s.advance(request_header_value(r, "x-forwarded-for", s.at(), found));
@@ -485,6 +533,7 @@ bool var_upstream_cookie(const Request& r, std::string_view name, VarSink& s) {
 
 constexpr VarSpec kProxyVariables[] = {
     {"proxy_host", var_proxy_host},
+    {"proxy_port", var_proxy_port},
     {"proxy_add_x_forwarded_for", var_proxy_add_x_forwarded_for},
     {"upstream_http_", var_upstream_http, true},
     {"upstream_cookie_", var_upstream_cookie, true},

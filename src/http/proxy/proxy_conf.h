@@ -47,6 +47,12 @@ struct ProxyConf : UpstreamConf {
   bool has_uri = false;  // a URI part was given (even "/")
   std::string uri;
   std::string proxy_host;  // $proxy_host: host[:port] as written
+  std::string proxy_port;  // $proxy_port: the port, or the scheme's
+  // proxy_pass with variables: the URL is evaluated per request (proxy.cc)
+  // and names an upstream block, an address, or a name to resolve.
+  bool variables = false;
+  VarTemplate url;
+  upstream::GroupSet* groups = nullptr;  // the http block's upstream blocks
 
   int http_version = 1000;               // proxy_http_version 1.0 | 1.1
   std::vector<ProxyHeader> set_headers;  // with the defaults merged in

@@ -43,7 +43,10 @@ bool build_request(ProxyState& ps) {
   // the client's URI goes as it came.
   std::string_view rest;
   // After an internal redirect (try_files) the new URI goes, escaped, as nginx.
-  bool replace = p.has_uri || r.uri_redirected;
+  // With variables and a URI part in proxy_pass, the evaluated URI goes as
+  // it is (nginx: no part of the path replaced, no arguments added).
+  const bool evaluated = p.variables && ps.eval_has_uri;
+  const bool replace = !evaluated && (p.has_uri || r.uri_redirected);
   if (replace) {
     std::string_view uri = r.uri;
     if (p.has_uri && uri.starts_with(loc.name)) {
@@ -61,7 +64,9 @@ bool build_request(ProxyState& ps) {
   const std::size_t method_len =
       p.method.empty() ? r.line.method_name.size() : p.method.length(r);
   std::size_t need = method_len + 1 + 16;
-  if (replace) {
+  if (evaluated) {
+    need += 1 + ps.eval_uri.size();
+  } else if (replace) {
     need += p.uri.size() + 3 * rest.size() + 1 + r.line.query.size();
   } else {
     need += raw.size() + 1 + r.line.query.size();
@@ -89,7 +94,10 @@ bool build_request(ProxyState& ps) {
   }
   *w.p++ = ' ';
   ps.uri_off = static_cast<std::uint32_t>(w.p - mem);
-  if (replace) {
+  if (evaluated) {
+    if (ps.eval_uri_slash) *w.p++ = '/';
+    w.put(ps.eval_uri);
+  } else if (replace) {
     w.put(p.uri);
     w.put_escaped_path(rest);
     if (r.line.has_query) {

@@ -78,7 +78,7 @@ HeadResult process_header(Upstream& u, Buf& b) {
         }
         // proxy_redirect default, for the Location of the client's head.
         const ProxyConf& p = ps.pconf();
-        if (p.redirect_default) {
+        if (p.redirect_default && !p.variables) {
           ps.redirect_from = redirect_prefix(ps, ps.redirect_mem, sizeof ps.redirect_mem);
           ps.redirect_to = p.has_uri ? std::string_view(ps.r->loc->name) : std::string_view("/");
         }

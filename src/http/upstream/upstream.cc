@@ -42,7 +42,7 @@ void add_try(Upstream& u) {
   if (r.nupstream >= kMaxUpstreamTries) return;
   UpstreamTry& t = r.upstream_tries[r.nupstream++];
   std::string_view name = u.pc.name;
-  if (name.empty() && u.conf->group != nullptr) name = u.conf->group->name;
+  if (name.empty() && u.group != nullptr) name = u.group->name;
   const std::size_t n = name.size() < sizeof t.addr ? name.size() : sizeof t.addr;
   std::memcpy(t.addr, name.data(), n);
   t.addr_len = static_cast<std::uint8_t>(n);
@@ -163,7 +163,7 @@ void log_error(Upstream& u, int level, int err, const char* what) {
     hlen = 0;
   }
   std::string_view peer = u.pc.name;
-  if (peer.empty() && u.conf->group != nullptr) peer = u.conf->group->name;
+  if (peer.empty() && u.group != nullptr) peer = u.group->name;
   std::string_view uri;
   if (u.head.start != nullptr) uri = {u.head.start + u.uri_off, u.uri_len};
   // nginx puts the errno right after the message, before the context.
@@ -175,7 +175,7 @@ void log_error(Upstream& u, int level, int err, const char* what) {
                static_cast<unsigned long long>(c.number), what, errtext, action(u.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
                static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
-               r.line.line.data(), u.conf->https ? "https" : "http", static_cast<int>(peer.size()),
+               r.line.line.data(), u.https ? "https" : "http", static_cast<int>(peer.size()),
                peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
 }
 
@@ -209,6 +209,28 @@ bool set_local(Upstream& u) {
 
 }  // namespace
 
+void log_request_error(Request& r, int level, const char* what) {
+  Connection& c = *r.c;
+  const auto lvl = static_cast<LogLevel>(level);
+  if (!c.log->enabled(lvl)) return;
+  std::string_view server;
+  if (r.srv != nullptr && !r.srv->server_names.empty()) server = r.srv->server_names[0];
+  bool found = false;
+  char host[256];
+  std::size_t hlen = request_header_value(r, "host", nullptr, found);
+  if (hlen < sizeof host) {
+    request_header_value(r, "host", host, found);
+  } else {
+    hlen = 0;
+  }
+  c.log->write(lvl, 0, "*%llu %s, client: %.*s, server: %.*s, request: \"%.*s\"%s%.*s%s",
+               static_cast<unsigned long long>(c.number), what,
+               static_cast<int>(c.addr_text.size()), c.addr_text.data(),
+               static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
+               r.line.line.data(), found ? ", host: \"" : "", static_cast<int>(hlen), host,
+               found ? "\"" : "");
+}
+
 int start(Upstream& u) {
   u.start_msec = clock::current_msec();
   if (const int rc = client_start(u); rc != 0) return rc;
@@ -231,9 +253,18 @@ void begin_connect(Upstream& u) {
     answer(u, status);
     return;
   }
-  upstream::Group& group = *u.conf->group;
+  if (u.group == nullptr) {
+    resolve(u);  // connects once the name's addresses are known
+    return;
+  }
+  choose_peer(u);
+}
+
+void choose_peer(Upstream& u) {
+  Request& r = *u.r;
+  upstream::Group& group = *u.group;
   std::string_view key;
-  if (!u.conf->hash_key.empty()) {
+  if (u.group == u.conf->group && !u.conf->hash_key.empty()) {
     // The whole key is hashed: a long one is evaluated into a worker
     // buffer (given back with the request), never cut or dropped.
     const std::size_t n = u.conf->hash_key.length(r);
@@ -383,6 +414,12 @@ void finish(Upstream& u, bool error) {
 void release(Request& r) {
   Upstream* u = r.upstream;
   if (u == nullptr) return;
+  if (u->run_time != nullptr && u->run_time->resolver != nullptr) {
+    // The request ends while its name is resolved: the query goes on for
+    // the cache, this request is forgotten.
+    u->run_time->resolver->cancel(u->run_time->query);
+    u->run_time->resolver = nullptr;
+  }
   if (u->u != nullptr) end_attempt(*u, 0);
   BufferCache& cache = r.hc->worker->buffers();
   if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);

@@ -30,9 +30,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "codec/chunked.h"
 #include "codec/response_parser.h"
+#include "event/resolver.h"
 #include "http/core/request.h"
 #include "http/upstream/upstream_conf.h"
 #include "upstream/upstream.h"
@@ -92,6 +94,18 @@ struct UpstreamProtocol {
   void (*finalize)(Upstream& u);
 };
 
+// A group made for one request from addresses known only at run time (an
+// address in proxy_pass with variables, or the addresses the resolver gave
+// for a name), as nginx's ngx_http_upstream_create_round_robin_peer: round
+// robin over them, each tried once; no health is kept past the request.
+struct RunTimeGroup {
+  upstream::Group group;
+  std::unique_ptr<upstream::PeerHealth[]> health;
+  std::unique_ptr<upstream::PeerStats[]> stats;
+  Resolver* resolver = nullptr;  // set while the name is being resolved
+  ResolveRequest query;
+};
+
 struct Upstream {
   Request* r = nullptr;
   const UpstreamConf* conf = nullptr;
@@ -99,6 +113,14 @@ struct Upstream {
   char* state_mem = nullptr;     // the protocol's state in the buffer cache
   std::uint32_t state_size = 0;  // its size (the cache slot)
   Stage stage = Stage::kBody;
+  // Where this request goes: the location's group, or what proxy_pass with
+  // variables named for it (null: resolve resolve_host first).
+  upstream::Group* group = nullptr;
+  bool https = false;
+  std::string_view target;        // host[:port] as named (TLS name, log lines)
+  std::string_view resolve_host;  // a name for the resolver
+  unsigned resolve_port = 0;
+  std::unique_ptr<RunTimeGroup> run_time;
   upstream::PeerRequest pr;
   PeerConnection pc;
   Connection* u = nullptr;
@@ -178,10 +200,23 @@ struct Upstream {
 int start(Upstream& u);
 // The $upstream_* entry of the current attempt (null before the first).
 UpstreamTry* current_try(Upstream& u);
+// Logs "<what>, client: ..., server: ..., request: ..., host: ..." (a line
+// of the request before any upstream is chosen).
+void log_request_error(Request& r, int level, const char* what);
+
+// ---- upstream_resolve.cc --------------------------------------------------------------
+// A group of one address (an IP address in proxy_pass with variables).
+// False without memory.
+bool set_address_group(Upstream& u, const sockaddr* sa, socklen_t len, std::string_view server);
+// u.group is null: resolves u.resolve_host with the location's resolver,
+// then connects (or answers 502).
+void resolve(Upstream& u);
 // Gives back everything the upstream request holds for `r` (free_request calls it).
 void release(Request& r);
 // The body (if any) read ahead: build the request, choose a server.
 void begin_connect(Upstream& u);
+// The group is known: a peer from the balancer, then connect.
+void choose_peer(Upstream& u);
 void connect(Upstream& u);
 // The attempt failed: `next` is the next_upstream condition (kNext*),
 // `status` what the client gets when no other server is tried (502, 504).

@@ -21,6 +21,7 @@ class TlsContext;
 }  // namespace vigil
 namespace vigil::upstream {
 class Group;
+class GroupSet;
 }
 
 namespace vigil::http {

@@ -36,7 +36,7 @@ constexpr std::size_t kMaxName = 256;
 // port is left out ("[::1]:8443" -> "[::1]", "backend:8443" -> "backend").
 std::string_view ssl_name(const Upstream& us, char* buf) {
   const UpstreamConf& p = *us.conf;
-  std::string_view name = p.target;
+  std::string_view name = us.target;
   if (!p.ssl_name.empty()) {
     if (p.ssl_name.length(*us.r) > kMaxName) return {};
     char* end = p.ssl_name.write(*us.r, buf);
@@ -136,7 +136,7 @@ void start_tls(Upstream& us) {
 }  // namespace
 
 void connected(Upstream& us) {
-  if (us.conf->https && us.u->ssl == nullptr) {
+  if (us.https && us.u->ssl == nullptr) {
     start_tls(us);
     return;
   }
@@ -146,7 +146,7 @@ void connected(Upstream& us) {
 }
 
 bool cached_fits(const Upstream& us, const Connection& u) {
-  if (!us.conf->https) return u.ssl == nullptr;
+  if (!us.https) return u.ssl == nullptr;
   return u.ssl != nullptr && u.ssl->ssl != nullptr && us.conf->tls != nullptr &&
          SSL_get_SSL_CTX(u.ssl->ssl) == us.conf->tls->native();
 }
