@@ -61,10 +61,11 @@ int status_for_error(const OpenFileInfo& info) {
 }
 
 void log_open_error(Request& r, const char* name, const OpenFileInfo& info) {
-  // nginx logs a missing file at "error" (log_not_found on) and the rest at "crit".
+  // nginx logs a missing file (log_not_found on) and a forbidden one at
+  // "error", the rest at "crit".
   const int err = info.err;
   const auto number = static_cast<unsigned long long>(r.c->number);
-  if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP) {
+  if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP || err == EACCES) {
     VIGIL_LOG(*r.c->log, kError, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
   } else {
     VIGIL_LOG(*r.c->log, kCrit, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
