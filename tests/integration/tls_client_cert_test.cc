@@ -106,6 +106,38 @@ TEST_F(ClientCerts, ClientCertificateVariables) {
   EXPECT_EQ(none.body, "NONE||||");
 }
 
+// $ssl_client_escaped_cert decodes to $ssl_client_raw_cert; $ssl_curves
+// lists the groups the client offered, the negotiated one among them.
+TEST_F(ClientCerts, EscapedCertificateAndOfferedCurves) {
+  start("optional_no_ca",
+        "\n  location /raw { return 200 $ssl_client_raw_cert; }"
+        "\n  location /esc { return 200 $ssl_client_escaped_cert; }"
+        "\n  location /curves { return 200 \"$ssl_curve|$ssl_curves\"; }");
+  Response raw = get("alice", "/raw");
+  Response esc = get("alice", "/esc");
+  ASSERT_EQ(raw.status, 200);
+  ASSERT_EQ(esc.status, 200);
+  EXPECT_EQ(raw.body.rfind("-----BEGIN CERTIFICATE-----\n", 0), 0u) << raw.body;
+  EXPECT_EQ(esc.body.find_first_of("\n /+=:"), std::string::npos) << esc.body;
+  std::string decoded;
+  for (std::size_t i = 0; i < esc.body.size(); ++i) {
+    if (esc.body[i] == '%' && i + 2 < esc.body.size()) {
+      decoded += static_cast<char>(std::stoi(esc.body.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      decoded += esc.body[i];
+    }
+  }
+  EXPECT_EQ(decoded, raw.body);
+
+  Response curves = get("alice", "/curves");
+  ASSERT_EQ(curves.status, 200);
+  const std::string chosen = curves.body.substr(0, curves.body.find('|'));
+  const std::string offered = ":" + curves.body.substr(curves.body.find('|') + 1) + ":";
+  EXPECT_FALSE(chosen.empty()) << curves.body;
+  EXPECT_NE(offered.find(":" + chosen + ":"), std::string::npos) << curves.body;
+}
+
 TEST_F(ClientCerts, TheServerSendsItsAcceptableCaNames) {
   start("on");
   TlsClient c(port_);

@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +106,24 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
       found = true;
       return w.n;
     }
+    case TlsFact::kCurves: {
+      const int n = SSL_get1_curves(ssl, nullptr);
+      int groups[64];
+      if (n <= 0 || n > 64 || SSL_get1_curves(ssl, groups) != n) return 0;
+      for (int i = 0; i < n; ++i) {
+        if (i > 0) w.put(":");
+        const char* name = (groups[i] & TLSEXT_nid_unknown) != 0 ? nullptr : OBJ_nid2sn(groups[i]);
+        if (name != nullptr) {
+          w.put(name);
+        } else {
+          char tmp[16];
+          const int len = std::snprintf(tmp, sizeof tmp, "0x%04x", groups[i] & 0xffff);
+          w.put({tmp, len > 0 ? static_cast<std::size_t>(len) : 0});
+        }
+      }
+      found = true;
+      return w.n;
+    }
     case TlsFact::kClientVerify: {
       // A failed verification is reported even when no certificate is left.
       if (const long rc = SSL_get_verify_result(ssl); rc != X509_V_OK) {
@@ -175,6 +194,30 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
       unsigned int len = 0;
       if (X509_digest(cert, EVP_sha1(), md, &len) != 1) return 0;
       w.hex(md, len, false);
+      found = true;
+      break;
+    }
+    case TlsFact::kClientEscapedCert: {
+      // $ssl_client_raw_cert's text, percent-encoded through `w`.
+      BIO* bio = BIO_new(BIO_s_mem());
+      if (bio == nullptr || PEM_write_bio_X509(bio, cert) != 1) {
+        BIO_free(bio);
+        break;
+      }
+      char* data = nullptr;
+      long len = BIO_get_mem_data(bio, &data);
+      while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r')) --len;  // as $ssl_client_raw_cert
+      for (long i = 0; i < len; ++i) {
+        const auto ch = static_cast<unsigned char>(data[i]);
+        if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+          const char one = static_cast<char>(ch);
+          w.put({&one, 1});
+        } else {
+          const char three[3] = {'%', "0123456789ABCDEF"[ch >> 4], "0123456789ABCDEF"[ch & 0xf]};
+          w.put({three, 3});
+        }
+      }
+      BIO_free(bio);
       found = true;
       break;
     }

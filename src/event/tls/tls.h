@@ -178,7 +178,9 @@ enum class TlsFact : std::uint8_t {
   kClientIssuerLegacy,   // the issuer, likewise
   kClientNotBefore,      // "Nov 25 02:00:00 2026 GMT"
   kClientNotAfter,
-  kClientDaysLeft,  // whole days until notAfter (0 once expired)
+  kClientDaysLeft,     // whole days until notAfter (0 once expired)
+  kCurves,             // the groups the client offered, ':'-separated (unknown ones as 0x....)
+  kClientEscapedCert,  // the client certificate's PEM, percent-encoded (RFC 3986 unreserved kept)
 };
 // Writes the fact to `out` (null: only its length) and returns its length;
 // `found` false when the connection has none (no TLS, no client certificate).

@@ -543,6 +543,8 @@ constexpr VarSpec kCoreVariables[] = {
     {"ssl_session_reused", var_ssl_session_reused},
     {"ssl_session_id", var_tls_fact<TlsFact::kSessionId>},
     {"ssl_curve", var_tls_fact<TlsFact::kCurve>},
+    {"ssl_curves", var_tls_fact<TlsFact::kCurves>},
+    {"ssl_client_escaped_cert", var_tls_fact<TlsFact::kClientEscapedCert>},
     {"ssl_client_verify", var_tls_fact<TlsFact::kClientVerify>},
     {"ssl_client_s_dn", var_tls_fact<TlsFact::kClientSubject>},
     {"ssl_client_i_dn", var_tls_fact<TlsFact::kClientIssuer>},
