@@ -35,8 +35,7 @@
 
 namespace vigil::http {
 
-bool adds_for(const AddHeader& h, int status) {
-  if (h.always) return true;
+bool success_or_redirect(int status) {
   switch (status) {
     case 200:
     case 201:
@@ -52,6 +51,10 @@ bool adds_for(const AddHeader& h, int status) {
     default:
       return false;
   }
+}
+
+bool adds_for(const AddHeader& h, int status) {
+  return h.always || success_or_redirect(status);
 }
 
 namespace {

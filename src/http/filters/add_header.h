@@ -46,6 +46,9 @@ const AddHeaderList* add_header_list(const HttpLocConf& loc);
 
 // add_trailer's fields for the responses of `loc` (null: none).
 const AddHeaderList* add_trailer_list(const HttpLocConf& loc);
+// The statuses nginx's headers filter (add_header, add_trailer, expires)
+// applies to without `always`: 200, 201, 204, 206, 301-304, 307, 308.
+bool success_or_redirect(int status);
 // The field applies to a response of `status`.
 bool adds_for(const AddHeader& h, int status);
 // The fields of `list` that apply to `status` set `what`: the server's own

@@ -19,6 +19,7 @@
 #include "http/core/module.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
+#include "http/filters/add_header.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::http {
@@ -28,24 +29,6 @@ constexpr std::time_t kEpochTime = 1;             // Thu, 01 Jan 1970 00:00:01 G
 constexpr std::time_t kMaxTime = 2145916555;      // Thu, 31 Dec 2037 23:55:55 GMT
 constexpr std::int64_t kMaxAge = 315360000;       // ten years
 constexpr std::int64_t kDay = 24 * 60 * 60;
-
-bool applies_to(int status) {
-  switch (status) {
-    case 200:
-    case 201:
-    case 204:
-    case 206:
-    case 301:
-    case 302:
-    case 303:
-    case 304:
-    case 307:
-    case 308:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The next moment (after now) whose local time of day is `when` seconds
 // after midnight.
@@ -107,7 +90,7 @@ const ExpiresConf& expires_conf(const HttpLocConf& loc) {
 int expires_header_filter(Request& r) {
   if (r.loc == nullptr) return 0;
   HeadersOut& h = r.headers_out;
-  if (!applies_to(h.status)) return 0;
+  if (!success_or_redirect(h.status)) return 0;
   const ExpiresConf& conf = expires_conf(*r.loc);
   Expires kind = conf.expires;
   std::int64_t time = conf.time;
