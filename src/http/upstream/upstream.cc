@@ -147,21 +147,35 @@ bool named_by_connection(const HeaderField* fields, std::uint32_t n, std::string
   return false;
 }
 
+namespace {
+
+// What nginx names after a request's error line: its server and its Host
+// (empty when the field is absent or too long to quote).
+struct LogContext {
+  std::string_view server;
+  bool has_host = false;
+  char host[256];
+  std::size_t host_len = 0;
+
+  explicit LogContext(const Request& r) {
+    if (r.srv != nullptr && !r.srv->server_names.empty()) server = r.srv->server_names[0];
+    host_len = request_header_value(r, "host", nullptr, has_host);
+    if (host_len < sizeof host) {
+      request_header_value(r, "host", host, has_host);
+    } else {
+      host_len = 0;
+    }
+  }
+};
+
+}  // namespace
+
 void log_error(Upstream& u, int level, int err, const char* what) {
   Request& r = *u.r;
   Connection& c = *r.c;
   const auto lvl = static_cast<LogLevel>(level);
   if (!c.log->enabled(lvl)) return;
-  std::string_view server;
-  if (r.srv != nullptr && !r.srv->server_names.empty()) server = r.srv->server_names[0];
-  bool found = false;
-  char host[256];
-  std::size_t hlen = request_header_value(r, "host", nullptr, found);
-  if (hlen < sizeof host) {
-    request_header_value(r, "host", host, found);
-  } else {
-    hlen = 0;
-  }
+  const LogContext lc(r);
   std::string_view peer = u.pc.name;
   if (peer.empty() && u.group != nullptr) peer = u.group->name;
   std::string_view uri;
@@ -174,9 +188,10 @@ void log_error(Upstream& u, int level, int err, const char* what) {
                "\"%s://%.*s%.*s\", host: \"%.*s\"",
                static_cast<unsigned long long>(c.number), what, errtext, action(u.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
-               static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
-               r.line.line.data(), u.https ? "https" : "http", static_cast<int>(peer.size()),
-               peer.data(), static_cast<int>(uri.size()), uri.data(), static_cast<int>(hlen), host);
+               static_cast<int>(lc.server.size()), lc.server.data(),
+               static_cast<int>(r.line.line.size()), r.line.line.data(), u.https ? "https" : "http",
+               static_cast<int>(peer.size()), peer.data(), static_cast<int>(uri.size()), uri.data(),
+               static_cast<int>(lc.host_len), lc.host);
 }
 
 namespace {
@@ -213,22 +228,14 @@ void log_request_error(Request& r, int level, const char* what) {
   Connection& c = *r.c;
   const auto lvl = static_cast<LogLevel>(level);
   if (!c.log->enabled(lvl)) return;
-  std::string_view server;
-  if (r.srv != nullptr && !r.srv->server_names.empty()) server = r.srv->server_names[0];
-  bool found = false;
-  char host[256];
-  std::size_t hlen = request_header_value(r, "host", nullptr, found);
-  if (hlen < sizeof host) {
-    request_header_value(r, "host", host, found);
-  } else {
-    hlen = 0;
-  }
+  const LogContext lc(r);
   c.log->write(lvl, 0, "*%llu %s, client: %.*s, server: %.*s, request: \"%.*s\"%s%.*s%s",
                static_cast<unsigned long long>(c.number), what,
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
-               static_cast<int>(server.size()), server.data(), static_cast<int>(r.line.line.size()),
-               r.line.line.data(), found ? ", host: \"" : "", static_cast<int>(hlen), host,
-               found ? "\"" : "");
+               static_cast<int>(lc.server.size()), lc.server.data(),
+               static_cast<int>(r.line.line.size()), r.line.line.data(),
+               lc.has_host ? ", host: \"" : "", static_cast<int>(lc.host_len), lc.host,
+               lc.has_host ? "\"" : "");
 }
 
 int start(Upstream& u) {
