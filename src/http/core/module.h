@@ -21,7 +21,7 @@
 namespace vigil::http {
 
 // Modules with a per-request context slot; Request::ctx has this many.
-inline constexpr std::uint32_t kMaxHttpModules = 16;
+inline constexpr std::uint32_t kMaxHttpModules = 32;
 
 class HttpModule {
  public:
