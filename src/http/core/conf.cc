@@ -28,6 +28,7 @@ constexpr int kSrvSpec = 0;
 constexpr int kLocSpec = 1;
 upstream::UpstreamSpecs g_upstream_specs;
 int g_final_spec = -1;
+IfBlockHandler g_if_block = nullptr;
 
 // ---- listen -----------------------------------------------------------------
 
@@ -39,7 +40,13 @@ Status set_server_name(const DirectiveCall& call, HttpSrvConf& srv) {
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     std::string name = call.arg(i);
     if (!name.empty() && name[0] == '~') {
-      return call.error("regular expressions in \"server_name\" are not supported");
+      // Matched against the Host as sent, so without regard to case (nginx
+      // matches the lower-cased name).
+      auto re = compile_http_regex(std::string_view(name).substr(1), /*caseless=*/true);
+      if (!re) return call.error(re.status().message());
+      srv.server_regexes.push_back(std::make_shared<const HttpRegex>(std::move(re.value())));
+      srv.server_names.push_back(std::move(name));
+      continue;
     }
     if (name.find('*') != std::string::npos && !(name.starts_with("*.") && name.size() > 2) &&
         !(name.ends_with(".*") && name.size() > 2)) {
@@ -88,55 +95,132 @@ Status check_pool_size(const DirectiveCall& call) {
 
 // ---- location ---------------------------------------------------------------
 
+
+// A location's kind and name from its block's arguments: "= /x", "=/x",
+// "^~ /x", "~ re", "~re", "~* re", "~*re", "@name", "/x".
+struct LocationName {
+  enum Kind : std::uint8_t { kPrefix, kExact, kNoRegex, kRegex, kRegexCaseless, kNamed } kind;
+  std::string name;
+};
+
+Result<LocationName> parse_location_name(const std::vector<std::string>& args) {
+  if (args.size() == 2) {
+    const std::string& mod = args[0];
+    LocationName n{LocationName::kPrefix, args[1]};
+    if (mod == "=") {
+      n.kind = LocationName::kExact;
+    } else if (mod == "^~") {
+      n.kind = LocationName::kNoRegex;
+    } else if (mod == "~") {
+      n.kind = LocationName::kRegex;
+    } else if (mod == "~*") {
+      n.kind = LocationName::kRegexCaseless;
+    } else {
+      return Status::error("invalid location modifier \"" + mod + "\"");
+    }
+    return n;
+  }
+  const std::string& a = args[0];
+  if (a.starts_with("=")) return LocationName{LocationName::kExact, a.substr(1)};
+  if (a.starts_with("^~")) return LocationName{LocationName::kNoRegex, a.substr(2)};
+  if (a.starts_with("~*")) return LocationName{LocationName::kRegexCaseless, a.substr(2)};
+  if (a.starts_with("~")) return LocationName{LocationName::kRegex, a.substr(1)};
+  if (a.starts_with("@")) return LocationName{LocationName::kNamed, a};
+  return LocationName{LocationName::kPrefix, a};
+}
+
 Status check_location(const DirectiveCall& call) {
-  if (call.arg_count() == 2) {
-    const std::string& mod = call.arg(0);
-    if (mod == "~" || mod == "~*") {
-      return call.error("regular expression locations are not supported");
+  if (is_if_scope(call.scope())) return call.error("\"location\" directive is not allowed here");
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) args.push_back(call.arg(i));
+  auto n = parse_location_name(args);
+  if (!n) return call.error(n.status().message());
+  const std::string& name = n->name;
+  switch (n->kind) {
+    case LocationName::kRegex:
+    case LocationName::kRegexCaseless: {
+      if (name.empty()) return call.error("invalid location \"" + args.back() + "\"");
+      // Compiled now as well as when the location is made, so that its
+      // named groups are variables the directives inside it can use.
+      auto re = compile_http_regex(name, n->kind == LocationName::kRegexCaseless);
+      if (!re) return call.error(re.status().message());
+      return Status::ok();
     }
-    if (mod != "=" && mod != "^~") return call.error("invalid location modifier \"" + mod + "\"");
-    if (call.arg(1).empty() || call.arg(1)[0] != '/') {
-      return call.error("location \"" + call.arg(1) + "\" must start with \"/\"");
-    }
-    return Status::ok();
-  }
-  const std::string& name = call.arg(0);
-  if (name.starts_with("@")) return call.error("named locations are not supported");
-  if (name.starts_with("~")) return call.error("regular expression locations are not supported");
-  if (name.starts_with("=")) {
-    if (name.size() < 2 || name[1] != '/') return call.error("invalid location \"" + name + "\"");
-    return Status::ok();
-  }
-  if (name.starts_with("^~")) {
-    if (name.size() < 3 || name[2] != '/') return call.error("invalid location \"" + name + "\"");
-    return Status::ok();
+    case LocationName::kNamed:
+      if (name.size() < 2) return call.error("invalid location \"" + name + "\"");
+      if (call.scope().context() != kHttpSrvConf) {
+        return call.error("named location \"" + name + "\" can be on the server level only");
+      }
+      return Status::ok();
+    case LocationName::kExact:
+    case LocationName::kNoRegex:
+    case LocationName::kPrefix:
+      break;
   }
   if (name.empty() || name[0] != '/') {
+    if (args.size() == 1 && n->kind != LocationName::kPrefix) {
+      return call.error("invalid location \"" + args[0] + "\"");
+    }
     return call.error("location \"" + name + "\" must start with \"/\"");
   }
   return Status::ok();
 }
 
-// Fills name/exact from the block's arguments ("= /x", "=/x", "^~ /x", "/x").
-void name_location(const ConfScope& scope, HttpLocConf& loc) {
-  const auto& args = scope.args();
+// Fills the location's kind, name and expression from the block's arguments.
+Status name_location(const ConfScope& scope, HttpLocConf& loc) {
   loc.where = scope.where();
-  if (args.size() == 2) {
-    loc.exact = args[0] == "=";
-    loc.noregex = args[0] == "^~";
-    loc.name = args[1];
-  } else if (args[0].starts_with("=")) {
-    loc.exact = true;
-    loc.name = args[0].substr(1);
-  } else if (args[0].starts_with("^~")) {
-    loc.noregex = true;
-    loc.name = args[0].substr(2);
-  } else {
-    loc.name = args[0];
+  auto n = parse_location_name(scope.args());
+  if (!n) return Status::error(n.status().message() + loc.where);
+  loc.name = n->name;
+  loc.exact = n->kind == LocationName::kExact;
+  loc.noregex = n->kind == LocationName::kNoRegex;
+  loc.named = n->kind == LocationName::kNamed;
+  if (n->kind == LocationName::kRegex || n->kind == LocationName::kRegexCaseless) {
+    auto re = compile_http_regex(n->name, n->kind == LocationName::kRegexCaseless);
+    if (!re) return Status::error(re.status().message() + loc.where);
+    loc.regex = std::make_shared<const HttpRegex>(std::move(re.value()));
   }
+  return Status::ok();
 }
 
 // ---- loc directives with arguments of their own -------------------------------
+
+// root path; alias path (nginx's ngx_http_core_root): one of the two per level.
+Status set_root(const DirectiveCall& call, HttpLocConf& loc) {
+  const bool alias = call.name() == "alias";
+  const char* other = alias ? "root" : "alias";
+  if (call.scope().find_set(other) != nullptr) {
+    return call.error("\"" + call.name() + "\" directive is duplicate, \"" + other +
+                      "\" directive was specified earlier");
+  }
+  std::string value = call.arg(0);
+  if (alias && is_if_scope(call.scope())) {
+    return call.error("\"alias\" directive is not allowed here");
+  }
+  loc.alias = alias;
+  loc.alias_len = 0;
+  if (alias) {
+    auto n = parse_location_name(call.scope().args());
+    if (!n) return call.error(n.status().message());
+    if (n->kind == LocationName::kNamed) {
+      return call.error("\"alias\" directive cannot be used inside the named location");
+    }
+    const bool regex = n->kind == LocationName::kRegex || n->kind == LocationName::kRegexCaseless;
+    loc.alias_len = regex ? std::string::npos : n->name.size();
+  }
+  loc.root_vars = nullptr;
+  if (value.find('$') != std::string::npos) {
+    auto t = VarTemplate::compile(value);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) {
+      loc.root_vars = std::make_shared<const VarTemplate>(std::move(t.value()));
+    }
+  }
+  // A trailing slash of root is dropped (the URI brings its own); alias keeps it.
+  if (!alias && value.size() > 1 && value.back() == '/') value.pop_back();
+  loc.root = std::move(value);
+  return Status::ok();
+}
 
 Status set_index(const DirectiveCall& call, HttpLocConf& loc) {
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
@@ -367,6 +451,7 @@ Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
     loc.access_logs.push_back(std::move(log));
   }
   loc.root_path = ctx.env().prefixed(loc.root);
+  loc.root_prefix = ctx.env().prefix;
   if (!ctx.is_set("client_body_temp_path")) {
     loc.client_body_temp_path = ctx.env().prefixed("client_body_temp");
   }
@@ -374,7 +459,13 @@ Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
 }
 
 Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child) {
-  if (ctx.scope().context() == kHttpLocConf) name_location(ctx.scope(), child);
+  if (is_if_scope(ctx.scope())) {
+    // An if block's conf stands for its location (nginx names it so).
+    child.name = parent.name;
+    child.where = ctx.scope().where();
+  } else if (ctx.scope().context() == kHttpLocConf) {
+    if (Status s = name_location(ctx.scope(), child); !s) return s;
+  }
   if (!ctx.is_set("index")) child.index = parent.index;
   if (!ctx.is_set("types")) child.types = parent.types;
   if (!ctx.is_set("access_log")) {
@@ -397,7 +488,14 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
                 sizeof child.client_body_temp_levels);
   }
   if (!ctx.is_set("resolver")) child.resolver = parent.resolver;
+  if (!ctx.is_set("root") && !ctx.is_set("alias")) {
+    child.root = parent.root;
+    child.alias = parent.alias;
+    child.alias_len = parent.alias_len;
+    child.root_vars = parent.root_vars;
+  }
   child.root_path = ctx.env().prefixed(child.root);
+  child.root_prefix = ctx.env().prefix;
   return Status::ok();
 }
 
@@ -422,36 +520,61 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
   return Status::ok();
 }
 
-// Collects the locations under `scope` into `parent`'s tables, checking that
-// nested ones stay inside their parent (nginx: 'location "/x" is outside
-// location "/y"').
+// Collects the locations under `scope` into `parent`'s tables (named ones
+// into the server's), checking that nested ones stay inside their parent
+// (nginx: 'location "/x" is outside location "/y"').
 Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t module,
-                         HttpLocConf& parent, std::vector<HttpLocConf*>& all) {
+                         HttpSrvConf& srv, HttpLocConf& parent, std::vector<HttpLocConf*>& all) {
   for (const auto& child : scope.children()) {
     if (child->context() != kHttpLocConf) continue;
     auto* loc = static_cast<HttpLocConf*>(child->conf(module, kLocSpec));
     if (loc == nullptr) continue;
     if (Status s = bind_module_confs(env, *child, *loc); !s) return s;
+    if (is_if_scope(*child)) {
+      // Not a location to search: the rewrite program of `parent` takes it
+      // when the condition holds. Nothing nests in it (the directives refuse).
+      parent.if_blocks.push_back({child.get(), loc});
+      all.push_back(loc);
+      continue;
+    }
     if (!parent.name.empty()) {
       if (parent.exact) {
         return Status::error("location \"" + loc->name +
                              "\" cannot be inside the exact location \"" + parent.name + "\"" +
                              loc->where);
       }
-      if (!std::string_view(loc->name).starts_with(parent.name)) {
+      if (parent.named) {
+        return Status::error("location \"" + loc->name +
+                             "\" cannot be inside the named location \"" + parent.name + "\"" +
+                             loc->where);
+      }
+      if (loc->named) {
+        return Status::error("named location \"" + loc->name +
+                             "\" can be on the server level only" + loc->where);
+      }
+      if (loc->regex == nullptr && !std::string_view(loc->name).starts_with(parent.name)) {
         return Status::error("location \"" + loc->name + "\" is outside location \"" + parent.name +
                              "\"" + loc->where);
       }
     }
-    auto& list = loc->exact ? parent.exact_locations : parent.prefix_locations;
-    for (const HttpLocConf* other : list) {
-      if (other->name == loc->name) {
-        return Status::error("duplicate location \"" + loc->name + "\"" + loc->where);
+    std::vector<HttpLocConf*>* list = &parent.prefix_locations;
+    if (loc->named) {
+      list = &srv.named_locations;
+    } else if (loc->regex != nullptr) {
+      list = &parent.regex_locations;
+    } else if (loc->exact) {
+      list = &parent.exact_locations;
+    }
+    if (loc->regex == nullptr) {
+      for (const HttpLocConf* other : *list) {
+        if (other->name == loc->name) {
+          return Status::error("duplicate location \"" + loc->name + "\"" + loc->where);
+        }
       }
     }
-    list.push_back(loc);
+    list->push_back(loc);
     all.push_back(loc);
-    if (Status s = collect_locations(env, *child, module, *loc, all); !s) return s;
+    if (Status s = collect_locations(env, *child, module, srv, *loc, all); !s) return s;
   }
   std::stable_sort(
       parent.prefix_locations.begin(), parent.prefix_locations.end(),
@@ -523,7 +646,9 @@ Status init_final(const ConfInit& ctx, HttpFinalConf& final_conf) {
     }
     locations.push_back(loc);
     if (Status s = bind_module_confs(ctx.env(), *child, *loc); !s) return s;
-    if (Status s = collect_locations(ctx.env(), *child, module, *loc, locations); !s) return s;
+    if (Status s = collect_locations(ctx.env(), *child, module, *srv, *loc, locations); !s) {
+      return s;
+    }
     servers.push_back(srv);
   }
   // The http level's own loc conf too: an access_log there names a format
@@ -584,6 +709,14 @@ Module* make_http_module() {
   m->add_block("location", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2), kHttpLocConf,
                DirectiveBody::handler(check_location))
       .multiple = true;
+  // `if` opens a location-context scope too; this module alone opens the
+  // http contexts, and the rewrite module gives the block its meaning.
+  m->add_block("if", kHttpSrvConf | kHttpLocConf, Arity::one_or_more(), kHttpLocConf,
+               DirectiveBody::handler([](const DirectiveCall& call) {
+                 if (g_if_block == nullptr) return call.error("\"if\" is not supported");
+                 return g_if_block(call);
+               }))
+      .multiple = true;
 
   // server
   m->add("listen", kHttpSrvConf, Arity::one_or_more(), srv.custom(set_listen)).multiple = true;
@@ -620,7 +753,8 @@ Module* make_http_module() {
          }));
 
   // location (and inherited from server and http)
-  m->add("root", kHttpAny, Arity::exactly(1), loc.string(&HttpLocConf::root, "html", false));
+  m->add("root", kHttpAny, Arity::exactly(1), loc.custom(set_root));
+  m->add("alias", kHttpLocConf, Arity::exactly(1), loc.custom(set_root));
   m->add("index", kHttpAny, Arity::one_or_more(), loc.custom(set_index)).multiple = true;
   m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));
   m->add("tcp_nopush", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::tcp_nopush, false));
@@ -744,6 +878,13 @@ const HttpServers* http_servers(const Configuration& conf) {
   const Module& m = http_module();  // sets g_final_spec
   const auto* f = conf.find<HttpFinalConf>(m, g_final_spec);
   return f != nullptr ? f->servers.get() : nullptr;
+}
+
+void set_if_block_handler(IfBlockHandler handler) { g_if_block = handler; }
+
+bool is_if_scope(const ConfScope& scope) {
+  return scope.context() == kHttpLocConf && !scope.args().empty() && !scope.args()[0].empty() &&
+         scope.args()[0][0] == '(';
 }
 
 }  // namespace vigil::http

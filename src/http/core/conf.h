@@ -20,6 +20,7 @@
 #include "event/resolver.h"
 #include "event/tls/tls_conf.h"
 #include "http/access/access.h"
+#include "http/core/request_vars.h"
 #include "http/core/types.h"
 #include "http/core/variables.h"
 #include "upstream/upstream.h"
@@ -114,11 +115,23 @@ struct HttpLocConf {
   // The location itself (empty name for the server level).
   std::string name;
   bool exact = false;    // "location = /x"
-  bool noregex = false;  // "location ^~ /x" (same as a plain prefix: we have no regex)
+  bool noregex = false;  // "location ^~ /x": no regular expression is tried after it
+  bool named = false;    // "location @x": reached only by try_files and error_page
+  // "location ~ re" / "~* re" (name is the expression's text).
+  std::shared_ptr<const HttpRegex> regex;
   std::string where;
 
   std::string root = "html";  // relative to the prefix; resolved in `root_path`
   std::string root_path;
+  // alias: root_path takes the place of the URI's first alias_len bytes
+  // (the name of the location that set it) instead of going before them;
+  // npos (a regular expression location): of the whole URI.
+  bool alias = false;
+  std::size_t alias_len = 0;
+  // root or alias with variables: evaluated per request, relative to
+  // root_prefix when relative (static/map_path.h).
+  std::shared_ptr<const VarTemplate> root_vars;
+  std::string root_prefix;
   std::vector<std::string> index;  // default {"index.html"}
   bool sendfile = false;
   bool tcp_nopush = false;
@@ -179,6 +192,13 @@ struct HttpLocConf {
   // Nested locations, filled when the http block is finished.
   std::vector<HttpLocConf*> exact_locations;
   std::vector<HttpLocConf*> prefix_locations;  // longest name first
+  std::vector<HttpLocConf*> regex_locations;   // in configuration order
+  // The confs of this level's `if` blocks, by the block's scope (rewrite.h).
+  struct IfBlock {
+    const ConfScope* scope;
+    const HttpLocConf* loc;
+  };
+  std::vector<IfBlock> if_blocks;
 
   const ErrorPage* find_error_page(int status) const {
     for (const auto& p : error_pages) {
@@ -190,7 +210,8 @@ struct HttpLocConf {
 
 struct HttpSrvConf {
   std::vector<ListenConf> listens;
-  std::vector<std::string> server_names;  // lower case
+  std::vector<std::string> server_names;  // lower case; "~re" as written
+  std::vector<std::shared_ptr<const HttpRegex>> server_regexes;  // the "~re" names, in order
   Msec client_header_timeout = 60000;
   std::size_t client_header_buffer_size = 1024;
   std::uint32_t large_buffers_num = 4;
@@ -207,6 +228,7 @@ struct HttpSrvConf {
   std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 
   HttpLocConf* loc = nullptr;  // the server-level loc conf
+  std::vector<HttpLocConf*> named_locations;  // "location @x", filled with the locations
   const PhaseEngine* phases = nullptr;  // the configuration's (HttpServers::phases)
   const FilterChains* filters = nullptr;  // the configuration's (HttpServers::filters)
 };
@@ -221,6 +243,14 @@ struct HttpFinalConf {
 };
 
 const Module& http_module();
+// Whether a location-context scope is an `if` block's (its arguments start
+// with "(", which no location's can): its conf is not a location to search.
+bool is_if_scope(const ConfScope& scope);
+// What an `if` block means (the rewrite module's: it reads the condition
+// when the block opens; call.scope() is the enclosing level's, and the
+// block's own scope its last child).
+using IfBlockHandler = Status (*)(const DirectiveCall& call);
+void set_if_block_handler(IfBlockHandler handler);
 // For a directive of another module that makes the current location answer
 // (as nginx's modules set clcf->handler): sets the location's (or server
 // level's) content handler.

@@ -14,7 +14,7 @@
 #include "http/filters/add_header.h"
 #include "http/filters/expires.h"
 #include "http/proxy/proxy_conf.h"
-#include "http/rewrite/return.h"
+#include "http/rewrite/rewrite.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache_conf.h"
 #include "http/static/try_files.h"
@@ -78,7 +78,7 @@ const HttpModule& filters_module() {
 }
 
 void register_phase_handlers(PhaseEngine& engine) {
-  add_return_phases(engine);                                  // server-rewrite, rewrite
+  add_rewrite_phases(engine);  // server-rewrite, rewrite, post-rewrite
   engine.add(HttpPhase::kFindConfig, find_config_handler);    // the location
   add_limit_req_phase(engine);                                // pre-access
   add_limit_conn_phase(engine);                               // pre-access

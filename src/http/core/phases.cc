@@ -81,4 +81,28 @@ int internal_redirect(Request& r) {
   return kPhaseJump;
 }
 
+int named_location_redirect(Request& r, std::string_view name) {
+  const HttpLocConf* loc = find_named_location(*r.srv, name);
+  if (loc == nullptr) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu could not find named location \"%.*s\"",
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(name.size()),
+              name.data());
+    return 500;
+  }
+  if (++r.redirects > kMaxRedirects) {
+    VIGIL_LOG(*r.c->log, kError, 0,
+              "*%llu rewrite or internal redirection cycle while redirect to named location "
+              "\"%.*s\"",
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(name.size()),
+              name.data());
+    return 500;
+  }
+  // r.uri is unchanged: a proxy_pass without a URI still sends the client's.
+  r.uri_changed = false;
+  r.loc = loc;
+  use_error_log(*r.c, *loc);
+  r.phase_step = r.srv->phases->start(HttpPhase::kRewrite);
+  return kPhaseJump;
+}
+
 }  // namespace vigil::http

@@ -24,6 +24,7 @@
 // kMaxRedirects times per request (nginx's 10-cycle limit, then a 500).
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace vigil::http {
@@ -92,6 +93,11 @@ void run_phases(Request& r);
 // locations again from server-rewrite. Returns kPhaseJump, or 500 (logged)
 // past kMaxRedirects.
 int internal_redirect(Request& r);
+// An internal redirect to the server's "location @name" (nginx's
+// ngx_http_named_location): r.uri stays, the request takes that location
+// and goes on at its rewrite phase. Returns kPhaseJump, or 500 (logged)
+// when there is no such location or past kMaxRedirects.
+int named_location_redirect(Request& r, std::string_view name);
 // Every module's phase handlers, for a configuration's engine (modules.cc).
 void register_phase_handlers(PhaseEngine& engine);
 

@@ -15,7 +15,7 @@
 #include "http/core/request.h"
 #include "http/core/worker.h"
 #include "http/proxy/proxy.h"
-#include "http/rewrite/return.h"
+#include "http/rewrite/rewrite.h"
 #include "http/static/try_files.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -147,10 +147,11 @@ void use_error_log(Connection& c, const HttpLocConf& loc) {
 }
 
 int find_config_handler(Request& r) {
-  const LocationMatch m = match_location(*r.srv, r.uri);
+  const LocationMatch m = match_location(r, r.uri);
   r.loc = m.loc;
   const HttpLocConf& loc = *r.loc;
   use_error_log(*r.c, loc);
+  if (m.error) return 500;
   // As nginx's find-config phase: a declared body over client_max_body_size
   // is refused before any module of the location runs.
   if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
@@ -208,7 +209,7 @@ void process_request(Request& r) {
     finalize_error(r, r.check.status);
     return;
   }
-  r.srv = &hc.addr->find_server(r.check.host);
+  r.srv = &hc.addr->find_server(r.check.host, &r);
   use_error_log(c, *r.srv->loc);
 
   // nginx's internal 497/496/495, answered as 400 with their own pages.
@@ -396,9 +397,14 @@ void finalize_error(Request& r, int status) {
         return;
       }
       const std::string_view uri = r.uri;
-      const LocationMatch m = match_location(*r.srv, uri);
+      const LocationMatch m = match_location(r, uri);
       r.loc = m.loc;
       use_error_log(*r.c, *r.loc);
+      if (m.error) {
+        r.status = 0;
+        send_special(r, 500);
+        return;
+      }
       std::string_view ext;
       if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
           dot != std::string_view::npos && dot > slash + 1) {

@@ -29,6 +29,7 @@
 #include "http/core/headers_out.h"
 #include "http/core/module.h"
 #include "http/core/request_body.h"
+#include "http/core/request_vars.h"
 #include "http/core/servers.h"
 #include "vigil/core/buffer.h"
 #include "vigil/event/connection.h"
@@ -195,6 +196,9 @@ struct Request {
   int redirects = 0;             // internal redirects (try_files, error_page)
   std::uint16_t phase_step = 0;  // where the request is in the phase engine (phases.h)
   bool uri_redirected = false;   // r.uri is an internal redirect's (try_files), not the client's
+  bool uri_changed = false;      // a location's rewrite changed r.uri (post-rewrite: find it again)
+  // `set` variables, regex captures and the memory they live in (request_vars.h).
+  RequestVars vars;
   // Each HttpModule's per-request state (module.h), null until it sets it:
   // memory the module owns for the request's life (a worker buffer, given
   // back by the module when the request ends), or a pointer into the request.

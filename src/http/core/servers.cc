@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "http/core/request.h"
+
 namespace vigil::http {
 namespace {
 
@@ -56,6 +58,7 @@ bool is_wildcard(const ListenConf& l) {
 
 void add_name(HttpAddress& a, const std::string& name, HttpSrvConf* srv) {
   if (name.empty()) return;  // server_name "": requests without Host reach the default server
+  if (name[0] == '~') return;  // the expressions: add_regex_names
   if (name.size() > 2 && name[0] == '*' && name[1] == '.') {
     a.head_wildcards.push_back({name.substr(1), srv});  // "*.example.com" -> ".example.com"
   } else if (name[0] == '.') {
@@ -74,7 +77,7 @@ bool longer_first(const ServerName& x, const ServerName& y) {
 
 }  // namespace
 
-const HttpSrvConf& HttpAddress::find_server(std::string_view host) const {
+const HttpSrvConf& HttpAddress::find_server(std::string_view host, Request* r) const {
   if (!host.empty()) {
     // Few names per address in practice: a binary search over the sorted exact
     // names, then linear scans of the (rare) wildcards.
@@ -97,6 +100,12 @@ const HttpSrvConf& HttpAddress::find_server(std::string_view host) const {
     }
     for (const auto& n : tail_wildcards) {
       if (host.size() > n.name.size() && istarts_with(host, n.name)) return *n.srv;
+    }
+    for (const auto& n : regex_names) {
+      // A matching error is taken as no match: the default server answers.
+      const int rc = r != nullptr ? match_with_captures(*r, *n.re, host)
+                                  : (n.re->re.matches(host) ? 1 : 0);
+      if (rc > 0) return *n.srv;
     }
   }
   return *default_server;
@@ -162,6 +171,7 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
     if (a->default_server == nullptr) a->default_server = a->servers.front();
     for (HttpSrvConf* srv : a->servers) {
       for (const std::string& name : srv->server_names) add_name(*a, name, srv);
+      for (const auto& re : srv->server_regexes) a->regex_names.push_back({re.get(), srv});
     }
     // The first server to name a host keeps it, as nginx warns "conflicting
     // server name ... ignored" and keeps the first.
@@ -217,10 +227,20 @@ const HttpLocConf* slashed_in(const HttpLocConf& level, std::string_view path) {
   return exact != nullptr ? exact : prefix;
 }
 
-// `redirect` null: no auto_redirect (find_location).
-const HttpLocConf* find_in(const HttpLocConf& level, std::string_view path, bool* redirect) {
+struct Found {
+  const HttpLocConf* loc = nullptr;
+  bool final = false;  // an exact name, an expression, or the redirect: no more searching
+  bool error = false;  // matching an expression failed (500)
+};
+
+// nginx's ngx_http_core_find_location at one level: an exact name wins; else
+// the longest prefix, searched again among its nested locations; then,
+// unless the prefix found says "^~", the level's expressions in order, the
+// first that matches (and its nested locations) winning. `redirect` null:
+// no auto_redirect (find_location); `r` null: no captures are kept.
+Found find_in(const HttpLocConf& level, std::string_view path, bool* redirect, Request* r) {
   for (const HttpLocConf* e : level.exact_locations) {
-    if (e->name == path) return e;
+    if (e->name == path) return {e, true};
   }
   const HttpLocConf* prefix = nullptr;
   for (const HttpLocConf* p : level.prefix_locations) {  // longest first
@@ -233,26 +253,48 @@ const HttpLocConf* find_in(const HttpLocConf& level, std::string_view path, bool
   if (redirect != nullptr && (prefix == nullptr || prefix->name.size() != path.size())) {
     if (const HttpLocConf* slashed = slashed_in(level, path); slashed != nullptr) {
       *redirect = true;
-      return slashed;
+      return {slashed, true};
     }
   }
-  if (prefix == nullptr) return nullptr;
-  const HttpLocConf* nested = find_in(*prefix, path, redirect);
-  return nested != nullptr ? nested : prefix;
+  Found found{prefix, false};
+  if (prefix != nullptr) {
+    const Found nested = find_in(*prefix, path, redirect, r);
+    if (nested.final || nested.error) return nested;
+    if (nested.loc != nullptr) found.loc = nested.loc;
+  }
+  if (found.loc != nullptr && found.loc->noregex) return found;
+  for (const HttpLocConf* x : level.regex_locations) {
+    const int rc = r != nullptr ? match_with_captures(*r, *x->regex, path)
+                                : (x->regex->re.matches(path) ? 1 : 0);
+    if (rc < 0) return {nullptr, true, true};
+    if (rc == 0) continue;
+    const Found nested = find_in(*x, path, redirect, r);
+    if (nested.error) return nested;
+    return {nested.loc != nullptr ? nested.loc : x, true};
+  }
+  return found;
 }
 
 }  // namespace
 
-LocationMatch match_location(const HttpSrvConf& srv, std::string_view path) {
+LocationMatch match_location(Request& r, std::string_view path) {
   LocationMatch m;
-  m.loc = find_in(*srv.loc, path, &m.redirect);
-  if (m.loc == nullptr) m.loc = srv.loc;
+  const Found f = find_in(*r.srv->loc, path, &m.redirect, &r);
+  m.error = f.error;
+  m.loc = f.loc != nullptr ? f.loc : r.srv->loc;
   return m;
 }
 
 const HttpLocConf& find_location(const HttpSrvConf& srv, std::string_view path) {
-  const HttpLocConf* loc = find_in(*srv.loc, path, nullptr);
-  return loc != nullptr ? *loc : *srv.loc;
+  const Found f = find_in(*srv.loc, path, nullptr, nullptr);
+  return f.loc != nullptr ? *f.loc : *srv.loc;
+}
+
+const HttpLocConf* find_named_location(const HttpSrvConf& srv, std::string_view name) {
+  for (const HttpLocConf* loc : srv.named_locations) {
+    if (loc->name == name) return loc;
+  }
+  return nullptr;
 }
 
 }  // namespace vigil::http

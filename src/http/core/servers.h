@@ -18,6 +18,8 @@
 
 namespace vigil::http {
 
+struct Request;
+
 struct ServerName {
   std::string name;  // lower case; wildcards without their '*'
   HttpSrvConf* srv = nullptr;
@@ -32,13 +34,20 @@ class HttpAddress {
   // The server for a request naming `host` (RFC 9110 §7.2; nginx's
   // ngx_http_find_virtual_server): an exact name, then the longest
   // "*.example.com" (or ".example.com"), then the longest "www.example.*",
-  // else the default server. Case-insensitive; no allocation.
-  const HttpSrvConf& find_server(std::string_view host) const;
+  // then the regular expressions in configuration order (with `r`, the one
+  // that matches keeps its groups in r), else the default server.
+  // Case-insensitive; no allocation.
+  const HttpSrvConf& find_server(std::string_view host, Request* r = nullptr) const;
 
   std::vector<ServerName> exact;           // sorted
   std::vector<ServerName> head_wildcards;  // ".example.com": suffix match, longest first
   std::vector<ServerName> tail_wildcards;  // "www.example.": prefix match, longest first
   std::vector<ServerName> dot_names;       // ".example.com" also matches "example.com"
+  struct RegexName {
+    const HttpRegex* re;
+    HttpSrvConf* srv;
+  };
+  std::vector<RegexName> regex_names;  // in configuration order
 };
 
 class HttpServers {
@@ -68,18 +77,23 @@ class HttpServers {
                                                     std::vector<HttpLocConf*> locations);
 };
 
-// The location for a normalised path (nginx's ngx_http_core_find_location):
-// at each level an exact "= /x" match wins; then a prefix of the very name;
-// then a location named path + "/" whose handler asks for auto_redirect
-// (proxy_pass): `redirect` is set and that location returned, for a 301 to
-// its name; else the longest prefix, searched again among its nested
-// locations; else the server level.
+// The location for r's normalised path `path` in r's server (nginx's
+// ngx_http_core_find_location): at each level an exact "= /x" match wins;
+// then a prefix of the very name; then a location named path + "/" whose
+// handler asks for auto_redirect (proxy_pass): `redirect` is set and that
+// location returned, for a 301 to its name; else the longest prefix,
+// searched again among its nested locations; then, unless that prefix is
+// "^~", the level's regular expressions in order (the one that matches
+// keeps its groups in r, request_vars.h); else the server level.
 struct LocationMatch {
   const HttpLocConf* loc = nullptr;
   bool redirect = false;
+  bool error = false;  // matching an expression failed: answer 500
 };
-LocationMatch match_location(const HttpSrvConf& srv, std::string_view path);
-// The location by the same rules without auto_redirect.
+LocationMatch match_location(Request& r, std::string_view path);
+// The location by the same rules, without auto_redirect and keeping nothing.
 const HttpLocConf& find_location(const HttpSrvConf& srv, std::string_view path);
+// "location @name" of the server, or null.
+const HttpLocConf* find_named_location(const HttpSrvConf& srv, std::string_view name);
 
 }  // namespace vigil::http

@@ -12,6 +12,8 @@
 #include "event/tls/tls.h"
 #include "codec/head_writer.h"
 #include "http/core/request.h"
+#include "http/core/request_vars.h"
+#include "http/static/map_path.h"
 #include "http/core/counters.h"
 #include "http/core/module.h"
 #include "vigil/core/clock.h"
@@ -380,7 +382,15 @@ bool var_hostname(const Request&, std::string_view, VarSink& s) {
 
 bool var_document_root(const Request& r, std::string_view, VarSink& s) {
   if (r.loc == nullptr) return false;
-  s.put(r.loc->root_path);
+  if (r.loc->root_vars == nullptr) {
+    s.put(r.loc->root_path);
+    return true;
+  }
+  // Evaluated twice, as every template is: counted, then written.
+  char buf[4096];
+  const std::size_t n = document_root(r, *r.loc, buf, sizeof buf);
+  if (n == std::string::npos) return false;
+  s.put(std::string_view(buf, n));
   return true;
 }
 
@@ -705,6 +715,14 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
       continue;
     }
     ++i;  // '$'
+    if (i < text.size() && text[i] >= '1' && text[i] <= '9') {
+      Part p;
+      p.capture = text[i] - '0';
+      ++i;
+      ++t.variables_;
+      t.parts_.push_back(std::move(p));
+      continue;
+    }
     bool braced = i < text.size() && text[i] == '{';
     if (braced) ++i;
     std::size_t j = i;
@@ -724,7 +742,14 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
     for (char ch : name) lname += lower(ch);
     std::string_view arg;
     const VarSpec* spec = find_variable(lname, arg);
-    if (spec == nullptr) return Status::error("unknown \"" + std::string(name) + "\" variable");
+    if (spec == nullptr) {
+      const int declared = find_declared_variable(lname);
+      if (declared < 0) return Status::error("unknown \"" + std::string(name) + "\" variable");
+      p.declared = declared;
+      ++t.variables_;
+      t.parts_.push_back(std::move(p));
+      continue;
+    }
     p.get = spec->get;
     p.text = std::string(arg);
     // Header names: '_' stands for '-'.
@@ -740,15 +765,29 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
   return t;
 }
 
+bool VarTemplate::value_of(const Part& p, const Request& r, VarSink& out) {
+  if (p.get != nullptr) return p.get(r, p.text, out);
+  std::string_view v;
+  if (p.capture >= 0) {
+    if (!capture(r, p.capture, v)) return true;  // no such group: empty, as nginx
+  } else {
+    const VarValue value = user_variable(r, static_cast<std::uint32_t>(p.declared));
+    if (!value.set) return false;
+    v = std::string_view(value.data, value.len);
+  }
+  out.put(v);
+  return true;
+}
+
 std::size_t VarTemplate::length(const Request& r, VarEscape esc, bool missing_dash) const {
   std::size_t n = 0;
   for (const auto& p : parts_) {
-    if (p.get == nullptr) {
+    if (p.get == nullptr && p.capture < 0 && p.declared < 0) {
       n += p.text.size();
       continue;
     }
     VarSink s(nullptr);
-    if (!p.get(r, p.text, s)) {
+    if (!value_of(p, r, s)) {
       n += missing_dash ? 1 : 0;
       continue;
     }
@@ -759,13 +798,13 @@ std::size_t VarTemplate::length(const Request& r, VarEscape esc, bool missing_da
 
 char* VarTemplate::write(const Request& r, char* out, VarEscape esc, bool missing_dash) const {
   for (const auto& p : parts_) {
-    if (p.get == nullptr) {
+    if (p.get == nullptr && p.capture < 0 && p.declared < 0) {
       std::memcpy(out, p.text.data(), p.text.size());
       out += p.text.size();
       continue;
     }
     VarSink s(out);
-    if (!p.get(r, p.text, s)) {
+    if (!value_of(p, r, s)) {
       if (missing_dash) *out++ = '-';
       continue;
     }

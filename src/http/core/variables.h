@@ -10,7 +10,10 @@
 //   std::size_t n = t->length(r);            // upper bound of what write() writes
 //   char* end = t->write(r, buf);             // buf holds n bytes
 //
-// Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]. "$http_NAME" is
+// Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]; "$1".."$9" (one
+// digit) are the groups of the last regular expression that matched
+// (request_vars.h), and a name `set` declared earlier in the configuration
+// is that variable. "$http_NAME" is
 // the request header NAME ('_' matches '-', case-insensitively; several
 // fields of that name are joined with ", "). The variables are listed in
 // docs/directives.md.
@@ -99,9 +102,13 @@ class VarTemplate {
 
  private:
   struct Part {
-    VarGetter get = nullptr;  // null: a literal
+    VarGetter get = nullptr;  // null: a literal, a capture or a declared variable
     std::string text;         // the literal, or the argument of a prefix variable
+    int capture = -1;         // $1..$9: the last regex match's group (request_vars.h)
+    int declared = -1;        // a variable `set` makes: its index (request_vars.h)
   };
+  // A variable part's value for r (false: none).
+  static bool value_of(const Part& p, const Request& r, VarSink& out);
   std::vector<Part> parts_;
   std::string literal_;  // concatenated literals when there are no variables
   std::string source_;

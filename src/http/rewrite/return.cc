@@ -13,7 +13,7 @@
 // percent-encoded (a URI reference has none, §10.2.2; nginx sends them raw).
 // A relative URL stays relative, as the 301 of a directory does here (nginx
 // makes it absolute with absolute_redirect on; §10.2.2 allows either).
-#include "http/rewrite/return.h"
+#include "http/rewrite/rewrite.h"
 
 #include <cstring>
 #include <memory>
@@ -42,7 +42,9 @@ bool is_url(std::string_view s) {
          (s.size() > 8 && s.starts_with("https://")) || s.starts_with("$scheme");
 }
 
-Status set_return(const DirectiveCall& call, RewriteConf& loc) {
+}  // namespace
+
+Result<std::shared_ptr<const ReturnConf>> parse_return(const DirectiveCall& call) {
   auto ret = std::make_shared<ReturnConf>();
   ret->where = call.where();
   const std::string& first = call.arg(0);
@@ -72,10 +74,10 @@ Status set_return(const DirectiveCall& call, RewriteConf& loc) {
     if (!t) return call.error(t.status().message());
     ret->text = std::move(t.value());
   }
-  // Only the first return of a level ever runs (nginx stops at it).
-  if (loc.ret == nullptr) loc.ret = std::move(ret);
-  return Status::ok();
+  return std::shared_ptr<const ReturnConf>(std::move(ret));
 }
+
+namespace {
 
 // A buffer of at least `size` bytes for the response, kept as r.obuf until
 // the request ends.
@@ -116,24 +118,26 @@ void set_body(Request& r, std::string_view body) {
 
 }  // namespace
 
-const HttpModule& rewrite_module() {
-  static const HttpModule* module = [] {
-    auto* m = new HttpModule("http_rewrite");  // never destroyed: used until exit
-    auto loc = m->add_loc_conf<RewriteConf>();  // no merge: return is never inherited
-    m->conf()
-        .add("return", kHttpSrvConf | kHttpLocConf, Arity::between(1, 2), loc.custom(set_return))
-        .multiple = true;
-    return m;
-  }();
-  return *module;
-}
-
-const ReturnConf* location_return(const HttpLocConf& loc) {
-  return loc_conf<RewriteConf>(loc, rewrite_module()).ret.get();
+bool set_redirect_location(Request& r, std::string_view url) {
+  // The escaped URL is written from the start of the buffer, the raw one
+  // (already there, or copied) kept past the room it may need.
+  const std::size_t n = url.size();
+  char* mem = location_memory(r, 4 * n + 1);
+  if (mem == nullptr) return false;
+  char* raw = mem + 3 * n;
+  if (url.data() != raw) std::memmove(raw, url.data(), n);
+  HeadersOut& h = r.headers_out;
+  h.location = std::string_view(mem, escape_url(std::string_view(raw, n), mem));
+  h.location_query = {};
+  h.location_as_is = true;
+  return true;
 }
 
 int send_return(Request& r, std::string_view extension) {
-  const ReturnConf& ret = *location_return(*r.loc);
+  return send_return(r, *location_return(*r.loc), extension);
+}
+
+int send_return(Request& r, const ReturnConf& ret, std::string_view extension) {
   if (ret.code == kStatusClose) {
     terminate_request(r, kStatusClose);
     return 0;
@@ -155,8 +159,7 @@ int send_return(Request& r, std::string_view extension) {
       // The raw URL after the room its escaped form may need.
       char* raw = mem + 3 * n;
       const std::size_t len = static_cast<std::size_t>(ret.text.write(r, raw) - raw);
-      h.location = std::string_view(mem, escape_url(std::string_view(raw, len), mem));
-      h.location_as_is = true;
+      if (!set_redirect_location(r, std::string_view(raw, len))) return 500;
     }
     return ret.code;
   }
@@ -185,35 +188,15 @@ int send_return(Request& r, std::string_view extension) {
   return 0;
 }
 
-namespace {
-
-// The return of r.loc: 444 closes at once; anything else reads the body
-// first (so the connection can be kept), then answers.
-int run_return(Request& r) {
-  if (location_return(*r.loc)->code == kStatusClose) {
+// 444 closes at once; anything else reads the body first (so the
+// connection can be kept), then answers.
+int run_return(Request& r, const ReturnConf& ret) {
+  if (ret.code == kStatusClose) {
     terminate_request(r, kStatusClose);  // no need to read a body first
     return kPhaseDone;
   }
   if (const int rc = discard_request_body(r); rc != kPhaseNext) return rc;
-  return send_return(r, path_extension(r.uri));
-}
-
-int server_return_handler(Request& r) {
-  if (location_return(*r.srv->loc) == nullptr) return kPhaseDeclined;
-  r.loc = r.srv->loc;
-  return run_return(r);
-}
-
-int location_return_handler(Request& r) {
-  if (location_return(*r.loc) == nullptr) return kPhaseDeclined;
-  return run_return(r);
-}
-
-}  // namespace
-
-void add_return_phases(PhaseEngine& engine) {
-  engine.add(HttpPhase::kServerRewrite, server_return_handler);
-  engine.add(HttpPhase::kRewrite, location_return_handler);
+  return send_return(r, ret, path_extension(r.uri));
 }
 
 }  // namespace vigil::http

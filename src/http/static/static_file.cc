@@ -26,6 +26,7 @@
 #include "http/static/open_file_cache.h"
 #include "http/static/open_file_cache_conf.h"
 #include "http/core/request.h"
+#include "http/static/map_path.h"
 #include "codec/tokens.h"
 #include "codec/uri.h"
 #include "http/core/worker.h"
@@ -239,13 +240,9 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
   char* uri2 = w.scratch() + large;
   char* name = uri2 + large + 512;
   const std::size_t name_cap = w.scratch_size() - 2 * large - 512;
-  const std::string& root = loc.root_path;
-  if (root.size() + path.size() + 256 + 1 > name_cap) return 414;
-  std::memcpy(name, root.data(), root.size());
-  std::size_t len = root.size();
-  std::memcpy(name + len, path.data(), path.size());
-  len += path.size();
-  name[len] = '\0';
+  // Room for an index name after it.
+  const std::size_t len = map_uri_to_path(r, loc, path, name, name_cap - 256);
+  if (len == std::string::npos) return 414;
 
   if (path.back() == '/') {
     // The index module: the first index file that opens.

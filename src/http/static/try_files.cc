@@ -30,6 +30,7 @@
 #include "http/core/conf.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
+#include "http/static/map_path.h"
 #include "http/static/open_file_cache.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
@@ -63,7 +64,7 @@ Status set_try_files(const DirectiveCall& call, TryFilesConf& loc) {
     }
     tf->code = static_cast<int>(*code);
   } else if (fallback.starts_with("@")) {
-    return call.error("named locations are not supported (\"" + fallback + "\")");
+    tf->named = fallback;  // found when used, as nginx does
   } else {
     auto t = VarTemplate::compile(fallback);
     if (!t) return call.error(t.status().message());
@@ -113,10 +114,10 @@ enum class Tried { kFound, kNone, kError };
 Tried try_each(Request& r, const TryFiles& tf) {
   HttpWorker& w = *r.hc->worker;
   char* name = w.scratch();
-  const std::string& root = r.loc->root_path;
-  if (root.size() + 1 >= w.scratch_size()) return Tried::kError;
-  const std::size_t room = w.scratch_size() - root.size() - 1;
-  std::memcpy(name, root.data(), root.size());
+  const HttpLocConf& loc = *r.loc;
+  const std::size_t root_len = document_root(r, loc, name, w.scratch_size() - 1);
+  if (root_len == std::string::npos) return Tried::kError;
+  const std::size_t room = w.scratch_size() - root_len - 1;
   for (const TryFile& f : tf.files) {
     const std::size_t need = f.name.length(r);
     if (need > room || need > r.hc->srv->large_buffers_size) {
@@ -124,15 +125,33 @@ Tried try_each(Request& r, const TryFiles& tf) {
                 static_cast<unsigned long long>(r.c->number), f.name.source().c_str());
       continue;
     }
-    char* value = name + root.size();
-    const std::string_view v(value, static_cast<std::size_t>(f.name.write(r, value) - value));
+    char* value = name + root_len;
+    std::string_view v(value, static_cast<std::size_t>(f.name.write(r, value) - value));
+    // With alias, a value that starts with the location's name has that
+    // part replaced by the alias (nginx's try_files).
+    std::size_t skip = 0;
+    if (loc.alias && loc.alias_len != std::string::npos && loc.alias_len <= v.size() &&
+        v.substr(0, loc.alias_len) == std::string_view(loc.name).substr(0, loc.alias_len)) {
+      skip = loc.alias_len;
+    }
     if (climbs(v)) {
       VIGIL_LOG(*r.c->log, kError, 0, "*%llu try_files \"%.*s\" climbs out of the root",
                 static_cast<unsigned long long>(r.c->number), static_cast<int>(v.size()), v.data());
       continue;
     }
-    if (!exists(r, f, name, root.size(), v)) continue;
-    if (!set_request_uri(r, v)) return Tried::kError;
+    if (skip == 0) {
+      if (!exists(r, f, name, root_len, v)) continue;
+      if (!set_request_uri(r, v)) return Tried::kError;
+      return Tried::kFound;
+    }
+    // The URI that is found stays whole: kept in the request's memory
+    // before the name is shortened in place.
+    char* uri = request_alloc(r, v.size());
+    if (uri == nullptr) return Tried::kError;
+    std::memcpy(uri, v.data(), v.size());
+    std::memmove(value, value + skip, v.size() - skip);
+    if (!exists(r, f, name, root_len, v.substr(0, v.size() - skip))) continue;
+    if (!set_request_uri(r, std::string_view(uri, v.size()))) return Tried::kError;
     return Tried::kFound;
   }
   return Tried::kNone;
@@ -165,6 +184,7 @@ int try_files_handler(Request& r) {
   if (t == Tried::kFound) return kPhaseNext;
   if (t == Tried::kError) return 500;
   if (tf.code != 0) return tf.code;
+  if (!tf.named.empty()) return named_location_redirect(r, tf.named);
 
   // The internal redirect: evaluated into the scratch, then copied.
   HttpWorker& w = *r.hc->worker;

@@ -3,6 +3,7 @@
 // ngx_http_core_module): see try_files.cc.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "http/core/variables.h"
@@ -21,6 +22,7 @@ struct TryFile {
 struct TryFiles {
   std::vector<TryFile> files;
   VarTemplate fallback;  // the last argument when it is a URI
+  std::string named;     // the last argument when it is "@name"
   int code = 0;          // "=code": the status when nothing matched
 };
 

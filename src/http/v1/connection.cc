@@ -72,6 +72,7 @@ void free_request(Request& r) {
   if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
   if (r.fields_big) cache.put(reinterpret_cast<char*>(r.fields), kMaxFields * sizeof(HeaderField));
   if (r.uri_mem != nullptr) cache.put(r.uri_mem, r.uri_mem_size);
+  release_request_vars(r);
   r.fields_big = false;
   r.uri_mem = nullptr;
   r.big_header = r.obuf = r.location_mem = nullptr;

@@ -165,9 +165,10 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
   EXPECT_NE(error("server { listen 127.0.0.1:1 bogus; }").find("invalid parameter \"bogus\""),
             std::string::npos);
   EXPECT_NE(error("server { listen nowhere; }").find("listen"), std::string::npos);
-  EXPECT_NE(error("server { location ~ \\.php$ { } }")
-                .find("regular expression locations are not supported"),
-            std::string::npos);
+  EXPECT_NE(error("server { location ~ \\.php($ { } }")
+                .find("pcre2_compile() failed: missing closing parenthesis in \"\\.php($\""),
+            std::string::npos)
+      << error("server { location ~ \\.php($ { } }");
   EXPECT_NE(error("server { location /a/ { location /b/ { } } }")
                 .find("location \"/b/\" is outside location \"/a/\""),
             std::string::npos);
@@ -176,7 +177,8 @@ TEST_F(HttpConf, ErrorsAsNginxReportsThem) {
   EXPECT_NE(error("server { location a { } }").find("must start with \"/\""), std::string::npos);
   EXPECT_NE(error("location / { }").find("\"location\" directive is not allowed here"),
             std::string::npos);
-  EXPECT_NE(error("server { server_name ~^re$; }").find("regular expressions"), std::string::npos);
+  EXPECT_NE(error("server { server_name ~^(re$; }").find("pcre2_compile() failed"),
+            std::string::npos);
   EXPECT_NE(error("access_log logs/a.log main;").find("unknown log format \"main\""),
             std::string::npos);
   EXPECT_NE(error("error_page 99 /x;").find("must be between 300 and 599"), std::string::npos);

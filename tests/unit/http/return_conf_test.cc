@@ -6,7 +6,7 @@
 
 #include "http/filters/add_header.h"
 #include "http/core/conf.h"
-#include "http/rewrite/return.h"
+#include "http/rewrite/rewrite.h"
 #include "http/core/servers.h"
 #include "unit/http/http_conf_fixture.h"
 

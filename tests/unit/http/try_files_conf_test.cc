@@ -55,7 +55,7 @@ TEST_F(TryFilesConfTest, ErrorsNameTheFileAndLine) {
     EXPECT_NE(e.find(what), std::string::npos) << e;
     EXPECT_NE(e.find(".conf:"), std::string::npos) << e;
   };
-  expect("server { location / { try_files $uri @app; } }", "named locations are not supported");
+  expect("server { location / { location @app { } } }", "named location \"@app\" can be on the server level only");
   expect("server { location / { try_files $uri =abc; } }", "invalid code \"=abc\"");
   expect("server { location / { try_files $uri =200; } }", "invalid code \"=200\"");
   expect("server { location / { try_files $uri =1000; } }", "invalid code \"=1000\"");

@@ -1,0 +1,206 @@
+// Regular-expression locations and server names, the rewrite module
+// (rewrite, set, if, break, return), named locations and alias over real
+// sockets, with what nginx 1.22 answers for the same configuration.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "integration/http_harness.h"
+
+namespace vigil::test {
+namespace {
+
+class HttpRewrite : public ::testing::Test {
+ protected:
+  bool start(const std::string& server_body, const std::string& http = "",
+             const std::string& names = "localhost") {
+    port_ = free_port();
+    server_.write("html/index.html", "index\n");
+    server_.write("html/file.txt", "file\n");
+    server_.write("html/a/b.txt", "ab\n");
+    server_.write("data/img/cat.png", "cat\n");
+    server_.write("data/site/index.html", "site\n");
+    server_.write("data/site/sub/f.txt", "sub\n");
+    return server_.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(port_) +
+                         "; server_name " + names + "; root html; access_log off;\n" +
+                         server_body + "\n}");
+  }
+  Response request(const std::string& target, const std::string& host = "localhost",
+                   const std::string& extra = "") {
+    return get(port_, simple_get(target, host, extra));
+  }
+  std::string body(const std::string& target, const std::string& host = "localhost") {
+    Response r = request(target, host);
+    EXPECT_TRUE(r.complete) << target;
+    return std::to_string(r.status) + " " + r.body;
+  }
+  VigilServer server_;
+  int port_ = 0;
+};
+
+TEST_F(HttpRewrite, RegexLocationsInNginxOrder) {
+  ASSERT_TRUE(start(R"(
+    location / { return 200 "prefix $uri\n"; }
+    location = /exact.php { return 200 "exact\n"; }
+    location ^~ /static/ { return 200 "static\n"; }
+    location /app/ {
+      location ~ \.js$ { return 200 "nested js\n"; }
+      return 200 "app\n";
+    }
+    location ~ \.php$ { return 200 "php $uri\n"; }
+    location ~* \.PNG$ { return 200 "png\n"; }
+    location ~ ^/app/.*\.css$ { return 200 "app css\n"; }
+    location ~ ^/img/(?<base>[a-z]+)\.(gif|jpg)$ { return 200 "img $1 $2 $base\n"; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/x"), "200 prefix /x\n");
+  EXPECT_EQ(body("/exact.php"), "200 exact\n");
+  EXPECT_EQ(body("/other.php"), "200 php /other.php\n");
+  EXPECT_EQ(body("/static/a.php"), "200 static\n");  // ^~: no regex after it
+  EXPECT_EQ(body("/A.PnG"), "200 png\n");            // ~*: any case
+  EXPECT_EQ(body("/app/a.js"), "200 nested js\n");   // the nested regex first
+  EXPECT_EQ(body("/app/a.css"), "200 app css\n");    // then the server's, in order
+  EXPECT_EQ(body("/app/a.txt"), "200 app\n");        // else the longest prefix
+  EXPECT_EQ(body("/img/cat.gif"), "200 img cat gif cat\n");
+  EXPECT_EQ(body("/img/Cat.gif"), "200 prefix /img/Cat.gif\n");  // ~ is case-sensitive
+  // The regex sees the normalised path.
+  EXPECT_EQ(body("/x/../y%2Ephp"), "200 php /y.php\n");
+}
+
+TEST_F(HttpRewrite, RegexServerNames) {
+  port_ = free_port();
+  const std::string p = std::to_string(port_);
+  ASSERT_TRUE(server_.start(
+      "access_log off;\n"
+      "server { listen 127.0.0.1:" + p + " default_server; return 200 \"default\\n\"; }\n"
+      "server { listen 127.0.0.1:" + p + "; server_name *.wild.test;"
+      " return 200 \"wildcard\\n\"; }\n"
+      "server { listen 127.0.0.1:" + p + "; server_name ~^(?<sub>[a-z]+)\\.(wild|re)\\.test$;"
+      " return 200 \"re $sub $2\\n\"; }\n"))
+      << server_.output();
+  EXPECT_EQ(body("/", "blog.re.test"), "200 re blog re\n");
+  EXPECT_EQ(body("/", "Blog.RE.test"), "200 re Blog RE\n");  // without regard to case
+  EXPECT_EQ(body("/", "a.wild.test"), "200 wildcard\n");    // a wildcard before a regex
+  EXPECT_EQ(body("/", "1.re.test"), "200 default\n");
+}
+
+TEST_F(HttpRewrite, RewriteFlagsAndArguments) {
+  ASSERT_TRUE(start(R"(
+    rewrite ^/old/(.*)$ /new/$1 last;
+    location / { return 200 "root $uri $args\n"; }
+    location /new/ { return 200 "new $uri $args\n"; }
+    location /chain/ {
+      rewrite ^/chain/(\w+)$ /step/$1?s=1;
+      rewrite ^/step/(\w+)$ /final/$1 last;
+      return 200 "not reached\n";
+    }
+    location /final/ { return 200 "final $uri $args\n"; }
+    location /noargs/ { rewrite ^ /final/x? last; }
+    location /perm { rewrite ^/perm(.*)$ http://example.com/p$1 permanent; }
+    location /red { rewrite ^/red(.*)$ /dest$1 redirect; }
+    location /url { rewrite ^ https://example.com/u; }
+    location /brk { rewrite ^/brk(.*)$ /file.txt break; return 200 "not reached\n"; }
+    location /loop { rewrite ^ /loop last; }
+    location /empty { rewrite ^ ""; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/old/a?z=9"), "200 new /new/a z=9\n");  // server level, then the location
+  EXPECT_EQ(body("/chain/abc"), "200 final /final/abc s=1\n");
+  EXPECT_EQ(body("/chain/abc?k=2"), "200 final /final/abc s=1&k=2\n");  // theirs, then ours
+  EXPECT_EQ(body("/noargs/?k=2"), "200 final /final/x \n");              // '?' drops them
+  Response r = request("/perm/a?q=1");
+  EXPECT_EQ(r.status, 301);
+  EXPECT_EQ(r.header("location"), "http://example.com/p/a?q=1");
+  r = request("/red/x");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/dest/x");
+  r = request("/url");
+  EXPECT_EQ(r.status, 302);  // a URL replacement redirects whatever the flag
+  EXPECT_EQ(r.header("location"), "https://example.com/u");
+  EXPECT_EQ(body("/brk"), "200 file\n");  // break: the file of the new URI, no return
+  r = request("/loop");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_TRUE(server_.wait_output("rewrite or internal redirection cycle while processing \"/loop\""))
+      << server_.output();
+  EXPECT_EQ(request("/empty").status, 500);
+  EXPECT_TRUE(server_.wait_output("the rewritten URI has a zero length")) << server_.output();
+}
+
+TEST_F(HttpRewrite, SetIfAndBreak) {
+  server_.write("html/exec.sh", "#!/bin/sh\n");
+  ASSERT_TRUE(start(R"(
+    location /if/ {
+      set $a "no";
+      if ($arg_q = yes) { set $a "yes"; }
+      if ($arg_q != yes) { set $a "$a-not"; }
+      if ($http_x_agent ~* ^(curl)/(?<ver>[0-9.]+)$) { return 200 "agent $1 $ver a=$a\n"; }
+      if ($http_x_agent !~ ^bot) { return 200 "not a bot a=$a\n"; }
+      return 200 "bot a=$a\n";
+    }
+    location /files/ {
+      if (-f $document_root/file.txt) { set $f "file"; }
+      if (!-f $document_root/a) { set $f "$f nofile"; }
+      if (-d $document_root/a) { set $f "$f dir"; }
+      if (!-e $document_root/nope) { set $f "$f noent"; }
+      if (-x $document_root/exec.sh) { set $f "$f exec"; }
+      return 200 "$f\n";
+    }
+    location /value/ {
+      if ($arg_v) { return 200 "true\n"; }
+      return 200 "false\n";
+    }
+    location /brk/ { set $x 1; break; set $x 2; return 200 "not reached\n"; }
+    location /ifcontent/ {
+      if ($arg_p) { root data; }
+      rewrite ^/ifcontent/(.*)$ /$1 break;
+    }
+  )")) << server_.output();
+  ::chmod(server_.path("html/exec.sh").c_str(), 0755);
+  EXPECT_EQ(body("/if/?q=yes"), "200 not a bot a=yes\n");
+  EXPECT_EQ(body("/if/?q=no"), "200 not a bot a=no-not\n");
+  Response r = request("/if/", "localhost", "X-Agent: CURL/8.1\r\n");
+  EXPECT_EQ(r.body, "agent CURL 8.1 a=no-not\n");
+  r = request("/if/", "localhost", "X-Agent: bot/1\r\n");
+  EXPECT_EQ(r.body, "bot a=no-not\n");
+  EXPECT_EQ(body("/files/"), "200 file nofile dir noent exec\n");
+  EXPECT_EQ(body("/value/?v=1"), "200 true\n");
+  EXPECT_EQ(body("/value/?v=0"), "200 false\n");
+  EXPECT_EQ(body("/value/"), "200 false\n");
+  // break stops the module's directives: the static file of the location.
+  EXPECT_EQ(request("/brk/").status, 404);
+  // An if block's settings are the request's when it holds (nginx's "if").
+  EXPECT_EQ(body("/ifcontent/file.txt"), "200 file\n");
+  EXPECT_EQ(body("/ifcontent/img/cat.png?p=1"), "200 cat\n");
+}
+
+TEST_F(HttpRewrite, NamedLocationsForTryFiles) {
+  ASSERT_TRUE(start(R"(
+    location / { try_files $uri $uri/ @fallback; }
+    location /missing/ { try_files $uri @nowhere; }
+    location @fallback { return 200 "fallback $uri $args\n"; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/file.txt"), "200 file\n");
+  EXPECT_EQ(body("/nope?x=1"), "200 fallback /nope x=1\n");
+  EXPECT_EQ(request("/missing/a").status, 500);
+  EXPECT_TRUE(server_.wait_output("could not find named location \"@nowhere\"")) << server_.output();
+}
+
+TEST_F(HttpRewrite, Alias) {
+  ASSERT_TRUE(start(R"(
+    location /i/ { alias data/img/; }
+    location ~ ^/pic/(.+\.png)$ { alias data/img/$1; }
+    location /s/ { alias data/site/; try_files $uri $uri/ =404; }
+    location /v/ { root $arg_d; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/i/cat.png"), "200 cat\n");
+  EXPECT_EQ(body("/pic/cat.png"), "200 cat\n");
+  EXPECT_EQ(request("/pic/dog.png").status, 404);
+  EXPECT_EQ(body("/s/"), "200 site\n");
+  EXPECT_EQ(body("/s/sub/f.txt"), "200 sub\n");
+  EXPECT_EQ(request("/s/none").status, 404);
+  // A root with variables, relative to the prefix.
+  EXPECT_EQ(request("/v/img/cat.png?d=data").status, 404);
+  server_.write("data/v/img/cat.png", "vcat\n");
+  EXPECT_EQ(body("/v/img/cat.png?d=data"), "200 vcat\n");
+}
+
+}  // namespace
+}  // namespace vigil::test
