@@ -5,6 +5,7 @@
 // read every buffer it is given before it says kBodyOk, end the body with
 // the last buffer when it succeeds, and never write past its buffers
 // (AddressSanitizer's part); its memory goes back to the worker each time.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

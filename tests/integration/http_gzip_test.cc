@@ -291,6 +291,14 @@ TEST_F(HttpGzip, GzipStaticServesTheGzFile) {
   r = request("/on/only.txt", kAe);
   EXPECT_FALSE(r.has("content-encoding"));
   EXPECT_FALSE(r.has("vary")) << "no .gz: nothing depends on Accept-Encoding";
+  // The index file of a directory, too.
+  put({"on"}, "index.html", text);
+  put({"on"}, "index.html.gz", gz);
+  r = request("/on/", kAe);
+  EXPECT_EQ(r.header("content-encoding"), "gzip");
+  EXPECT_EQ(r.header("content-type"), "text/html");
+  EXPECT_EQ(r.body, gz);
+  EXPECT_EQ(request("/on/").body, text);
   r = request("/always/s.txt");
   EXPECT_EQ(r.header("content-encoding"), "gzip");
   EXPECT_EQ(r.body, gz);

@@ -230,6 +230,29 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   return 0;
 }
 
+// gzip_static: serves the file name[0, len) + ".gz" in place of the file
+// when there is one and it should be sent (gzip.h); kNoGz when not, else
+// what serve_file answered. `name` has room for `cap` bytes and is
+// NUL-terminated at `len` again on return.
+constexpr int kNoGz = -1;
+int serve_gzip_static(Request& r, char* name, std::size_t len, std::size_t cap,
+                      std::string_view ext) {
+  if (len + 4 > cap || !gzip_static_wanted(r)) return kNoGz;
+  OpenFileInfo info;
+  FileRef ref;
+  std::memcpy(name + len, ".gz", 4);
+  open_file(r, *r.loc, std::string_view(name, len + 3), info, ref);
+  if (info.err != 0 && info.err != ENOENT && info.err != ENOTDIR && info.err != ENAMETOOLONG) {
+    log_open_error(r, name, info);  // then the file itself is tried, as nginx does
+  }
+  name[len] = '\0';
+  if (info.err == 0 && info.is_file && gzip_static_found(r)) {
+    return serve_file(r, ref, info, ext, true);
+  }
+  if (info.err == 0) drop(r, ref);
+  return kNoGz;
+}
+
 std::string_view extension_of(std::string_view name) {
   const std::size_t dot = name.rfind('.');
   if (dot == std::string_view::npos || dot == 0) return {};
@@ -292,6 +315,12 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
         if (!set_request_uri(r, new_uri)) return 500;
         return internal_redirect(r);
       }
+      const std::size_t index_len = len + index.size();
+      if (const int rc = serve_gzip_static(r, name, index_len, name_cap, extension_of(index));
+          rc != kNoGz) {
+        drop(r, ref);
+        return rc;
+      }
       return serve_file(r, ref, info, extension_of(index));
     }
     name[len] = '\0';
@@ -309,18 +338,8 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
 
   OpenFileInfo info;
   FileRef ref;
-  if (gzip_static_wanted(r) && len + 4 <= name_cap) {
-    // gzip_static: FILE.gz, when there is one, in place of FILE.
-    std::memcpy(name + len, ".gz", 4);
-    open_file(r, loc, std::string_view(name, len + 3), info, ref);
-    if (info.err != 0 && info.err != ENOENT && info.err != ENOTDIR && info.err != ENAMETOOLONG) {
-      log_open_error(r, name, info);  // then FILE is tried, as nginx does
-    }
-    name[len] = '\0';
-    if (info.err == 0 && info.is_file && gzip_static_found(r)) {
-      return serve_file(r, ref, info, extension, true);
-    }
-    if (info.err == 0) drop(r, ref);
+  if (const int rc = serve_gzip_static(r, name, len, name_cap, extension); rc != kNoGz) {
+    return rc;
   }
   open_file(r, loc, std::string_view(name, len), info, ref);
   if (info.err != 0) {
