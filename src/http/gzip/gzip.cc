@@ -624,8 +624,21 @@ bool gzip_ok(const Request& r, const GzipConf& conf) {
 
 const GzipConf& gzip_conf(const HttpLocConf& loc) { return loc_conf<GzipConf>(loc, gzip_module()); }
 
+namespace {
+
+// A head sent a second time (an error page after a status a later header
+// filter answered with) is decided afresh: what an earlier one set up goes.
+void forget_earlier_head(Request& r) {
+  if (ctx_of(r) == nullptr) return;
+  release_gzip(r);
+  r.body_changed = false;
+}
+
+}  // namespace
+
 int gunzip_header_filter(Request& r) {
   if (r.loc == nullptr) return 0;
+  forget_earlier_head(r);
   const GzipConf& conf = gzip_conf(*r.loc);
   HeadersOut& h = r.headers_out;
   if (!conf.gunzip || !iequals(content_encoding(h), "gzip")) return 0;
@@ -642,7 +655,11 @@ int gunzip_header_filter(Request& r) {
 }
 
 int gzip_header_filter(Request& r) {
-  if (r.loc == nullptr || ctx_of(r) != nullptr) return 0;  // gunzip's
+  if (r.loc == nullptr) return 0;
+  // An inflating context is gunzip's, made for this head (its filter runs
+  // first): the response is decoded, not coded again.
+  if (const GzipCtx* x = ctx_of(r); x != nullptr && x->inflate) return 0;
+  forget_earlier_head(r);
   const GzipConf& conf = gzip_conf(*r.loc);
   HeadersOut& h = r.headers_out;
   // As nginx: 200, 403 and 404, not already coded, long enough when the
