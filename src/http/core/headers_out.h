@@ -31,6 +31,9 @@ struct HeadersOut {
   std::string_view location_query;
   bool location_as_is = false;  // `location` is a whole URL, already escaped (return.cc)
   bool allow = false;           // "Allow: GET, HEAD" (405)
+  // The server's own Content-Encoding (gzip, gzip_static); a proxied
+  // response's stays among `fields`.
+  std::string_view content_encoding;
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;

@@ -13,6 +13,7 @@
 #include "http/empty_gif/empty_gif.h"
 #include "http/filters/add_header.h"
 #include "http/filters/expires.h"
+#include "http/gzip/gzip.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/rewrite.h"
 #include "http/static/disable_symlinks.h"
@@ -28,7 +29,8 @@ std::span<const HttpModule* const> http_modules() {
       &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
       &access_module(),     &try_files_module(),        &empty_gif_module(),
       &add_header_module(), &expires_module(),          &disable_symlinks_module(),
-      &open_file_cache_module(), &proxy_module(),       &filters_module(),
+      &open_file_cache_module(), &proxy_module(),       &gzip_module(),
+      &filters_module(),
   };
   return kModules;
 }
@@ -37,15 +39,22 @@ std::span<const HttpModule* const> http_modules() {
 // filters.h). Header filters: the preconditions first (a 304 or 412 is
 // decided on the whole representation), then expires and add_header, each
 // only when some location of the configuration uses it (add_header's
-// Last-Modified is the date If-Range compares), then Range. Body filters,
-// before HTTP/1's final writer: a module that changes the body (gzip) adds
-// its filter before chunked, which frames what the others made, when its
-// directive is used.
+// Last-Modified is the date If-Range compares), then gunzip and gzip (after
+// expires, whose fields gzip_proxied reads; gunzip first, as in nginx, so a
+// response it decodes is not coded again), then Range (a coded body has no
+// length, so no ranges: nginx's order). Body filters, before HTTP/1's final
+// writer: a module that changes the body (gzip) adds its filter before
+// chunked, which frames what the others made, when its directive is used.
 bool register_filters(FilterChains& chains, const HttpServers& servers) {
   bool ok = chains.header.add(not_modified_header_filter);
   if (ok && uses_expires(servers)) ok = chains.header.add(expires_header_filter);
   if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
+  const bool gunzip = uses_gunzip(servers);
+  const bool gzip = uses_gzip(servers);
+  if (ok && gunzip) ok = chains.header.add(gunzip_header_filter);
+  if (ok && gzip) ok = chains.header.add(gzip_header_filter);
   ok = ok && chains.header.add(range_header_filter);
+  if (ok && (gzip || gunzip)) ok = chains.body.add(gzip_body_filter);
   return ok && chains.body.add(chunked_body_filter);
 }
 

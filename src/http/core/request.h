@@ -199,6 +199,14 @@ struct Request {
   bool uri_changed = false;      // a location's rewrite changed r.uri (post-rewrite: find it again)
   // `set` variables, regex captures and the memory they live in (request_vars.h).
   RequestVars vars;
+  // A body filter changes the bytes (gzip, gunzip): the producer passes the
+  // whole body through the filters, none of it in the head's buffer nor read
+  // by the writer after them (nginx's main_filter_need_in_memory).
+  bool body_changed = false;
+  // The response depends on Accept-Encoding: "Vary: Accept-Encoding" when
+  // the location has gzip_vary on (nginx's r->gzip_vary; set by gzip,
+  // gzip_static and gunzip, kept across internal redirects).
+  bool gzip_vary = false;
   // Each HttpModule's per-request state (module.h), null until it sets it:
   // memory the module owns for the request's life (a worker buffer, given
   // back by the module when the request ends), or a pointer into the request.

@@ -22,6 +22,7 @@
 #include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/filters/range.h"
+#include "http/gzip/gzip.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache.h"
 #include "http/static/open_file_cache_conf.h"
@@ -132,8 +133,10 @@ namespace {
 
 // Serves the open file `ref` (what `info` says of it) with the conditional
 // and range rules of RFC 9110 §13 and §14. Takes ownership of ref. Returns 0
-// or a status.
-int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_view ext) {
+// or a status. `gzipped`: the file is a gzip_static FILE.gz, sent as FILE
+// with Content-Encoding: gzip.
+int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_view ext,
+               bool gzipped = false) {
   const HttpLocConf& loc = *r.loc;
   char etag_buf[48];
   const std::string_view etag(etag_buf, format_etag(info, etag_buf));
@@ -150,6 +153,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   h = fresh;
   h.content_type = content_type_for(loc, ext);
   h.content_length = size;
+  if (gzipped) h.content_encoding = "gzip";
   if (r.status != 0) {
     // An error_page: the page, whole, with the error's status.
     h.status = r.status;
@@ -170,7 +174,10 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
     return rc;
   }
   const std::int64_t first = r.body_offset;
-  const std::int64_t length = h.content_length < 0 ? 0 : h.content_length;
+  // A body a filter changes has no length in the head any more (gzip): the
+  // whole file goes to the filter (no range applies to it).
+  const std::int64_t length =
+      r.body_changed ? size : h.content_length < 0 ? 0 : h.content_length;
   r.bbuf = Buf{};
   if (r.header_only || length == 0) {
     drop(r, ref);
@@ -181,7 +188,9 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   // TCP segment, where header + sendfile would be two. Copying a few hundred
   // bytes costs less than sendfile's setup; larger files are never copied
   // whole (sendfile, or output_buffers-sized pieces).
-  if (!r.chunked_out && static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
+  // A body a filter changes (gzip) goes through the filters whole.
+  if (!r.chunked_out && !r.body_changed &&
+      static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
     for (;;) {
       ssize_t got = ::pread(fd, r.hbuf.last, static_cast<std::size_t>(length), first);
       if (got == length) break;
@@ -200,8 +209,10 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   }
   r.fd = fd;
   r.file_entry = ref.entry;  // released with the request (release_file)
-  if (loc.sendfile) {
-    r.use_sendfile = true;
+  if (loc.sendfile || r.body_changed) {
+    // A file range; a filter that changes the body reads it into memory
+    // itself (sendfile or not), a piece at a time.
+    r.use_sendfile = !r.body_changed;
     r.bbuf.in_file = true;
     r.bbuf.file_fd = fd;
     r.bbuf.file_pos = first;
@@ -218,6 +229,29 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   }
   send_response(r);
   return 0;
+}
+
+// gzip_static: serves the file name[0, len) + ".gz" in place of the file
+// when there is one and it should be sent (gzip.h); kNoGz when not, else
+// what serve_file answered. `name` has room for `cap` bytes and is
+// NUL-terminated at `len` again on return.
+constexpr int kNoGz = -1;
+int serve_gzip_static(Request& r, char* name, std::size_t len, std::size_t cap,
+                      std::string_view ext) {
+  if (len + 4 > cap || !gzip_static_wanted(r)) return kNoGz;
+  OpenFileInfo info;
+  FileRef ref;
+  std::memcpy(name + len, ".gz", 4);
+  open_file(r, *r.loc, std::string_view(name, len + 3), info, ref);
+  if (info.err != 0 && info.err != ENOENT && info.err != ENOTDIR && info.err != ENAMETOOLONG) {
+    log_open_error(r, name, info);  // then the file itself is tried, as nginx does
+  }
+  name[len] = '\0';
+  if (info.err == 0 && info.is_file && gzip_static_found(r)) {
+    return serve_file(r, ref, info, ext, true);
+  }
+  if (info.err == 0) drop(r, ref);
+  return kNoGz;
 }
 
 std::string_view extension_of(std::string_view name) {
@@ -278,6 +312,12 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
         if (!set_request_uri(r, new_uri)) return 500;
         return internal_redirect(r);
       }
+      const std::size_t index_len = len + index.size();
+      if (const int rc = serve_gzip_static(r, name, index_len, name_cap, extension_of(index));
+          rc != kNoGz) {
+        drop(r, ref);
+        return rc;
+      }
       return serve_file(r, ref, info, extension_of(index));
     }
     name[len] = '\0';
@@ -295,6 +335,9 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
 
   OpenFileInfo info;
   FileRef ref;
+  if (const int rc = serve_gzip_static(r, name, len, name_cap, extension); rc != kNoGz) {
+    return rc;
+  }
   open_file(r, loc, std::string_view(name, len), info, ref);
   if (info.err != 0) {
     log_open_error(r, name, info);

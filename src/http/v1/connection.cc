@@ -18,6 +18,7 @@
 #include "http/core/counters.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
+#include "http/gzip/gzip.h"
 #include "http/static/open_file_cache.h"
 #include "http/upstream/upstream.h"
 #include "vigil/core/log.h"
@@ -58,6 +59,7 @@ void free_request(Request& r) {
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
   upstream_core::release(r);
+  release_gzip(r);
   if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
   release_request_body_file(r);
   release_file(r);

@@ -19,6 +19,7 @@
 #include "http/core/request.h"
 #include "http/core/worker.h"
 #include "http/filters/add_header.h"
+#include "http/gzip/gzip.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 #include "vigil/version.h"
@@ -316,7 +317,7 @@ bool write_header(Request& r) {
                 (r.srv != nullptr && !r.srv->server_names.empty() ? r.srv->server_names[0].size()
                                                                   : 0);
   std::size_t need = 512 + 96 /* Expires, Cache-Control */ + origin + h.content_type.size() +
-                     h.etag.size() + h.content_range.size() +
+                     h.content_encoding.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
                      h.reason.size() + add_headers_length(r, h.add_headers, h.status);
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
@@ -347,6 +348,12 @@ bool write_header(Request& r) {
     o.put_uint(static_cast<std::uint64_t>(h.content_length));
     o.put("\r\n");
   }
+  if (!h.content_encoding.empty()) {
+    o.put("Content-Encoding: ");
+    o.put(h.content_encoding);
+    o.put("\r\n");
+  }
+  if (r.gzip_vary && gzip_conf(loc).vary) o.put("Vary: Accept-Encoding\r\n");
   if (!h.content_range.empty()) {
     o.put("Content-Range: ");
     o.put(h.content_range);
