@@ -31,6 +31,9 @@ struct HeadersOut {
   std::string_view location_query;
   bool location_as_is = false;  // `location` is a whole URL, already escaped (return.cc)
   bool allow = false;           // "Allow: GET, HEAD" (405)
+  // auth_basic's challenge ("Basic realm=..."): kept for an error page, as
+  // nginx keeps it, so a 401 answered by error_page still carries it.
+  std::string_view www_authenticate;
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;
@@ -78,6 +81,7 @@ struct HeadersOut {
   // auto_redirect, an error_page's location), everything else is dropped.
   void restart_for(int page_status) {
     HeadersOut fresh;
+    fresh.www_authenticate = www_authenticate;
     if (is_redirect(page_status)) {
       fresh.location = location;
       fresh.location_query = location_query;
