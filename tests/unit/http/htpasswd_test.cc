@@ -54,7 +54,7 @@ TEST(BasicCredentials, SplitAtTheFirstColon) {
       << "the scheme in any case, spaces after it";
   EXPECT_EQ(user, "name");
   EXPECT_EQ(password, "");
-  for (const std::string bad : {std::string("Bearer ") + b64("u:p"), "Basic " + b64("nocolon"),
+  for (const std::string& bad : {std::string("Bearer ") + b64("u:p"), "Basic " + b64("nocolon"),
                                 std::string("Basic !!!!"), std::string("Basic"),
                                 std::string("Basic ")}) {
     EXPECT_FALSE(parse_basic_credentials(bad, buf, user, password)) << bad;
