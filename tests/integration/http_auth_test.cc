@@ -78,7 +78,8 @@ TEST_F(Auth, EveryHashFormatOfTheUserFile) {
   ASSERT_FALSE(apr1.empty() || md5.empty() || sha256.empty() || sha512.empty());
   server_.write("conf/htpasswd",
                 "# users\n\n"
-                "apr1:" + apr1 + "\n" + "md5:" + md5 + "\n" + "sha256:" + sha256 + "\n" +
+                "apr1:" +
+                    apr1 + "\n" + "md5:" + md5 + "\n" + "sha256:" + sha256 + "\n" +
                     "sha512:" + sha512 + "\r\n" +
                     "plain:{PLAIN}secret\n"
                     "sha:{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ=\n"
@@ -136,13 +137,14 @@ TEST_F(Auth, TheFileIsReadForEveryRequest) {
 TEST_F(Auth, MissingOrUnreadableFileOffAndVariables) {
   server_.write("conf/htpasswd", "u:{PLAIN}p\n");
   ::mkdir(server_.path("conf/adir").c_str(), 0755);
-  ASSERT_TRUE(start("location / {\n"
-                    "  auth_basic \"r\"; auth_basic_user_file htpasswd;\n"
-                    "  location /p/ { auth_basic off; }\n"
-                    "}\n"
-                    "location /missing/ { auth_basic \"r\"; auth_basic_user_file nothere; }\n"
-                    "location /dir/ { auth_basic \"r\"; auth_basic_user_file adir; }\n"
-                    "location /var/ { auth_basic \"$arg_realm\"; auth_basic_user_file $arg_f; }\n"))
+  ASSERT_TRUE(
+      start("location / {\n"
+            "  auth_basic \"r\"; auth_basic_user_file htpasswd;\n"
+            "  location /p/ { auth_basic off; }\n"
+            "}\n"
+            "location /missing/ { auth_basic \"r\"; auth_basic_user_file nothere; }\n"
+            "location /dir/ { auth_basic \"r\"; auth_basic_user_file adir; }\n"
+            "location /var/ { auth_basic \"$arg_realm\"; auth_basic_user_file $arg_f; }\n"))
       << server_.output();
   EXPECT_EQ(req("/p/").status, 200) << "auth_basic off in the inner location";
   EXPECT_EQ(req("/missing/", auth("u", "p")).status, 403) << "nginx: a missing file is 403";
@@ -163,14 +165,16 @@ TEST_F(Auth, AnErrorPageKeepsTheChallengeAndTheLogHasTheUser) {
   server_.write("conf/htpasswd", "alice:{PLAIN}p\n");
   server_.write("html/denied.html", "DENIED");
   port_ = free_port();
-  ASSERT_TRUE(server_.start(
-      "log_format u \"$remote_user|$status\";\n"
-      "server { listen 127.0.0.1:" + std::to_string(port_) + "; root html;\n"
-      "  access_log logs/user.log u; access_log logs/combined.log;\n"
-      "  error_page 401 /denied.html;\n"
-      "  location / { auth_basic \"r\"; auth_basic_user_file htpasswd; }\n"
-      "  location = /denied.html { }\n"
-      "}\n"))
+  ASSERT_TRUE(
+      server_.start("log_format u \"$remote_user|$status\";\n"
+                    "server { listen 127.0.0.1:" +
+                    std::to_string(port_) +
+                    "; root html;\n"
+                    "  access_log logs/user.log u; access_log logs/combined.log;\n"
+                    "  error_page 401 /denied.html;\n"
+                    "  location / { auth_basic \"r\"; auth_basic_user_file htpasswd; }\n"
+                    "  location = /denied.html { }\n"
+                    "}\n"))
       << server_.output();
   const Response r = get(port_, simple_get("/"));
   EXPECT_EQ(r.status, 401);
@@ -178,24 +182,26 @@ TEST_F(Auth, AnErrorPageKeepsTheChallengeAndTheLogHasTheUser) {
   EXPECT_EQ(r.header("www-authenticate"), "Basic realm=\"r\"");
   EXPECT_EQ(get(port_, simple_get("/", "localhost", auth("alice", "p"))).status, 403)
       << "html/ has no index: the directory is forbidden";
-  EXPECT_TRUE(wait_until([&] {
-    return server_.read("logs/user.log").find("alice|403\n") != std::string::npos &&
-           server_.read("logs/combined.log").find("127.0.0.1 - alice [") != std::string::npos;
-  }, 5000))
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return server_.read("logs/user.log").find("alice|403\n") != std::string::npos &&
+               server_.read("logs/combined.log").find("127.0.0.1 - alice [") != std::string::npos;
+      },
+      5000))
       << server_.read("logs/user.log") << server_.read("logs/combined.log");
   EXPECT_NE(server_.read("logs/user.log").find("-|401\n"), std::string::npos);
 }
 
 TEST_F(Auth, SatisfyAnyOrAll) {
   server_.write("conf/htpasswd", "u:{PLAIN}p\n");
-  ASSERT_TRUE(start(
-      "auth_basic \"r\"; auth_basic_user_file htpasswd;\n"
-      "location /any-deny/ { satisfy any; deny all; }\n"
-      "location /any-allow/ { satisfy any; allow 127.0.0.1; deny all; }\n"
-      "location /any-nomatch/ { satisfy any; allow 10.0.0.1; auth_basic off; }\n"
-      "location /any-only-deny/ { satisfy any; deny all; auth_basic off; }\n"
-      "location /all/ { satisfy all; allow 127.0.0.1; }\n"
-      "location /all-deny/ { deny all; }\n"))
+  ASSERT_TRUE(
+      start("auth_basic \"r\"; auth_basic_user_file htpasswd;\n"
+            "location /any-deny/ { satisfy any; deny all; }\n"
+            "location /any-allow/ { satisfy any; allow 127.0.0.1; deny all; }\n"
+            "location /any-nomatch/ { satisfy any; allow 10.0.0.1; auth_basic off; }\n"
+            "location /any-only-deny/ { satisfy any; deny all; auth_basic off; }\n"
+            "location /all/ { satisfy all; allow 127.0.0.1; }\n"
+            "location /all-deny/ { deny all; }\n"))
       << server_.output();
   const Response d = req("/any-deny/");
   EXPECT_EQ(d.status, 401) << "any: a 401 wins over a 403";
@@ -214,17 +220,17 @@ TEST_F(Auth, SatisfyAnyOrAll) {
 class RealIp : public Auth {};
 
 TEST_F(RealIp, TheHeaderNamesTheClientOfATrustedProxy) {
-  ASSERT_TRUE(start(
-      "add_header X-IP $remote_addr always;\n"
-      "add_header X-Port $remote_port always;\n"
-      "add_header X-RIP $realip_remote_addr always;\n"
-      "add_header X-RPort $realip_remote_port always;\n"
-      "location / { }\n"
-      "location /custom { real_ip_header X-Real-IP-Custom; }\n"
-      "location /1 { real_ip_header X-Forwarded-For; real_ip_recursive off; }\n"
-      "location /2 { real_ip_header X-Forwarded-For; real_ip_recursive on; }\n"
-      "",
-      "set_real_ip_from 127.0.0.1/32;\nset_real_ip_from 10.0.1.0/24;\n"))
+  ASSERT_TRUE(
+      start("add_header X-IP $remote_addr always;\n"
+            "add_header X-Port $remote_port always;\n"
+            "add_header X-RIP $realip_remote_addr always;\n"
+            "add_header X-RPort $realip_remote_port always;\n"
+            "location / { }\n"
+            "location /custom { real_ip_header X-Real-IP-Custom; }\n"
+            "location /1 { real_ip_header X-Forwarded-For; real_ip_recursive off; }\n"
+            "location /2 { real_ip_header X-Forwarded-For; real_ip_recursive on; }\n"
+            "",
+            "set_real_ip_from 127.0.0.1/32;\nset_real_ip_from 10.0.1.0/24;\n"))
       << server_.output();
   auto ip = [&](const std::string& target, const std::string& extra) {
     return req(target, extra).header("x-ip");
@@ -262,17 +268,21 @@ TEST_F(RealIp, TheHeaderNamesTheClientOfATrustedProxy) {
 TEST_F(RealIp, AccessLimitsAndTheLogSeeTheRealAddress) {
   port_ = free_port();
   const int pp_port = free_port();
-  ASSERT_TRUE(server_.start(
-      "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n"
-      "set_real_ip_from 127.0.0.1;\n"
-      "server { listen 127.0.0.1:" + std::to_string(port_) + "; root html;\n"
-      "  access_log logs/access.log;\n"
-      "  location /deny/ { deny 192.0.2.1; }\n"
-      "  location /limit/ { limit_req zone=one; }\n"
-      "}\n"
-      "server { listen 127.0.0.1:" + std::to_string(pp_port) + "; root html;\n"
-      "  real_ip_header proxy_protocol; deny 127.0.0.1;\n"
-      "}\n"))
+  ASSERT_TRUE(
+      server_.start("limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n"
+                    "set_real_ip_from 127.0.0.1;\n"
+                    "server { listen 127.0.0.1:" +
+                    std::to_string(port_) +
+                    "; root html;\n"
+                    "  access_log logs/access.log;\n"
+                    "  location /deny/ { deny 192.0.2.1; }\n"
+                    "  location /limit/ { limit_req zone=one; }\n"
+                    "}\n"
+                    "server { listen 127.0.0.1:" +
+                    std::to_string(pp_port) +
+                    "; root html;\n"
+                    "  real_ip_header proxy_protocol; deny 127.0.0.1;\n"
+                    "}\n"))
       << server_.output();
   auto status = [&](const std::string& target, const std::string& ip) {
     return get(port_, simple_get(target, "localhost", "X-Real-IP: " + ip + "\r\n")).status;
@@ -286,9 +296,9 @@ TEST_F(RealIp, AccessLimitsAndTheLogSeeTheRealAddress) {
   EXPECT_EQ(status("/limit/", "192.0.2.11"), 404) << "another client: its own key";
   EXPECT_EQ(get(pp_port, simple_get("/", "localhost", "X-Real-IP: 192.0.2.1\r\n")).status, 403)
       << "no PROXY protocol data: nothing changes";
-  EXPECT_TRUE(wait_until([&] {
-    return server_.read("logs/access.log").find("192.0.2.11 - - [") != std::string::npos;
-  }, 5000))
+  EXPECT_TRUE(wait_until(
+      [&] { return server_.read("logs/access.log").find("192.0.2.11 - - [") != std::string::npos; },
+      5000))
       << server_.read("logs/access.log");
 }
 
@@ -339,11 +349,20 @@ class Autoindex : public ::testing::Test {
 
   std::string locations() const {
     return "autoindex on;\n"
-           "location /x/ { alias " + root_ + "/d/; autoindex_format xml; }\n"
-           "location /j/ { alias " + root_ + "/d/; autoindex_format json; }\n"
-           "location /p/ { alias " + root_ + "/d/; autoindex_format jsonp; }\n"
-           "location /e/ { alias " + root_ + "/d/; autoindex_exact_size off; }\n"
-           "location /off/ { alias " + root_ + "/d/; autoindex off; }\n";
+           "location /x/ { alias " +
+           root_ +
+           "/d/; autoindex_format xml; }\n"
+           "location /j/ { alias " +
+           root_ +
+           "/d/; autoindex_format json; }\n"
+           "location /p/ { alias " +
+           root_ +
+           "/d/; autoindex_format jsonp; }\n"
+           "location /e/ { alias " +
+           root_ +
+           "/d/; autoindex_exact_size off; }\n"
+           "location /off/ { alias " +
+           root_ + "/d/; autoindex off; }\n";
   }
 
   std::string root_;
@@ -351,8 +370,8 @@ class Autoindex : public ::testing::Test {
 
 TEST_F(Autoindex, ListingsAreNginxsByteForByte) {
   NginxServer nginx;
-  ASSERT_TRUE(nginx.start("access_log off;\nserver { listen 127.0.0.1:PORT; root " + root_ +
-                          ";\n" + locations() + "}\n"))
+  ASSERT_TRUE(nginx.start("access_log off;\nserver { listen 127.0.0.1:PORT; root " + root_ + ";\n" +
+                          locations() + "}\n"))
       << nginx.error();
   // Vigil has no alias: the same directories through symbolic links.
   for (const char* l : {"x", "j", "p", "e", "off"}) {
@@ -361,7 +380,8 @@ TEST_F(Autoindex, ListingsAreNginxsByteForByte) {
   VigilServer vigil;
   const int port = free_port();
   ASSERT_TRUE(vigil.start("access_log off;\nserver { listen 127.0.0.1:" + std::to_string(port) +
-                          "; root " + root_ + ";\nautoindex on;\n"
+                          "; root " + root_ +
+                          ";\nautoindex on;\n"
                           "location /x/ { autoindex_format xml; }\n"
                           "location /j/ { autoindex_format json; }\n"
                           "location /p/ { autoindex_format jsonp; }\n"

@@ -6,6 +6,10 @@
 // stub_status, metrics), before try_files, and again in a location that a
 // try_files redirect leads to.
 //
+// `satisfy` (nginx keeps it in its core module; here, with the rules it
+// combines) decides how allow/deny and auth_basic (auth_basic.cc) make one
+// answer: access_handler below.
+//
 // An IPv6 client whose address is IPv4-mapped (::ffff:a.b.c.d, a dual-stack
 // socket) is matched against the IPv4 rules, as nginx does.
 #include "http/core/module.h"

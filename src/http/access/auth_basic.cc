@@ -124,7 +124,8 @@ int auth_basic_check(Request& r) {
   if (!conf.realm.is_literal()) {
     const std::size_t n = conf.realm.length(r);
     if (n >= left) return 500;
-    realm = std::string_view(scratch, static_cast<std::size_t>(conf.realm.write(r, scratch) - scratch));
+    const char* end = conf.realm.write(r, scratch);
+    realm = std::string_view(scratch, static_cast<std::size_t>(end - scratch));
     if (realm == "off") return kPhaseDeclined;
     scratch += realm.size();
     left -= realm.size();
@@ -136,8 +137,8 @@ int auth_basic_check(Request& r) {
       !parse_basic_credentials(f->value, scratch, user, password)) {
     VIGIL_LOG(*r.c->log, kInfo, 0,
               "*%llu no user/password was provided for basic authentication, client: %.*s",
-              static_cast<unsigned long long>(r.c->number),
-              static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
+              static_cast<unsigned long long>(r.c->number), static_cast<int>(r.c->addr_text.size()),
+              r.c->addr_text.data());
     return unauthorized(r, conf, realm);
   }
   scratch += f->value.size();
@@ -210,8 +211,8 @@ int auth_basic_check(Request& r) {
               user.data(), name, static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
     return unauthorized(r, conf, realm);
   }
-  const PasswordCheck check = scan.too_long() ? PasswordCheck::kMismatch
-                                              : check_password(password, scan.hash());
+  const PasswordCheck check =
+      scan.too_long() ? PasswordCheck::kMismatch : check_password(password, scan.hash());
   if (check == PasswordCheck::kMatch) return 0;
   if (check == PasswordCheck::kError) {
     VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu crypt() of the password of user \"%.*s\" failed",

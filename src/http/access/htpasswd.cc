@@ -236,7 +236,8 @@ std::size_t apr1_crypt(std::string_view password, std::string_view setting, char
   bool ok = EVP_DigestUpdate(ctx.get(), password.data(), password.size()) == 1 &&
             EVP_DigestUpdate(ctx.get(), kMagic.data(), kMagic.size()) == 1 &&
             EVP_DigestUpdate(ctx.get(), salt.data(), salt.size()) == 1;
-  for (std::size_t left = password.size(); ok && left > 0; left -= std::min(left, std::size_t{16})) {
+  for (std::size_t left = password.size(); ok && left > 0;
+       left -= std::min(left, std::size_t{16})) {
     ok = EVP_DigestUpdate(ctx.get(), sum, std::min(left, std::size_t{16})) == 1;
   }
   // One byte per bit of the length: a NUL for a set bit, the password's

@@ -49,8 +49,7 @@ Status set_from(const DirectiveCall& call, RealIpConf& conf) {
   AccessRule rule;
   std::string error;
   std::string warning;
-  if (parse_access_rule(call.arg(0), rule, error, warning) &&
-      rule.kind != AccessRule::Kind::kAll) {
+  if (parse_access_rule(call.arg(0), rule, error, warning) && rule.kind != AccessRule::Kind::kAll) {
     if (!warning.empty()) {
       VIGIL_LOG(Log::global(), kWarn, 0, "%s%s", warning.c_str(), call.where().c_str());
     }
@@ -177,11 +176,10 @@ Found forwarded_addr(::sockaddr_storage& addr, std::string_view xff, const RealI
 
 void replace_addr(Request& r, const ::sockaddr_storage& addr) {
   Connection& c = *r.c;
-  const void* bytes = addr.ss_family == AF_INET
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<const ::sockaddr_in*>(&addr)->sin_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<const ::sockaddr_in6*>(&addr)->sin6_addr);
+  const void* bytes =
+      addr.ss_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<const ::sockaddr_in*>(&addr)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<const ::sockaddr_in6*>(&addr)->sin6_addr);
   if (::inet_ntop(addr.ss_family, bytes, r.realip_text, sizeof r.realip_text) == nullptr) return;
   r.realip_addr = addr;
   r.realip_saved_addr = c.peer_addr;

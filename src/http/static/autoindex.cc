@@ -119,11 +119,20 @@ class Out {
 void put_html(Out& o, std::string_view s) {
   for (char c : s) {
     switch (c) {
-      case '<': o.put("&lt;"); break;
-      case '>': o.put("&gt;"); break;
-      case '&': o.put("&amp;"); break;
-      case '"': o.put("&quot;"); break;
-      default: o.put(c);
+      case '<':
+        o.put("&lt;");
+        break;
+      case '>':
+        o.put("&gt;");
+        break;
+      case '&':
+        o.put("&amp;");
+        break;
+      case '"':
+        o.put("&quot;");
+        break;
+      default:
+        o.put(c);
     }
   }
 }
@@ -155,13 +164,27 @@ void put_json(Out& o, std::string_view s) {
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': o.put("\\\""); break;
-      case '\\': o.put("\\\\"); break;
-      case '\b': o.put("\\b"); break;
-      case '\f': o.put("\\f"); break;
-      case '\n': o.put("\\n"); break;
-      case '\r': o.put("\\r"); break;
-      case '\t': o.put("\\t"); break;
+      case '"':
+        o.put("\\\"");
+        break;
+      case '\\':
+        o.put("\\\\");
+        break;
+      case '\b':
+        o.put("\\b");
+        break;
+      case '\f':
+        o.put("\\f");
+        break;
+      case '\n':
+        o.put("\\n");
+        break;
+      case '\r':
+        o.put("\\r");
+        break;
+      case '\t':
+        o.put("\\t");
+        break;
       default:
         if (c < 0x20) {
           o.put("\\u00");
@@ -429,8 +452,8 @@ int autoindex_handler(Request& r, const char* dir_path, std::string_view uri) {
         return 500;
       }
     }
-    Entry e{names.size(), len, S_ISDIR(st.st_mode), S_ISREG(st.st_mode), st.st_mtime,
-            static_cast<std::int64_t>(st.st_size)};
+    Entry e{names.size(),        len,         S_ISDIR(st.st_mode),
+            S_ISREG(st.st_mode), st.st_mtime, static_cast<std::int64_t>(st.st_size)};
     if (!names.append(de->d_name, len) || !entries.append(&e, 1)) {
       VIGIL_LOG(*r.c->log, kAlert, ENOMEM, "*%llu out of memory listing \"%s\"", number, dir_path);
       return 500;
@@ -457,10 +480,16 @@ int autoindex_handler(Request& r, const char* dir_path, std::string_view uri) {
   }
   auto format_into = [&](Out& o) {
     switch (format) {
-      case AutoindexFormat::kHtml: format_html(o, uri, e, n, nm, conf, gmtoff); break;
-      case AutoindexFormat::kXml: format_xml(o, e, n, nm); break;
+      case AutoindexFormat::kHtml:
+        format_html(o, uri, e, n, nm, conf, gmtoff);
+        break;
+      case AutoindexFormat::kXml:
+        format_xml(o, e, n, nm);
+        break;
       case AutoindexFormat::kJson:
-      case AutoindexFormat::kJsonp: format_json(o, e, n, nm, callback); break;
+      case AutoindexFormat::kJsonp:
+        format_json(o, e, n, nm, callback);
+        break;
     }
   };
   Out count(nullptr);
@@ -477,10 +506,18 @@ int autoindex_handler(Request& r, const char* dir_path, std::string_view uri) {
   h = fresh;
   h.status = r.status != 0 ? r.status : 200;
   switch (format) {
-    case AutoindexFormat::kHtml: h.content_type = "text/html"; break;
-    case AutoindexFormat::kXml: h.content_type = "text/xml; charset=utf-8"; break;
-    case AutoindexFormat::kJson: h.content_type = "application/json"; break;
-    case AutoindexFormat::kJsonp: h.content_type = "application/javascript"; break;
+    case AutoindexFormat::kHtml:
+      h.content_type = "text/html";
+      break;
+    case AutoindexFormat::kXml:
+      h.content_type = "text/xml; charset=utf-8";
+      break;
+    case AutoindexFormat::kJson:
+      h.content_type = "application/json";
+      break;
+    case AutoindexFormat::kJsonp:
+      h.content_type = "application/javascript";
+      break;
   }
   h.content_length = static_cast<std::int64_t>(size);
   r.header_only = r.line.method == Method::kHead;

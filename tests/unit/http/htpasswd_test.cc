@@ -54,9 +54,9 @@ TEST(BasicCredentials, SplitAtTheFirstColon) {
       << "the scheme in any case, spaces after it";
   EXPECT_EQ(user, "name");
   EXPECT_EQ(password, "");
-  for (const std::string& bad : {std::string("Bearer ") + b64("u:p"), "Basic " + b64("nocolon"),
-                                std::string("Basic !!!!"), std::string("Basic"),
-                                std::string("Basic ")}) {
+  for (const std::string& bad :
+       {std::string("Bearer ") + b64("u:p"), "Basic " + b64("nocolon"), std::string("Basic !!!!"),
+        std::string("Basic"), std::string("Basic ")}) {
     EXPECT_FALSE(parse_basic_credentials(bad, buf, user, password)) << bad;
   }
 }
@@ -128,9 +128,9 @@ TEST(CheckPassword, EachFormat) {
 }
 
 TEST(CheckPassword, BrokenHashesMatchNothing) {
-  for (const char* hash : {"{SHA}_____Mm5Pz8GgiULbPgzG37mj9g=", "{SHA}Zm9vCg==",
-                           "{SSHA}_____wQadOA1e+/f+T+H3eCQQhRzYWx0", "{SSHA}Zm9vCg==", "$apr1$",
-                           "{PLAIN}"}) {
+  for (const char* hash :
+       {"{SHA}_____Mm5Pz8GgiULbPgzG37mj9g=", "{SHA}Zm9vCg==",
+        "{SSHA}_____wQadOA1e+/f+T+H3eCQQhRzYWx0", "{SSHA}Zm9vCg==", "$apr1$", "{PLAIN}"}) {
     EXPECT_EQ(check_password("1", hash), PasswordCheck::kMismatch) << hash;
   }
   // crypt(3) refuses a setting it does not know: an error (500), as nginx's.
@@ -153,8 +153,7 @@ TEST_F(AuthConfTest, ErrorsNameTheFileAndLine) {
   for (const char* bad : {"satisfy some;", "auth_basic;", "auth_basic a b;",
                           "auth_basic_user_file;", "auth_basic \"$nosuchvariable\";",
                           "set_real_ip_from 1.2.3.4/40;", "real_ip_recursive maybe;",
-                          "autoindex yes;", "autoindex_format yaml;",
-                          "autoindex_exact_size 1;"}) {
+                          "autoindex yes;", "autoindex_format yaml;", "autoindex_exact_size 1;"}) {
     const std::string e = error(std::string("server { location / { ") + bad + " } }");
     EXPECT_NE(e.find(".conf:"), std::string::npos) << bad << ": " << e;
   }
