@@ -103,7 +103,8 @@ Status set_header(const DirectiveCall& call, RealIpConf& conf) {
   return Status::ok();
 }
 
-// "address", "address:port", "[v6]:port" (nginx's ngx_parse_addr_port).
+}  // namespace
+
 bool parse_addr_port(std::string_view text, ::sockaddr_storage& ss) {
   char buf[INET6_ADDRSTRLEN + 1];
   auto try_addr = [&](std::string_view a, unsigned port) {
@@ -151,28 +152,32 @@ bool parse_addr_port(std::string_view text, ::sockaddr_storage& ss) {
   return try_addr(host, port);
 }
 
-enum class Found : std::uint8_t { kDeclined, kOk, kDone };
-
-// The last address of the list `xff` when `addr` is trusted; with
-// `recursive`, walks left past trusted addresses (nginx's
-// ngx_http_get_forwarded_addr_internal).
-Found forwarded_addr(::sockaddr_storage& addr, std::string_view xff, const RealIpConf& conf) {
-  if (!any_rule_matches(conf.from, reinterpret_cast<const ::sockaddr*>(&addr))) {
-    return Found::kDeclined;
+ForwardedAddr forwarded_addr(::sockaddr_storage& addr, std::string_view list,
+                             const std::vector<AccessRule>& trusted, bool recursive) {
+  // A loop, not nginx's recursion: a long list of trusted addresses must
+  // not cost stack.
+  bool first = true;
+  for (;;) {
+    const auto* sa = reinterpret_cast<const ::sockaddr*>(&addr);
+    if (!any_rule_matches(trusted, sa)) {
+      return first ? ForwardedAddr::kDeclined : ForwardedAddr::kDone;
+    }
+    std::size_t end = list.size();
+    while (end > 0 && (list[end - 1] == ' ' || list[end - 1] == ',')) --end;
+    std::size_t start = end;
+    while (start > 0 && list[start - 1] != ' ' && list[start - 1] != ',') --start;
+    ::sockaddr_storage parsed;
+    if (!parse_addr_port(list.substr(start, end - start), parsed)) {
+      return first ? ForwardedAddr::kDeclined : ForwardedAddr::kDone;
+    }
+    addr = parsed;
+    first = false;
+    if (!recursive || start == 0) return ForwardedAddr::kOk;
+    list = list.substr(0, start - 1);
   }
-  std::size_t end = xff.size();
-  while (end > 0 && (xff[end - 1] == ' ' || xff[end - 1] == ',')) --end;
-  std::size_t start = end;
-  while (start > 0 && xff[start - 1] != ' ' && xff[start - 1] != ',') --start;
-  ::sockaddr_storage parsed;
-  if (!parse_addr_port(xff.substr(start, end - start), parsed)) return Found::kDeclined;
-  addr = parsed;
-  if (conf.recursive && start > 0) {
-    const Found rc = forwarded_addr(addr, xff.substr(0, start - 1), conf);
-    return rc == Found::kDeclined ? Found::kDone : rc;
-  }
-  return Found::kOk;
 }
+
+namespace {
 
 void replace_addr(Request& r, const ::sockaddr_storage& addr) {
   Connection& c = *r.c;
@@ -197,20 +202,20 @@ int realip_handler(Request& r) {
   ::sockaddr_storage addr{};
   std::memcpy(&addr, r.c->peer_addr,
               std::min<std::size_t>(r.c->peer_addrlen, sizeof(::sockaddr_storage)));
-  Found rc = Found::kDeclined;
+  ForwardedAddr rc = ForwardedAddr::kDeclined;
   if (conf.source == RealIpSource::kXForwardedFor) {
     // Every X-Forwarded-For field, the last first (each proxy may have added
     // a field of its own rather than extend the list).
     bool found = false;
     for (std::uint32_t i = r.nfields; i-- > 0;) {
       if (!iequals(r.fields[i].name, "x-forwarded-for")) continue;
-      rc = forwarded_addr(addr, r.fields[i].value, conf);
+      rc = forwarded_addr(addr, r.fields[i].value, conf.from, conf.recursive);
       if (!conf.recursive) break;
-      if (rc == Found::kDeclined && found) {
-        rc = Found::kDone;
+      if (rc == ForwardedAddr::kDeclined && found) {
+        rc = ForwardedAddr::kDone;
         break;
       }
-      if (rc != Found::kOk) break;
+      if (rc != ForwardedAddr::kOk) break;
       found = true;
     }
   } else if (conf.source != RealIpSource::kProxyProtocol) {
@@ -218,12 +223,12 @@ int realip_handler(Request& r) {
         conf.source == RealIpSource::kXRealIp ? std::string_view("x-real-ip") : conf.header;
     for (std::uint32_t i = 0; i < r.nfields; ++i) {
       if (iequals(r.fields[i].name, name)) {
-        rc = forwarded_addr(addr, r.fields[i].value, conf);
+        rc = forwarded_addr(addr, r.fields[i].value, conf.from, conf.recursive);
         break;
       }
     }
   }
-  if (rc != Found::kDeclined) replace_addr(r, addr);
+  if (rc != ForwardedAddr::kDeclined) replace_addr(r, addr);
   return kPhaseDeclined;
 }
 
