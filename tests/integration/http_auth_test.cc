@@ -112,6 +112,9 @@ TEST_F(Auth, EveryHashFormatOfTheUserFile) {
                                   server_.path("conf/htpasswd") + "\""))
       << server_.output();
   EXPECT_EQ(req("/", auth("users", "secret")).status, 401) << "a comment is no entry";
+  EXPECT_EQ(req("/", auth("plain", "secret") + auth("plain", "secret")).status, 400)
+      << "two Authorization fields: which one counts is ambiguous";
+  EXPECT_TRUE(server_.wait_output("client sent duplicate header line: \"Authorization\""));
 }
 
 TEST_F(Auth, TheFileIsReadForEveryRequest) {
