@@ -153,7 +153,7 @@ TEST_F(HttpBasic, DirectoriesIndexRedirectAndForbidden) {
   r = test::get(port_, test::simple_get("/sub?a=1"));
   EXPECT_EQ(r.status, 301);
   EXPECT_EQ(r.header("location"), "http://localhost:" + std::to_string(port_) + "/sub/?a=1");
-  // No index file: autoindex is not supported, so 403.
+  // No index file (and autoindex off, its default): 403.
   r = test::get(port_, test::simple_get("/noindex/"));
   EXPECT_EQ(r.status, 403);
   EXPECT_NE(r.body.find("403 Forbidden"), std::string::npos);

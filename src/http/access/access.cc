@@ -6,11 +6,16 @@
 // stub_status, metrics), before try_files, and again in a location that a
 // try_files redirect leads to.
 //
+// `satisfy` (nginx keeps it in its core module; here, with the rules it
+// combines) decides how allow/deny and auth_basic (auth_basic.cc) make one
+// answer: access_handler below.
+//
 // An IPv6 client whose address is IPv4-mapped (::ffff:a.b.c.d, a dual-stack
 // socket) is matched against the IPv4 rules, as nginx does.
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/access/access.h"
+#include "http/access/auth_basic.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -53,8 +58,7 @@ Status set_rule(const DirectiveCall& call, AccessConf& conf) {
 
 // The client as a rule kind and address bytes (kAll: a family no rule but
 // "all" matches).
-AccessRule::Kind client_of(const Connection& c, const std::uint8_t*& bytes) {
-  const ::sockaddr* sa = c.peer_addr;
+AccessRule::Kind client_of(const ::sockaddr* sa, const std::uint8_t*& bytes) {
   if (sa == nullptr) return AccessRule::Kind::kAll;
   switch (sa->sa_family) {
     case AF_INET:
@@ -139,20 +143,37 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
   return true;
 }
 
-int access_phase(Request& r) {
-  const auto& rules = loc_conf<AccessConf>(*r.loc, access_module()).rules;
-  if (rules.empty()) return 0;
+namespace {
+
+void log_forbidden(Request& r) {
+  VIGIL_LOG(*r.c->log, kError, 0, "*%llu access forbidden by rule, client: %.*s",
+            static_cast<unsigned long long>(r.c->number),
+            static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
+}
+
+}  // namespace
+
+bool any_rule_matches(const std::vector<AccessRule>& rules, const ::sockaddr* sa) {
   const std::uint8_t* bytes = nullptr;
-  const AccessRule::Kind kind = client_of(*r.c, bytes);
+  const AccessRule::Kind kind = client_of(sa, bytes);
+  for (const AccessRule& rule : rules) {
+    if (matches(rule, kind, bytes)) return true;
+  }
+  return false;
+}
+
+int access_phase(Request& r, bool log) {
+  const auto& rules = loc_conf<AccessConf>(*r.loc, access_module()).rules;
+  if (rules.empty()) return kPhaseDeclined;
+  const std::uint8_t* bytes = nullptr;
+  const AccessRule::Kind kind = client_of(r.c->peer_addr, bytes);
   for (const AccessRule& rule : rules) {
     if (!matches(rule, kind, bytes)) continue;
     if (!rule.deny) return 0;
-    VIGIL_LOG(*r.c->log, kError, 0, "*%llu access forbidden by rule, client: %.*s",
-              static_cast<unsigned long long>(r.c->number),
-              static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
+    if (log) log_forbidden(r);
     return 403;
   }
-  return 0;
+  return kPhaseDeclined;
 }
 
 const HttpModule& access_module() {
@@ -166,6 +187,8 @@ const HttpModule& access_module() {
     constexpr ConfContextMask kWhere = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
     m->conf().add("allow", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
     m->conf().add("deny", kWhere, Arity::exactly(1), conf.custom(set_rule)).multiple = true;
+    m->conf().add("satisfy", kWhere, Arity::exactly(1),
+                  conf.one_of(&AccessConf::satisfy_any, false, {{"all", false}, {"any", true}}));
     return m;
   }();
   return *module;
@@ -174,9 +197,31 @@ const HttpModule& access_module() {
 
 namespace {
 
+// allow/deny first, then auth_basic (nginx runs its access handlers in that
+// order). "satisfy all": the first that refuses answers. "satisfy any": the
+// first that lets the client in ends the phase; when none does, a 401 wins
+// over a 403 (the client can still authenticate), and a check that declined
+// (no rules, no match, auth_basic off) refuses nothing.
 int access_handler(Request& r) {
-  const int rc = access_phase(r);
-  return rc == 0 ? kPhaseDeclined : rc;
+  const bool any = loc_conf<AccessConf>(*r.loc, access_module()).satisfy_any;
+  int rc = access_phase(r, !any);
+  if (!any) {
+    if (rc >= 100) return rc;
+    rc = auth_basic_check(r);
+    return rc >= 100 ? rc : kPhaseDeclined;
+  }
+  if (rc == 0) return kPhaseNext;
+  int code = rc == 403 ? 403 : 0;
+  rc = auth_basic_check(r);
+  if (rc == 0) return kPhaseNext;
+  if (rc == 401 || rc == 403) {
+    if (code != 401) code = rc;
+  } else if (rc >= 100) {
+    return rc;
+  }
+  if (code == 0) return kPhaseNext;
+  if (code == 403) log_forbidden(r);
+  return code;
 }
 
 }  // namespace

@@ -11,6 +11,12 @@ namespace vigil::http {
 
 struct Request;
 
+}  // namespace vigil::http
+
+struct sockaddr;
+
+namespace vigil::http {
+
 // One "allow" or "deny": an IPv4 or IPv6 network (address & mask), every
 // unix-domain client, or everyone.
 struct AccessRule {
@@ -33,14 +39,23 @@ bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& err
 // allow or deny of its own inherits its parent's whole list (nginx's rule).
 struct AccessConf {
   std::vector<AccessRule> rules;
+  // satisfy any: the client passes the access phase when allow/deny or
+  // auth_basic lets it in (nginx keeps this in its core location conf).
+  bool satisfy_any = false;
 };
+
+// Whether `sa` (null: no address) is in one of the networks of `rules`
+// (allow and deny alike; realip's set_real_ip_from list). An IPv4-mapped
+// IPv6 address is matched as IPv4.
+bool any_rule_matches(const std::vector<AccessRule>& rules, const ::sockaddr* sa);
 
 class HttpModule;
 const HttpModule& access_module();
 
-// The access phase of r.loc: 0 when the client may go on, else 403 (logged
-// "access forbidden by rule").
-int access_phase(Request& r);
+// The allow/deny rules of r.loc: 0 when a rule allows the client, 403 when
+// one denies it (logged "access forbidden by rule" when `log`), and
+// kPhaseDeclined (phases.h) when there are no rules or none matches.
+int access_phase(Request& r, bool log);
 
 class PhaseEngine;
 // allow/deny's access phase handler.

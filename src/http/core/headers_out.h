@@ -34,6 +34,9 @@ struct HeadersOut {
   // The server's own Content-Encoding (gzip, gzip_static); a proxied
   // response's stays among `fields`.
   std::string_view content_encoding;
+  // auth_basic's challenge ("Basic realm=..."): kept for an error page, as
+  // nginx keeps it, so a 401 answered by error_page still carries it.
+  std::string_view www_authenticate;
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).
   const AddHeaderList* add_headers = nullptr;
@@ -81,6 +84,7 @@ struct HeadersOut {
   // auto_redirect, an error_page's location), everything else is dropped.
   void restart_for(int page_status) {
     HeadersOut fresh;
+    fresh.www_authenticate = www_authenticate;
     if (is_redirect(page_status)) {
       fresh.location = location;
       fresh.location_query = location_query;

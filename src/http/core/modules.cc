@@ -3,8 +3,10 @@
 // module that takes part in the phases is one line here; one that only
 // answers a location sets HttpLocConf::content from its directive instead.
 #include "http/access/access.h"
+#include "http/access/auth_basic.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
+#include "http/access/realip.h"
 #include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
@@ -16,6 +18,7 @@
 #include "http/gzip/gzip.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/rewrite.h"
+#include "http/static/autoindex.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache_conf.h"
 #include "http/static/try_files.h"
@@ -26,10 +29,11 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &rewrite_module(),    &limit_req_module(),        &limit_conn_module(),
-      &access_module(),     &try_files_module(),        &empty_gif_module(),
-      &add_header_module(), &expires_module(),          &disable_symlinks_module(),
-      &open_file_cache_module(), &proxy_module(),       &gzip_module(),
+      &realip_module(),     &rewrite_module(),     &limit_req_module(),
+      &limit_conn_module(), &access_module(),      &auth_basic_module(),
+      &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
+      &add_header_module(), &expires_module(),     &disable_symlinks_module(),
+      &open_file_cache_module(), &proxy_module(),  &gzip_module(),
       &filters_module(),
   };
   return kModules;
@@ -87,6 +91,7 @@ const HttpModule& filters_module() {
 }
 
 void register_phase_handlers(PhaseEngine& engine) {
+  add_realip_phases(engine);   // post-read, pre-access
   add_rewrite_phases(engine);  // server-rewrite, rewrite, post-rewrite
   engine.add(HttpPhase::kFindConfig, find_config_handler);    // the location
   add_limit_req_phase(engine);                                // pre-access

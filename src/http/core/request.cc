@@ -8,6 +8,7 @@
 #include "codec/uri.h"
 #include "event/tls/tls.h"
 #include "http/access/access.h"
+#include "http/access/auth_basic.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
 #include "http/core/counters.h"
@@ -308,6 +309,9 @@ void write_access_log(Request& r, const AccessLogConf& conf) {
   }
   AccessLogLine line;
   line.remote_addr = c.addr_text;
+  char user[kRemoteUserMax];
+  bool has_user = false;
+  line.remote_user = remote_user(r, user, has_user);
   line.request = r.line.line;
   line.status = r.status;
   line.body_bytes = static_cast<std::int64_t>(c.sent - r.sent_start - r.header_size);

@@ -17,6 +17,8 @@
 // the first byte arrives and given back when the request ends (nginx frees
 // its header buffer and request pool while idle for the same reason).
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -188,6 +190,9 @@ struct Request {
   // obuf for its own body.
   char* location_mem = nullptr;
   std::uint32_t location_mem_size = 0;
+  // auth_basic's WWW-Authenticate value when its realm has variables.
+  char* auth_mem = nullptr;
+  std::uint32_t auth_mem_size = 0;
   bool use_sendfile = false;
   bool chunked_out = false;      // the body goes out chunked (write_header chose it)
   ChunkFrame chunk_frame;        // the chunked filter's framing in flight (filters/chunked.cc)
@@ -239,6 +244,16 @@ struct Request {
   std::uint8_t nlimit_conn = 0;
   ShmZone* limit_conn_zone[kMaxLimitConn] = {};
   void* limit_conn_node[kMaxLimitConn] = {};
+
+  // realip (access/realip.cc): the client address a trusted proxy named
+  // replaces the connection's for this request (peer_addr and addr_text
+  // point here); the connection's own are kept in realip_saved_* and put
+  // back when the request ends. realip_saved_addr non-null: replaced.
+  ::sockaddr_storage realip_addr;
+  char realip_text[INET6_ADDRSTRLEN];
+  ::sockaddr* realip_saved_addr = nullptr;
+  socklen_t realip_saved_len = 0;
+  std::string_view realip_saved_text;
 
   UpstreamTry upstream_tries[kMaxUpstreamTries];
   std::uint32_t nupstream = 0;

@@ -104,11 +104,11 @@ bool var_binary_remote_addr(const Request& r, std::string_view, VarSink& s) {
 
 bool var_remote_port(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr || r.c->peer_addr == nullptr) return false;
-  s.put_uint(port_of(r.c->peer_addr));
+  // No port (a unix-domain client, or realip's address given without one):
+  // empty, as nginx's.
+  if (const std::uint16_t port = port_of(r.c->peer_addr); port != 0) s.put_uint(port);
   return true;
 }
-
-bool var_not_found(const Request&, std::string_view, VarSink&) { return false; }
 
 bool var_server_addr(const Request& r, std::string_view, VarSink& s) {
   char text[INET6_ADDRSTRLEN];
@@ -505,7 +505,6 @@ constexpr VarSpec kCoreVariables[] = {
     {"remote_addr", var_remote_addr},
     {"binary_remote_addr", var_binary_remote_addr},
     {"remote_port", var_remote_port},
-    {"remote_user", var_not_found},  // there is no authentication module
     {"server_addr", var_server_addr},
     {"server_port", var_server_port},
     {"server_name", var_server_name},

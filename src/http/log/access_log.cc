@@ -109,7 +109,8 @@ void AccessLog::write_out(const char* p, std::size_t n, Log& log) {
 bool AccessLog::write(const AccessLogLine& l, Log& log) {
   // Worst case: every value byte escaped to 4, plus the fixed parts.
   const std::size_t need =
-      4 * (l.request.size() + l.referer.size() + l.user_agent.size()) + l.remote_addr.size() + 128;
+      4 * (l.request.size() + l.referer.size() + l.user_agent.size() + l.remote_user.size()) +
+      l.remote_addr.size() + 128;
   char stack[4096];
   char* line = stack;
   std::unique_ptr<char[]> heap;
@@ -124,7 +125,9 @@ bool AccessLog::write(const AccessLogLine& l, Log& log) {
 
   char* p = line;
   p = put(p, l.remote_addr.empty() ? std::string_view("-") : l.remote_addr);
-  p = put(p, " - - [");
+  p = put(p, " - ");
+  p = put_value(p, l.remote_user);
+  p = put(p, " [");
   p = put(p, clock::common_log_time());
   p = put(p, "] \"");
   p = escape_log_value(l.request, p);

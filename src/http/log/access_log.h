@@ -23,6 +23,7 @@ namespace vigil::http {
 
 struct AccessLogLine {
   std::string_view remote_addr;
+  std::string_view remote_user;  // "" written as "-"
   std::string_view request;  // the request line ("" when none was read)
   int status = 0;
   std::int64_t body_bytes = 0;

@@ -23,6 +23,7 @@
 #include "http/core/phases.h"
 #include "http/filters/range.h"
 #include "http/gzip/gzip.h"
+#include "http/static/autoindex.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache.h"
 #include "http/static/open_file_cache_conf.h"
@@ -150,6 +151,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   fresh.location = h.location;
   fresh.location_query = h.location_query;
   fresh.location_as_is = h.location_as_is;
+  fresh.www_authenticate = h.www_authenticate;
   h = fresh;
   h.content_type = content_type_for(loc, ext);
   h.content_length = size;
@@ -328,6 +330,7 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
       return status_for_error(info);
     }
     if (!info.is_dir) return 404;
+    if (autoindex_enabled(loc)) return autoindex_handler(r, name, path);
     VIGIL_LOG(*r.c->log, kError, 0, "*%llu directory index of \"%s\" is forbidden",
               static_cast<unsigned long long>(r.c->number), name);
     return 403;

@@ -56,6 +56,13 @@ void release_buffer(HttpConnection& hc) {
 void free_request(Request& r) {
   HttpConnection& hc = *r.hc;
   BufferCache& cache = hc.worker->buffers();
+  if (r.realip_saved_addr != nullptr) {
+    // realip replaced the client's address for this request only.
+    r.c->peer_addr = r.realip_saved_addr;
+    r.c->peer_addrlen = r.realip_saved_len;
+    r.c->addr_text = r.realip_saved_text;
+    r.realip_saved_addr = nullptr;
+  }
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
   r.c->write->delayed = 0;
   upstream_core::release(r);
@@ -72,6 +79,8 @@ void free_request(Request& r) {
   }
   if (r.obuf != nullptr) cache.put(r.obuf, r.obuf_size);
   if (r.location_mem != nullptr) cache.put(r.location_mem, r.location_mem_size);
+  if (r.auth_mem != nullptr) cache.put(r.auth_mem, r.auth_mem_size);
+  r.auth_mem = nullptr;
   if (r.fields_big) cache.put(reinterpret_cast<char*>(r.fields), kMaxFields * sizeof(HeaderField));
   if (r.uri_mem != nullptr) cache.put(r.uri_mem, r.uri_mem_size);
   release_request_vars(r);

@@ -319,7 +319,8 @@ bool write_header(Request& r) {
   std::size_t need = 512 + 96 /* Expires, Cache-Control */ + origin + h.content_type.size() +
                      h.content_encoding.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
-                     h.reason.size() + add_headers_length(r, h.add_headers, h.status);
+                     h.reason.size() + add_headers_length(r, h.add_headers, h.status) +
+                     (h.www_authenticate.empty() ? 0 : 20 + h.www_authenticate.size());
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
     if (!h.fields[i].omit) need += h.fields[i].name.size() + h.fields[i].value.size() + 4;
   }
@@ -389,6 +390,11 @@ bool write_header(Request& r) {
   }
   if (r.chunked_out) o.put("Transfer-Encoding: chunked\r\n");
   if (h.allow) o.put("Allow: GET, HEAD\r\n");
+  if (!h.www_authenticate.empty()) {
+    o.put("WWW-Authenticate: ");
+    o.put(h.www_authenticate);
+    o.put("\r\n");
+  }
   if (h.upgrade) {
     o.put("Connection: upgrade\r\n");
   } else if (r.keepalive) {
