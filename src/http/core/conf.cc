@@ -754,6 +754,8 @@ Module* make_http_module() {
 
   // location (and inherited from server and http)
   m->add("root", kHttpAny, Arity::exactly(1), loc.custom(set_root));
+  m->add("uninitialized_variable_warn", kHttpAny, Arity::on_off(),
+         loc.flag(&HttpLocConf::warn_uninitialized, true));
   m->add("alias", kHttpLocConf, Arity::exactly(1), loc.custom(set_root));
   m->add("index", kHttpAny, Arity::one_or_more(), loc.custom(set_index)).multiple = true;
   m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));

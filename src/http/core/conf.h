@@ -171,6 +171,7 @@ struct HttpLocConf {
   BodyInFile client_body_in_file_only = BodyInFile::kOff;
   std::string client_body_temp_path;
   std::uint8_t client_body_temp_levels[3] = {};
+  bool warn_uninitialized = true;  // uninitialized_variable_warn (variables.cc)
   bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
   // A Location that is a path is sent as a URL (HTTP/1's head writer).
   bool absolute_redirect = true;

@@ -17,6 +17,7 @@
 #include "http/core/counters.h"
 #include "http/core/module.h"
 #include "vigil/core/clock.h"
+#include "vigil/core/log.h"
 #include "vigil/core/counters.h"
 
 namespace vigil::http {
@@ -804,6 +805,12 @@ char* VarTemplate::write(const Request& r, char* out, VarEscape esc, bool missin
     }
     VarSink s(out);
     if (!value_of(p, r, s)) {
+      if (p.declared >= 0 && r.loc != nullptr && r.loc->warn_uninitialized && r.c != nullptr) {
+        const std::string_view name = declared_variable_name(static_cast<std::uint32_t>(p.declared));
+        VIGIL_LOG(*r.c->log, kWarn, 0, "*%llu using uninitialized \"%.*s\" variable",
+                  static_cast<unsigned long long>(r.c->number), static_cast<int>(name.size()),
+                  name.data());
+      }
       if (missing_dash) *out++ = '-';
       continue;
     }

@@ -451,8 +451,6 @@ const HttpModule& rewrite_module() {
     m->conf().add("break", kLevels, Arity::none(), loc.custom(set_break)).multiple = true;
     set_if_block_handler(set_if);
     m->conf().add("rewrite_log", kHttpAny, Arity::on_off(), loc.flag(&RewriteConf::log, false));
-    m->conf().add("uninitialized_variable_warn", kHttpAny, Arity::on_off(),
-                  loc.flag(&RewriteConf::warn_uninit, true));
     return m;
   }();
   return *module;

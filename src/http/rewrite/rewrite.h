@@ -1,6 +1,7 @@
 #pragma once
 // The rewrite module (nginx's ngx_http_rewrite_module): `rewrite`, `return`,
-// `set`, `if`, `break`, `rewrite_log`, `uninitialized_variable_warn`.
+// `set`, `if`, `break`, `rewrite_log` (uninitialized_variable_warn is the
+// core's: variables.cc writes the warning).
 //
 // Each level's rewrite directives are kept, in the order they are written,
 // as a small program (RewriteConf::ops), run by the server-rewrite phase for
@@ -87,13 +88,12 @@ struct RewriteOp {
 };
 
 // The rewrite module's conf at each level. The program is never inherited
-// (a level runs only its own, as nginx); the two switches are.
+// (a level runs only its own, as nginx); rewrite_log is.
 struct RewriteConf {
   std::vector<RewriteOp> ops;
   // The level's first `return`, for error_page's direct path (request.cc).
   std::shared_ptr<const ReturnConf> ret;
-  bool log = false;         // rewrite_log: each rewrite's match at [notice]
-  bool warn_uninit = true;  // uninitialized_variable_warn
+  bool log = false;  // rewrite_log: each rewrite's match at [notice]
 };
 
 const HttpModule& rewrite_module();
