@@ -381,10 +381,18 @@ Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
     return call.error("invalid number of arguments in \"error_page\" directive");
   const std::string& uri = call.arg(call.arg_count() - 1);
   // A path, or a URL the client is redirected to.
-  const bool url = uri.starts_with("http://") || uri.starts_with("https://");
-  if (!url && (uri.empty() || uri[0] != '/')) {
+  const bool url = uri.starts_with("http://") || uri.starts_with("https://") ||
+                   uri.starts_with("$scheme");
+  if (!url && (uri.empty() || (uri[0] != '/' && uri[0] != '@'))) {
     return call.error("error_page \"" + uri +
-                      "\" must be a path starting with \"/\" or an http:// or https:// URL");
+                      "\" must be a path starting with \"/\", a named location or an "
+                      "http:// or https:// URL");
+  }
+  std::shared_ptr<const VarTemplate> target;
+  if (uri[0] != '@' && uri.find('$') != std::string::npos) {
+    auto t = VarTemplate::compile(uri);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) target = std::make_shared<const VarTemplate>(std::move(t.value()));
   }
   int overwrite = -1;
   std::size_t codes_end = call.arg_count() - 1;
@@ -404,7 +412,7 @@ Status set_error_page(const DirectiveCall& call, HttpLocConf& loc) {
     if (!v || *v < 300 || *v > 599) {
       return call.error("value \"" + call.arg(i) + "\" must be between 300 and 599");
     }
-    loc.error_pages.push_back({static_cast<int>(*v), overwrite, uri});
+    loc.error_pages.push_back({static_cast<int>(*v), overwrite, uri, target});
   }
   return Status::ok();
 }

@@ -101,7 +101,8 @@ struct ErrorPage {
   // "=code": answer with this status instead; "=" alone (0): with the status
   // the page's location answers; none (-1): with the error's status.
   int overwrite = -1;
-  std::string uri;
+  std::string uri;  // "/path[?args]", "@name", or a URL; may hold variables
+  std::shared_ptr<const VarTemplate> target;  // `uri` when it has variables
 };
 
 // client_body_in_file_only.

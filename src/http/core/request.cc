@@ -359,6 +359,115 @@ void terminate_request(Request& r, int status) {
   finalize_request(r);
 }
 
+namespace {
+
+// The page's target for r: its text, or its variables evaluated into the
+// request's memory. Empty when no memory.
+std::string_view error_page_target(Request& r, const ErrorPage& page) {
+  if (page.target == nullptr) return page.uri;
+  const std::size_t n = page.target->length(r);
+  char* mem = request_alloc(r, n + 1);
+  if (mem == nullptr) return {};
+  return std::string_view(mem, static_cast<std::size_t>(page.target->write(r, mem) - mem));
+}
+
+// error_page (nginx's ngx_http_send_error_page): a URL is a redirect; a path
+// is an internal redirect and a named location the request's location, both
+// run through the phases from there, with the status the page says. False
+// when the built-in page is to be sent instead.
+bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool closes) {
+  ++r.redirects;
+  if (closes) r.check.keep_alive = false;
+  const bool named = page.uri.front() == '@';
+  const std::string_view target = error_page_target(r, page);
+  if (target.empty()) {
+    r.status = 0;
+    send_special(r, 500);
+    return true;
+  }
+  if (!named && target.front() != '/') {
+    // A URL: a redirect to it, 302 unless "=" names another redirect
+    // status (nginx's ngx_http_send_error_page).
+    HeadersOut& h = r.headers_out;
+    h.restart_for(0);
+    char* mem = location_memory(r, target.size());
+    if (mem == nullptr) {
+      send_special(r, 500);
+      return true;
+    }
+    std::memcpy(mem, target.data(), target.size());
+    h.location = std::string_view(mem, target.size());
+    h.location_as_is = true;
+    r.status = 0;
+    send_special(r, is_redirect(page.overwrite) ? page.overwrite : 302);
+    return true;
+  }
+  // A response of the upstream may still be attached to the request: the
+  // page is then served the short way, by the page's location's return or
+  // its files (a proxied or named page needs the phases, which start it).
+  const bool short_way = r.upstream != nullptr;
+  if (short_way && named) return false;
+  // A redirect's Location stays for a page that sets none (nginx's does).
+  r.headers_out.restart_for(status);
+  r.body_offset = 0;
+  // "=code" answers with that code, "=" with the page's own status, none
+  // with the error's (nginx's err_status).
+  r.status = page.overwrite < 0 ? status : page.overwrite;
+  r.error_page = true;
+  if (named) {
+    const int rc = named_location_redirect(r, target);
+    if (rc != kPhaseJump) {
+      r.status = 0;
+      send_special(r, rc);
+      return true;
+    }
+    run_phases(r);
+    return true;
+  }
+  // The page's URI and arguments become the request's, as nginx's
+  // internal redirect to it ($uri, $args).
+  if (!set_request_uri_and_args(r, target)) {
+    r.status = 0;
+    send_special(r, 500);
+    return true;
+  }
+  if (!short_way) {
+    r.uri_redirected = true;
+    r.uri_changed = false;
+    r.phase_step = r.srv->phases->start(HttpPhase::kServerRewrite);
+    run_phases(r);
+    return true;
+  }
+  const std::string_view uri = r.uri;
+  const LocationMatch m = match_location(r, uri);
+  r.loc = m.loc;
+  use_error_log(*r.c, *r.loc);
+  if (m.error) {
+    r.status = 0;
+    send_special(r, 500);
+    return true;
+  }
+  std::string_view ext;
+  if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
+      dot != std::string_view::npos && dot > slash + 1) {
+    ext = uri.substr(dot + 1);
+  }
+  const int rc = m.redirect                           ? auto_redirect(r)
+                 : location_return(*r.loc) != nullptr ? send_return(r, ext)
+                                                      : static_handler(r, uri, ext);
+  if (rc == 0) return true;
+  if (rc == kPhaseJump) {  // an index file in another location
+    run_phases(r);
+    return true;
+  }
+  r.status = 0;
+  // The page's location answered with a status of its own: that one is sent.
+  if (rc >= 100) send_special(r, rc);
+  return true;
+}
+
+}  // namespace
+
 void finalize_error(Request& r, int status) {
   if (r.phase == Phase::kDone) return;
   if (r.hbuf.start != nullptr) {
@@ -371,61 +480,15 @@ void finalize_error(Request& r, int status) {
   // reached its location (r.uri set: not a head that failed to parse), as
   // nginx's; the connection still closes after it.
   const bool closes = status_closes(status);
-  if (r.loc != nullptr && r.redirects < 10 && (!closes || !r.uri.empty()) &&
-      (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
+  if (r.error_page) {
+    // The page's own location answered with a status of its own (a
+    // redirect, a missing file): that one is sent with the built-in page,
+    // as nginx's err_status becomes it (no error_page of an error_page).
+    r.status = 0;
+  } else if (r.loc != nullptr && r.redirects < kMaxRedirects && (!closes || !r.uri.empty()) &&
+             (r.line.method == Method::kGet || r.line.method == Method::kHead)) {
     if (const ErrorPage* page = r.loc->find_error_page(status); page != nullptr) {
-      ++r.redirects;
-      if (closes) r.check.keep_alive = false;
-      if (page->uri.front() != '/') {
-        // A URL: a redirect to it, 302 unless "=" names another redirect
-        // status (nginx's ngx_http_send_error_page).
-        HeadersOut& h = r.headers_out;
-        h.restart_for(0);
-        h.location = page->uri;
-        h.location_as_is = true;
-        r.status = 0;
-        send_special(r, is_redirect(page->overwrite) ? page->overwrite : 302);
-        return;
-      }
-      // A redirect's Location stays for a page that sets none (nginx's does).
-      r.headers_out.restart_for(status);
-      r.body_offset = 0;
-      // "=code" answers with that code, "=" with the page's own status, none
-      // with the error's (nginx's err_status).
-      r.status = page->overwrite < 0 ? status : page->overwrite;
-      // The page's URI and arguments become the request's, as nginx's
-      // internal redirect to it ($uri, $args).
-      if (!set_request_uri_and_args(r, page->uri)) {
-        r.status = 0;
-        send_special(r, 500);
-        return;
-      }
-      const std::string_view uri = r.uri;
-      const LocationMatch m = match_location(r, uri);
-      r.loc = m.loc;
-      use_error_log(*r.c, *r.loc);
-      if (m.error) {
-        r.status = 0;
-        send_special(r, 500);
-        return;
-      }
-      std::string_view ext;
-      if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
-          dot != std::string_view::npos && dot > slash + 1) {
-        ext = uri.substr(dot + 1);
-      }
-      const int rc = m.redirect                           ? auto_redirect(r)
-                     : location_return(*r.loc) != nullptr ? send_return(r, ext)
-                                                          : static_handler(r, uri, ext);
-      if (rc == 0) return;
-      if (rc == kPhaseJump) {  // an index file in another location
-        run_phases(r);
-        return;
-      }
-      r.status = 0;
-      // The page's location answered with a status of its own (a redirect,
-      // a missing file): that one is sent, as nginx's err_status becomes it.
-      if (rc >= 100) status = rc;
+      if (error_page_redirect(r, *page, status, closes)) return;
     }
   }
   send_special(r, status);
