@@ -202,5 +202,53 @@ TEST_F(HttpRewrite, Alias) {
   EXPECT_EQ(body("/v/img/cat.png?d=data"), "200 vcat\n");
 }
 
+TEST_F(HttpRewrite, ErrorPagesRunThroughThePhases) {
+  ASSERT_TRUE(start(R"(
+    location /named { error_page 404 = @fb; return 404; }
+    location @fb { return 200 "named $uri\n"; }
+    location /rw { error_page 404 /to-rewrite; return 404; }
+    location /to-rewrite { rewrite ^ /file.txt break; }
+    location /var { error_page 404 /page?$arg_a; return 404; }
+    location /page { return 200 "page $args\n"; }
+    location /twice { error_page 404 /missing-too; return 404; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/named"), "200 named /named\n");  // "=": the page's own status
+  // The page's location runs its rewrites: a 404 with the file the rewrite names.
+  EXPECT_EQ(body("/rw"), "404 file\n");
+  EXPECT_EQ(body("/var?a=b"), "404 page b\n");
+  // A page that fails itself: its own status, the built-in page, no loop.
+  Response r = request("/twice");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.body.find("<h1>404 Not Found</h1>"), std::string::npos) << r.body;
+}
+
+TEST_F(HttpRewrite, IndexNamesTheFileAndLogNotFound) {
+  server_.write("html/d/localhost.html", "by name\n");
+  ASSERT_TRUE(start(R"(
+    add_header X-URI $uri;
+    location /d/ { index $server_name.html; }
+    location /quiet/ { log_not_found off; }
+  )")) << server_.output();
+  Response r = request("/");
+  EXPECT_EQ(r.body, "index\n");
+  EXPECT_EQ(r.header("x-uri"), "/index.html");  // $uri is the index file's
+  r = request("/d/");
+  EXPECT_EQ(r.body, "by name\n");
+  EXPECT_EQ(r.header("x-uri"), "/d/localhost.html");
+  EXPECT_EQ(request("/quiet/nope").status, 404);
+  EXPECT_EQ(request("/loud-nope").status, 404);
+  EXPECT_TRUE(server_.wait_output("loud-nope\" failed")) << server_.output();
+  EXPECT_EQ(server_.output().find("quiet/nope"), std::string::npos) << server_.output();
+}
+
+TEST_F(HttpRewrite, TryFilesUnderARegexAlias) {
+  ASSERT_TRUE(start(R"(
+    location ~ ^/re/ { alias data/site; try_files $uri =404; }
+  )")) << server_.output();
+  server_.write("data/site/re/x.txt", "re x\n");
+  EXPECT_EQ(body("/re/x.txt"), "200 re x\n");  // the alias, then the URI (nginx's add_uri_to_alias)
+  EXPECT_EQ(request("/re/none").status, 404);
+}
+
 }  // namespace
 }  // namespace vigil::test

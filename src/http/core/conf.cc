@@ -207,6 +207,7 @@ Status set_root(const DirectiveCall& call, HttpLocConf& loc) {
     }
     const bool regex = n->kind == LocationName::kRegex || n->kind == LocationName::kRegexCaseless;
     loc.alias_len = regex ? std::string::npos : n->name.size();
+    loc.alias_name = regex ? std::string() : n->name;
   }
   loc.root_vars = nullptr;
   if (value.find('$') != std::string::npos) {
@@ -236,7 +237,15 @@ Status set_index(const DirectiveCall& call, HttpLocConf& loc) {
       // directory asked for.
       return call.error("index \"" + name + "\" must be a file name without \"/\"");
     }
+    std::shared_ptr<const VarTemplate> vars;
+    if (name.find('$') != std::string::npos) {
+      auto t = VarTemplate::compile(name);
+      if (!t) return call.error(t.status().message());
+      if (!t.value().is_literal()) vars = std::make_shared<const VarTemplate>(std::move(t.value()));
+    }
     loc.index.push_back(name);
+    loc.index_vars.resize(loc.index.size() - 1);
+    loc.index_vars.push_back(std::move(vars));
   }
   return Status::ok();
 }
@@ -474,7 +483,10 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
   } else if (ctx.scope().context() == kHttpLocConf) {
     if (Status s = name_location(ctx.scope(), child); !s) return s;
   }
-  if (!ctx.is_set("index")) child.index = parent.index;
+  if (!ctx.is_set("index")) {
+    child.index = parent.index;
+    child.index_vars = parent.index_vars;
+  }
   if (!ctx.is_set("types")) child.types = parent.types;
   if (!ctx.is_set("access_log")) {
     child.access_logs = parent.access_logs;
@@ -500,6 +512,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.root = parent.root;
     child.alias = parent.alias;
     child.alias_len = parent.alias_len;
+    child.alias_name = parent.alias_name;
     child.root_vars = parent.root_vars;
   }
   child.root_path = ctx.env().prefixed(child.root);
@@ -764,6 +777,7 @@ Module* make_http_module() {
   m->add("root", kHttpAny, Arity::exactly(1), loc.custom(set_root));
   m->add("uninitialized_variable_warn", kHttpAny, Arity::on_off(),
          loc.flag(&HttpLocConf::warn_uninitialized, true));
+  m->add("log_not_found", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::log_not_found, true));
   m->add("alias", kHttpLocConf, Arity::exactly(1), loc.custom(set_root));
   m->add("index", kHttpAny, Arity::one_or_more(), loc.custom(set_index)).multiple = true;
   m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));

@@ -129,11 +129,14 @@ struct HttpLocConf {
   // npos (a regular expression location): of the whole URI.
   bool alias = false;
   std::size_t alias_len = 0;
+  std::string alias_name;  // the name of the location that set the alias
   // root or alias with variables: evaluated per request, relative to
   // root_prefix when relative (static/map_path.h).
   std::shared_ptr<const VarTemplate> root_vars;
   std::string root_prefix;
   std::vector<std::string> index;  // default {"index.html"}
+  // The index names with variables (null for a literal one), beside `index`.
+  std::vector<std::shared_ptr<const VarTemplate>> index_vars;
   bool sendfile = false;
   bool tcp_nopush = false;
   bool tcp_nodelay = true;
@@ -173,6 +176,7 @@ struct HttpLocConf {
   std::string client_body_temp_path;
   std::uint8_t client_body_temp_levels[3] = {};
   bool warn_uninitialized = true;  // uninitialized_variable_warn (variables.cc)
+  bool log_not_found = true;       // a missing file is logged at [error] (static_file.cc)
   bool server_tokens = true;  // off: "Server: vigil", and error pages without the version
   // A Location that is a path is sent as a URL (HTTP/1's head writer).
   bool absolute_redirect = true;

@@ -203,6 +203,7 @@ struct Request {
   bool uri_redirected = false;   // r.uri is an internal redirect's (try_files), not the client's
   bool uri_changed = false;      // a location's rewrite changed r.uri (post-rewrite: find it again)
   bool error_page = false;       // an error_page took the request (no second one)
+  bool add_uri_to_alias = false;  // try_files found r.uri under a regex location's alias
   // `set` variables, regex captures and the memory they live in (request_vars.h).
   RequestVars vars;
   // A body filter changes the bytes (gzip, gunzip): the producer passes the

@@ -38,8 +38,11 @@ std::size_t map_uri_to_path(const Request& r, const HttpLocConf& loc, std::strin
   if (len == std::string::npos) return len;
   std::string_view rest = uri;
   if (loc.alias) {
-    rest = loc.alias_len == std::string::npos ? std::string_view()
-                                               : uri.substr(std::min(loc.alias_len, uri.size()));
+    if (loc.alias_len != std::string::npos) {
+      rest = uri.substr(std::min(loc.alias_len, uri.size()));
+    } else if (!r.add_uri_to_alias) {
+      rest = {};
+    }
   }
   if (len + rest.size() + 1 > cap) return std::string::npos;
   std::memcpy(out + len, rest.data(), rest.size());

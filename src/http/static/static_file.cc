@@ -69,6 +69,8 @@ void log_open_error(Request& r, const char* name, const OpenFileInfo& info) {
   const int err = info.err;
   const auto number = static_cast<unsigned long long>(r.c->number);
   if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP || err == EACCES) {
+    // log_not_found off: a missing file is not logged (a forbidden one is).
+    if ((err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG) && !r.loc->log_not_found) return;
     VIGIL_LOG(*r.c->log, kError, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
   } else {
     VIGIL_LOG(*r.c->log, kCrit, err, "*%llu %s() \"%s\" failed", number, info.failed, name);
@@ -284,7 +286,16 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
     // The index module: the first index file that opens.
     OpenFileInfo info;
     FileRef ref;
-    for (const std::string& index : loc.index) {
+    for (std::size_t i = 0; i < loc.index.size(); ++i) {
+      std::string_view index = loc.index[i];
+      if (i < loc.index_vars.size() && loc.index_vars[i] != nullptr) {
+        // A name with variables: evaluated for this request.
+        const VarTemplate& t = *loc.index_vars[i];
+        char* mem = request_alloc(r, t.length(r) + 1);
+        if (mem == nullptr) return 500;
+        index = std::string_view(mem, static_cast<std::size_t>(t.write(r, mem) - mem));
+        if (index.empty()) continue;
+      }
       if (index[0] == '/') {
         // The absolute last one: an internal redirect to it, unchecked (the
         // location it reaches answers), with the request's arguments.
@@ -313,6 +324,11 @@ int static_handler(Request& r, std::string_view path, std::string_view extension
         drop(r, ref);
         if (!set_request_uri(r, new_uri)) return 500;
         return internal_redirect(r);
+      }
+      // $uri names the index file, as after nginx's internal redirect.
+      if (!set_request_uri(r, new_uri)) {
+        drop(r, ref);
+        return 500;
       }
       const std::size_t index_len = len + index.size();
       if (const int rc = serve_gzip_static(r, name, index_len, name_cap, extension_of(index));

@@ -130,8 +130,7 @@ Tried try_each(Request& r, const TryFiles& tf) {
     // With alias, a value that starts with the location's name has that
     // part replaced by the alias (nginx's try_files).
     std::size_t skip = 0;
-    if (loc.alias && loc.alias_len != std::string::npos && loc.alias_len <= v.size() &&
-        v.substr(0, loc.alias_len) == std::string_view(loc.name).substr(0, loc.alias_len)) {
+    if (loc.alias && loc.alias_len != std::string::npos && v.starts_with(loc.alias_name)) {
       skip = loc.alias_len;
     }
     if (climbs(v)) {
@@ -142,6 +141,9 @@ Tried try_each(Request& r, const TryFiles& tf) {
     if (skip == 0) {
       if (!exists(r, f, name, root_len, v)) continue;
       if (!set_request_uri(r, v)) return Tried::kError;
+      // A regular-expression location's alias is the file's directory now
+      // (nginx's add_uri_to_alias).
+      if (loc.alias && loc.alias_len == std::string::npos && !f.test_dir) r.add_uri_to_alias = true;
       return Tried::kFound;
     }
     // The URI that is found stays whole: kept in the request's memory
