@@ -252,7 +252,8 @@ TEST_F(HttpGzip, ProxiedResponsesAndGzipProxied) {
 }
 
 TEST_F(HttpGzip, GzipDisable) {
-  ASSERT_TRUE(start("location / { gzip on; gzip_disable msie6 BadBot; }")) << server_.output();
+  ASSERT_TRUE(start("location / { gzip on; gzip_disable msie6 BadBot \"^curl/[0-7]\\.\"; }"))
+      << server_.output();
   server_.write("html/d.html", page(2000));
   EXPECT_EQ(request("/d.html", kAe).header("content-encoding"), "gzip");
   EXPECT_FALSE(request("/d.html", std::string(kAe) + "User-Agent: a badbot/1.0\r\n")
@@ -262,6 +263,12 @@ TEST_F(HttpGzip, GzipDisable) {
                    .has("content-encoding"));
   EXPECT_EQ(request("/d.html", std::string(kAe) +
                                    "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; SV1)\r\n")
+                .header("content-encoding"),
+            "gzip");
+  // A regular expression, without regard to case.
+  EXPECT_FALSE(request("/d.html", std::string(kAe) + "User-Agent: CURL/7.1\r\n")
+                   .has("content-encoding"));
+  EXPECT_EQ(request("/d.html", std::string(kAe) + "User-Agent: curl/8.1\r\n")
                 .header("content-encoding"),
             "gzip");
 }

@@ -18,6 +18,7 @@
 
 #include "codec/parse.h"
 #include "codec/tokens.h"
+#include "core/regex.h"
 #include "core/conf/values.h"
 #include "http/core/conf.h"
 #include "http/core/filters.h"
@@ -127,14 +128,10 @@ Status set_disable(const DirectiveCall& call, GzipConf& conf) {
       conf.disable_msie6 = true;
       continue;
     }
-    // nginx takes regular expressions here; until Vigil has PCRE2, only text
-    // that a regex would match literally is accepted (as a case-insensitive
-    // substring), so no configuration silently means something else.
-    if (a.empty() || a.find_first_of(".^$*+?()[]{}|\\") != std::string::npos) {
-      return call.error("regular expressions in \"gzip_disable\" are not supported yet (\"" + a +
-                        "\")");
-    }
-    conf.disable.push_back(lowered(a));
+    // A regular expression, matched without regard to case, as nginx's.
+    auto re = Regex::compile(a, /*caseless=*/true);
+    if (!re) return call.error(re.status().message());
+    conf.disable.push_back(std::move(re.value()));
   }
   return Status::ok();
 }
@@ -616,8 +613,8 @@ bool gzip_ok(const Request& r, const GzipConf& conf) {
       if (!ok) return false;
     }
   }
-  for (const std::string& s : conf.disable) {
-    if (icontains(r.user_agent, s)) return false;
+  for (const Regex& re : conf.disable) {
+    if (re.matches(r.user_agent)) return false;
   }
   return true;
 }

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/regex.h"
+
 namespace vigil::http {
 
 class HttpModule;
@@ -55,7 +57,7 @@ struct GzipConf {
   std::uint32_t bufs_num = 32;                  // gzip_buffers
   std::size_t bufs_size = 4096;
   bool disable_msie6 = false;          // gzip_disable msie6
-  std::vector<std::string> disable;    // gzip_disable: substrings of User-Agent, lower case
+  std::vector<Regex> disable;          // gzip_disable: expressions for User-Agent, caseless
   int http_version = 1001;             // gzip_http_version (major * 1000 + minor)
   GzipStatic gzip_static = GzipStatic::kOff;
   bool gunzip = false;                 // gunzip
