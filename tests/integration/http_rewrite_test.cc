@@ -250,5 +250,53 @@ TEST_F(HttpRewrite, TryFilesUnderARegexAlias) {
   EXPECT_EQ(request("/re/none").status, 404);
 }
 
+TEST_F(HttpRewrite, MapComputesOncePerRequest) {
+  server_.write("conf/more.map", "/extra from-include;\n");
+  ASSERT_TRUE(start(R"(
+    location / { return 200 "cu=$connection_upgrade m=$m h=$h c=$chained\n"; }
+  )",
+                    R"(
+    map $http_upgrade $connection_upgrade { default upgrade; '' close; }
+    map $arg_k $chained { default d; 1 $m; 2 $later; \default $later; }
+    map $uri $m {
+      default none;
+      /a exact-a;
+      ~^/re/(?<tail>.+)$ "re:$1:$tail";
+      ~*\.PNG$ image;
+      \default escaped;
+      include more.map;
+    }
+    map $http_x_host $h { hostnames; default nohost; *.example.com wild; www.test.* pre; exact.org ex; }
+    map $arg_k $later { default later; \default escaped; }
+  )")) << server_.output();
+  EXPECT_EQ(body("/a"), "200 cu=close m=exact-a h=nohost c=d\n");
+  EXPECT_EQ(request("/A").body, "cu=close m=exact-a h=nohost c=d\n");  // keys ignore case
+  Response r = request("/re/xyz?k=1", "localhost", "Upgrade: websocket\r\nX-Host: a.b.Example.com\r\n");
+  EXPECT_EQ(r.body, "cu=upgrade m=re:xyz:xyz h=wild c=re:xyz:xyz\n");
+  r = request("/x.png?k=2", "localhost", "X-Host: www.test.net\r\n");
+  EXPECT_EQ(r.body, "cu=close m=image h=pre c=later\n");
+  r = request("/default?k=2", "localhost", "X-Host: exact.org.\r\n");
+  EXPECT_EQ(r.body, "cu=close m=none h=ex c=later\n");
+  // "\default" is the key "default", not the default.
+  EXPECT_EQ(request("/?k=default").body, "cu=close m=none h=nohost c=escaped\n");
+  EXPECT_EQ(request("/extra").body, "cu=close m=from-include h=nohost c=d\n");
+}
+
+TEST(HttpMapConf, ErrorsNameTheFileAndLine) {
+  VigilServer server;
+  const auto fails = [&](const std::string& http, const std::string& what) {
+    EXPECT_FALSE(server.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(free_port()) +
+                              "; }"));
+    EXPECT_NE(server.output().find(what), std::string::npos) << server.output();
+  };
+  fails("map $uri $a { ~( x; }", "pcre2_compile() failed");
+  fails("map $uri $a { default x; default y; }", "duplicate default map parameter");
+  fails("map $uri $a { k v; K w; }", "conflicting parameter \"K\"");
+  fails("map $uri $a { k v w; }", "invalid number of the map parameters");
+  fails("map $uri $a { k $nosuch; }", "unknown \"nosuch\" variable in ");
+  fails("map $uri $uri { }", "the duplicate \"uri\" variable");
+  fails("map $nosuch $a { }", "unknown \"nosuch\" variable");
+}
+
 }  // namespace
 }  // namespace vigil::test

@@ -20,7 +20,40 @@ std::vector<std::string>& declared() {
   return *names;
 }
 
+std::vector<std::shared_ptr<const ComputedVariable>>& computed() {
+  static auto* vars = new std::vector<std::shared_ptr<const ComputedVariable>>();  // until exit
+  return *vars;
+}
+
 }  // namespace
+
+void set_computed_variable(std::uint32_t index, std::shared_ptr<const ComputedVariable> var) {
+  auto& vars = computed();
+  if (vars.size() <= index) vars.resize(index + 1);
+  vars[index] = std::move(var);
+}
+
+bool read_declared_variable(const Request& r, std::uint32_t index, std::string_view& out) {
+  const VarValue v = user_variable(r, index);
+  if (v.set) {
+    out = std::string_view(v.data, v.len);
+    return true;
+  }
+  const auto& vars = computed();
+  if (index >= vars.size() || vars[index] == nullptr) return false;
+  // A map whose source leads back to itself would not end: nginx's cycle check.
+  thread_local int depth = 0;
+  if (depth > 32) return false;
+  ++depth;
+  // Computing a value keeps it in the request: the request is the caller's
+  // own, reached through templates that only read it.
+  Request& mr = const_cast<Request&>(r);
+  const bool ok = vars[index]->compute(mr, out);
+  --depth;
+  if (!ok) return false;
+  if (!vars[index]->volatile_value) (void)set_user_variable(mr, index, out);
+  return true;
+}
 
 char* request_alloc(Request& r, std::size_t n) {
   RequestVars& v = r.vars;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -69,6 +70,23 @@ VarValue user_variable(const Request& r, std::uint32_t index);
 // Makes `value` (already in the request's memory, or static) the variable's
 // value. False when the request's memory ran out.
 bool set_user_variable(Request& r, std::uint32_t index, std::string_view value);
+
+// A declared variable whose value is computed when a request first reads it
+// (map): kept for the rest of the request unless `volatile_value`.
+class ComputedVariable {
+ public:
+  virtual ~ComputedVariable() = default;
+  // The value for r (in r's memory or static); false: no value.
+  virtual bool compute(Request& r, std::string_view& out) const = 0;
+  bool volatile_value = false;
+};
+// Makes `var` the computation of a declared variable (the last
+// configuration loaded that defines it wins; the computation is kept alive
+// here for as long as it is the current one).
+void set_computed_variable(std::uint32_t index, std::shared_ptr<const ComputedVariable> var);
+// A request's value of a declared variable: set, else computed (and kept),
+// else none. `warn` is set when the variable was never given a value.
+bool read_declared_variable(const Request& r, std::uint32_t index, std::string_view& out);
 
 // ---- regular expressions ----------------------------------------------------------
 

@@ -770,10 +770,8 @@ bool VarTemplate::value_of(const Part& p, const Request& r, VarSink& out) {
   std::string_view v;
   if (p.capture >= 0) {
     if (!capture(r, p.capture, v)) return true;  // no such group: empty, as nginx
-  } else {
-    const VarValue value = user_variable(r, static_cast<std::uint32_t>(p.declared));
-    if (!value.set) return false;
-    v = std::string_view(value.data, value.len);
+  } else if (!read_declared_variable(r, static_cast<std::uint32_t>(p.declared), v)) {
+    return false;
   }
   out.put(v);
   return true;
