@@ -298,5 +298,41 @@ TEST(HttpMapConf, ErrorsNameTheFileAndLine) {
   fails("map $nosuch $a { }", "unknown \"nosuch\" variable");
 }
 
+TEST_F(HttpRewrite, SplitClientsByHash) {
+  ASSERT_TRUE(start(R"(
+    location / { return 200 "$variant\n"; }
+  )",
+                    R"(
+    split_clients $arg_id $variant { 50% a; 25.5% b; * c; }
+  )")) << server_.output();
+  // MurmurHash2 of the source decides, the same every time.
+  int a = 0, b = 0, c = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string v = request("/?id=" + std::to_string(i)).body;
+    EXPECT_EQ(request("/?id=" + std::to_string(i)).body, v);
+    a += v == "a\n";
+    b += v == "b\n";
+    c += v == "c\n";
+  }
+  EXPECT_EQ(a + b + c, 200);
+  EXPECT_GT(a, 70);  // about 100
+  EXPECT_LT(a, 130);
+  EXPECT_GT(b, 25);  // about 51
+  EXPECT_GT(c, 25);  // about 49
+}
+
+TEST(HttpSplitClientsConf, Errors) {
+  VigilServer server;
+  const auto fails = [&](const std::string& http, const std::string& what) {
+    EXPECT_FALSE(server.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(free_port()) +
+                              "; }"));
+    EXPECT_NE(server.output().find(what), std::string::npos) << server.output();
+  };
+  fails("split_clients $uri $s { 60% a; 50% b; }", "percent total is greater than 100%");
+  fails("split_clients $uri $s { 6x% a; }", "invalid percent value \"6x%\"");
+  fails("split_clients $uri $s { 10% a b; }", "invalid number of arguments");
+  fails("split_clients $uri $uri { * a; }", "the duplicate \"uri\" variable");
+}
+
 }  // namespace
 }  // namespace vigil::test

@@ -19,6 +19,7 @@
 #include "http/map/map.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/rewrite.h"
+#include "http/split_clients/split_clients.h"
 #include "http/static/autoindex.h"
 #include "http/static/disable_symlinks.h"
 #include "http/static/open_file_cache_conf.h"
@@ -30,7 +31,8 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &map_module(),        &realip_module(),      &rewrite_module(),     &limit_req_module(),
+      &map_module(),        &split_clients_module(), &realip_module(),    &rewrite_module(),
+      &limit_req_module(),
       &limit_conn_module(), &access_module(),      &auth_basic_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
