@@ -151,7 +151,7 @@ int match_with_captures(Request& r, const HttpRegex& hre, std::string_view subje
   // rewritten while $1 is still to be used.
   char* copy = request_alloc(r, subject.size() + 1);
   if (copy == nullptr) return -1;
-  std::memcpy(copy, subject.data(), subject.size());
+  if (!subject.empty()) std::memcpy(copy, subject.data(), subject.size());
   RequestVars& v = r.vars;
   std::memcpy(v.captures, caps, sizeof(int) * 2 * static_cast<std::size_t>(n));
   v.ncaptures = n;

@@ -45,7 +45,7 @@ std::size_t map_uri_to_path(const Request& r, const HttpLocConf& loc, std::strin
     }
   }
   if (len + rest.size() + 1 > cap) return std::string::npos;
-  std::memcpy(out + len, rest.data(), rest.size());
+  if (!rest.empty()) std::memcpy(out + len, rest.data(), rest.size());
   len += rest.size();
   out[len] = '\0';
   return len;
