@@ -211,7 +211,14 @@ TEST_F(HttpRewrite, ErrorPagesRunThroughThePhases) {
     location /var { error_page 404 /page?$arg_a; return 404; }
     location /page { return 200 "page $args\n"; }
     location /twice { error_page 404 /missing-too; return 404; }
+    location /secret { internal; return 200 "secret $uri\n"; }
+    location /to-secret { error_page 404 /secret; return 404; }
+    location /rw-secret { rewrite ^ /secret last; }
   )")) << server_.output();
+  // internal: a client's request for it is a 404, a redirect reaches it.
+  EXPECT_EQ(request("/secret").status, 404);
+  EXPECT_EQ(body("/to-secret"), "404 secret /secret\n");
+  EXPECT_EQ(body("/rw-secret"), "200 secret /secret\n");
   EXPECT_EQ(body("/named"), "200 named /named\n");  // "=": the page's own status
   // The page's location runs its rewrites: a 404 with the file the rewrite names.
   EXPECT_EQ(body("/rw"), "404 file\n");

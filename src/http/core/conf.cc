@@ -778,6 +778,10 @@ Module* make_http_module() {
   m->add("uninitialized_variable_warn", kHttpAny, Arity::on_off(),
          loc.flag(&HttpLocConf::warn_uninitialized, true));
   m->add("log_not_found", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::log_not_found, true));
+  m->add("internal", kHttpLocConf, Arity::none(), loc.custom([](const DirectiveCall&, HttpLocConf& l) {
+    l.internal = true;
+    return Status::ok();
+  }));
   m->add("alias", kHttpLocConf, Arity::exactly(1), loc.custom(set_root));
   m->add("index", kHttpAny, Arity::one_or_more(), loc.custom(set_index)).multiple = true;
   m->add("sendfile", kHttpAny, Arity::on_off(), loc.flag(&HttpLocConf::sendfile, false));

@@ -118,6 +118,7 @@ struct HttpLocConf {
   bool exact = false;    // "location = /x"
   bool noregex = false;  // "location ^~ /x": no regular expression is tried after it
   bool named = false;    // "location @x": reached only by try_files and error_page
+  bool internal = false;  // `internal`: a client's request for it is a 404
   // "location ~ re" / "~* re" (name is the expression's text).
   std::shared_ptr<const HttpRegex> regex;
   std::string where;

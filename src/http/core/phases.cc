@@ -77,6 +77,7 @@ int internal_redirect(Request& r) {
     return 500;
   }
   r.uri_redirected = true;
+  r.internal = true;
   r.phase_step = r.srv->phases->start(HttpPhase::kServerRewrite);
   return kPhaseJump;
 }
@@ -99,6 +100,7 @@ int named_location_redirect(Request& r, std::string_view name) {
   }
   // r.uri is unchanged: a proxy_pass without a URI still sends the client's.
   r.uri_changed = false;
+  r.internal = true;
   r.loc = loc;
   use_error_log(*r.c, *loc);
   r.phase_step = r.srv->phases->start(HttpPhase::kRewrite);

@@ -153,6 +153,8 @@ int find_config_handler(Request& r) {
   const HttpLocConf& loc = *r.loc;
   use_error_log(*r.c, loc);
   if (m.error) return 500;
+  // An `internal` location answers only requests redirected to it.
+  if (loc.internal && !r.internal) return 404;
   // As nginx's find-config phase: a declared body over client_max_body_size
   // is refused before any module of the location runs.
   if (r.check.content_length >= 0 && loc.client_max_body_size > 0 &&
@@ -414,6 +416,7 @@ bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool clo
   // with the error's (nginx's err_status).
   r.status = page.overwrite < 0 ? status : page.overwrite;
   r.error_page = true;
+  r.internal = true;
   if (named) {
     const int rc = named_location_redirect(r, target);
     if (rc != kPhaseJump) {

@@ -203,6 +203,9 @@ struct Request {
   bool uri_redirected = false;   // r.uri is an internal redirect's (try_files), not the client's
   bool uri_changed = false;      // a location's rewrite changed r.uri (post-rewrite: find it again)
   bool error_page = false;       // an error_page took the request (no second one)
+  // The request reached its location by an internal redirect, a rewrite, a
+  // named location or an error_page: an `internal` location may answer it.
+  bool internal = false;
   bool add_uri_to_alias = false;  // try_files found r.uri under a regex location's alias
   // `set` variables, regex captures and the memory they live in (request_vars.h).
   RequestVars vars;

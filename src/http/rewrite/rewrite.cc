@@ -330,6 +330,7 @@ int run_rewrite(Request& r, const RewriteConf& conf, const RewriteOp& op, bool& 
     r.line.has_query = false;
   }
   r.uri_redirected = true;  // not the client's URI any more (proxy_pass sends this one)
+  r.internal = true;
   if (conf.log) {
     VIGIL_LOG(*r.c->log, kNotice, 0, "*%llu rewritten data: \"%.*s\", args: \"%.*s\"",
               static_cast<unsigned long long>(r.c->number), static_cast<int>(r.uri.size()),
