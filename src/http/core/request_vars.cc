@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "codec/chars.h"
 #include "http/core/request.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
@@ -129,7 +130,7 @@ Result<HttpRegex> compile_http_regex(std::string_view pattern, bool caseless) {
   out.re = std::move(re.value());
   for (const Regex::Name& n : out.re.names()) {
     std::string lname;
-    for (char ch : n.name) lname += (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch + 32) : ch;
+    for (char ch : n.name) lname += chars::to_lower(ch);
     out.names.push_back(declare_variable(lname));
   }
   return out;

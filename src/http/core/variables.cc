@@ -699,6 +699,22 @@ std::size_t request_header_value(const Request& r, std::string_view name, char* 
   return n;
 }
 
+Result<std::string> declared_variable_word(std::string_view word) {
+  if (word.size() < 2 || word[0] != '$') {
+    return Status::error("invalid variable name \"" + std::string(word) + "\"");
+  }
+  std::string name;
+  for (char ch : word.substr(1)) {
+    if (!is_name_char(ch)) return Status::error("invalid variable name \"" + std::string(word) + "\"");
+    name += lower(ch);
+  }
+  std::string_view arg;
+  if (find_declared_variable(name) < 0 && find_variable(name, arg) != nullptr) {
+    return Status::error("the duplicate \"" + name + "\" variable");
+  }
+  return name;
+}
+
 Result<VarTemplate> VarTemplate::compile(std::string_view text) {
   VarTemplate t;
   t.source_ = std::string(text);

@@ -115,6 +115,12 @@ class VarTemplate {
   std::size_t variables_ = 0;
 };
 
+// The "$name" word of a directive that declares a variable (set, map,
+// split_clients): the name, lower case; an error ('invalid variable name
+// "x"', 'the duplicate "uri" variable') when it is no name or names a
+// variable Vigil provides.
+Result<std::string> declared_variable_word(std::string_view word);
+
 // The value of $http_NAME-style lookups: the request's fields named `name`
 // (case-insensitive) joined with ", ", written to `out` (nullptr: only the
 // length). Returns the length; `found` false when there is no such field.

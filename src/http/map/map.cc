@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/conf/module.h"
+#include "codec/chars.h"
 #include "core/conf/parser.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
@@ -34,9 +35,7 @@ namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  for (char& ch : out) {
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  }
+  for (char& ch : out) ch = chars::to_lower(ch);
   return out;
 }
 
@@ -110,10 +109,7 @@ class MapVariable final : public ComputedVariable {
     if (mem == nullptr) return false;
     std::string_view src(mem, static_cast<std::size_t>(source.write(r, mem) - mem));
     char* low = mem + src.size() + 1;
-    for (std::size_t i = 0; i < src.size(); ++i) {
-      const char ch = src[i];
-      low[i] = ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
-    }
+    for (std::size_t i = 0; i < src.size(); ++i) low[i] = chars::to_lower(src[i]);
     std::string_view key(low, src.size());
     if (hostnames && key.ends_with(".")) key.remove_suffix(1);
     if (auto it = exact.find(key); it != exact.end()) return evaluate(r, it->second, out);
@@ -218,13 +214,9 @@ struct MapsConf {
 };
 
 Status set_map(const DirectiveCall& call, MapsConf& conf) {
-  const std::string& var = call.arg(1);
-  if (var.size() < 2 || var[0] != '$') return call.error("invalid variable name \"" + var + "\"");
-  const std::string name = lower(std::string_view(var).substr(1));
-  if (static_cast<bool>(VarTemplate::compile("${" + name + "}")) &&
-      find_declared_variable(name) < 0) {
-    return call.error("the duplicate \"" + name + "\" variable");
-  }
+  auto word = declared_variable_word(call.arg(1));
+  if (!word) return call.error(word.status().message());
+  const std::string& name = word.value();
   auto map = std::make_shared<MapVariable>();
   auto src = VarTemplate::compile(call.arg(0));
   if (!src) return call.error(src.status().message());

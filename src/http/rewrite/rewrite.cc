@@ -19,14 +19,6 @@
 namespace vigil::http {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) {
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  }
-  return out;
-}
-
 bool is_url(std::string_view s) {
   return s.starts_with("http://") || s.starts_with("https://") || s.starts_with("$scheme");
 }
@@ -83,28 +75,13 @@ Status set_break(const DirectiveCall& call, RewriteConf& conf) {
   return Status::ok();
 }
 
-// A variable the configuration may not set: one of the built-in ones.
-bool is_builtin(std::string_view name) {
-  if (find_declared_variable(name) >= 0) return false;
-  return static_cast<bool>(VarTemplate::compile("${" + std::string(name) + "}"));
-}
-
 Status set_set(const DirectiveCall& call, RewriteConf& conf) {
-  const std::string& var = call.arg(0);
-  if (var.size() < 2 || var[0] != '$') {
-    return call.error("invalid variable name \"" + var + "\"");
-  }
-  std::string name = lower(std::string_view(var).substr(1));
-  for (char ch : name) {
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) {
-      return call.error("invalid variable name \"" + var + "\"");
-    }
-  }
-  if (is_builtin(name)) return call.error("the duplicate \"" + name + "\" variable");
+  auto name = declared_variable_word(call.arg(0));
+  if (!name) return call.error(name.status().message());
   RewriteOp op;
   op.kind = RewriteOp::kSet;
   op.where = call.where();
-  op.var = declare_variable(name);
+  op.var = declare_variable(name.value());
   auto t = VarTemplate::compile(call.arg(1));
   if (!t) return call.error(t.status().message());
   op.value = std::move(t.value());

@@ -147,23 +147,15 @@ class SplitSink : public StatementSink {
 };
 
 Status set_split_clients(const DirectiveCall& call) {
-  const std::string& var = call.arg(1);
-  if (var.size() < 2 || var[0] != '$') return call.error("invalid variable name \"" + var + "\"");
-  std::string name = var.substr(1);
-  for (char& ch : name) {
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  }
-  if (static_cast<bool>(VarTemplate::compile("${" + name + "}")) &&
-      find_declared_variable(name) < 0) {
-    return call.error("the duplicate \"" + name + "\" variable");
-  }
+  auto name = declared_variable_word(call.arg(1));
+  if (!name) return call.error(name.status().message());
   auto split = std::make_shared<SplitVariable>();
   auto src = VarTemplate::compile(call.arg(0));
   if (!src) return call.error(src.status().message());
   split->source = std::move(src.value());
   SplitSink sink(*split);
   if (Status s = call.parse_block(sink); !s) return s;
-  set_computed_variable(declare_variable(name), std::move(split));
+  set_computed_variable(declare_variable(name.value()), std::move(split));
   return Status::ok();
 }
 
