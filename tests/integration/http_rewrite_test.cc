@@ -124,6 +124,32 @@ TEST_F(HttpRewrite, RewriteFlagsAndArguments) {
   EXPECT_TRUE(server_.wait_output("the rewritten URI has a zero length")) << server_.output();
 }
 
+// nginx's encoding rules for a replacement: a capture in the new arguments
+// is encoded as an argument when the client's path was percent-encoded; a
+// redirect decodes what its variables bring (a URL passed as an argument)
+// but not where that would make it unsafe; literal text stays as written.
+TEST_F(HttpRewrite, ReplacementEncoding) {
+  ASSERT_TRUE(start(R"(
+    location /cap { rewrite ^(.*) $1?c=$1; return 200 "uri:$uri args:$args\n"; }
+    location /to { rewrite ^ $arg_r? redirect; }
+    location /lit { rewrite ^ http://example.com/a%20%3Fb redirect; }
+    location /rc { rewrite ^/rc(.*) http://example.com$1 redirect; }
+  )")) << server_.output();
+  // "%25" decodes to "%" in $uri; in the arguments the capture is "%25" again.
+  EXPECT_EQ(body("/cap/%25?a=b"), "200 uri:/cap/% args:c=/cap/%25&a=b\n");
+  EXPECT_EQ(body("/cap/x?a=b"), "200 uri:/cap/x args:c=/cap/x&a=b\n");  // nothing to encode
+  Response r = request("/to?r=http%3A%2F%2Fexample.com%2F%3Ffrom%3Dx");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com/?from%3Dx");  // decoding ends at '?'
+  r = request("/to?r=http%3A%2F%2Fexample.com%0D%0ASet-Cookie:%20a");
+  EXPECT_EQ(r.status, 302);
+  EXPECT_EQ(r.header("location"), "http://example.com%0D%0ASet-Cookie:%20a");  // no header split
+  r = request("/lit");
+  EXPECT_EQ(r.header("location"), "http://example.com/a%20%3Fb");  // literal: as written
+  r = request("/rc/a%23b%25c");
+  EXPECT_EQ(r.header("location"), "http://example.com/a%23b%25c");  // '#', '%' re-encoded
+}
+
 TEST_F(HttpRewrite, SetIfAndBreak) {
   server_.write("html/exec.sh", "#!/bin/sh\n");
   ASSERT_TRUE(start(R"(

@@ -619,15 +619,130 @@ void VarSink::put_msec(std::uint64_t ms) {
 
 namespace {
 
+// How one value is changed on its way out.
+enum class ValueCoding : std::uint8_t {
+  kAsIs,
+  kLog,          // VarEscape::kDefault
+  kJson,         // VarEscape::kJson
+  kUriArgs,      // percent-encoded as a query argument
+  kUriRedirect,  // percent-encoded where a redirect's decoding would not restore it
+  kUnescape,     // percent-decoded as a redirect target (shrinks)
+};
+
+ValueCoding coding_for(VarEscape esc, bool capture) {
+  switch (esc) {
+    case VarEscape::kNone:
+      return ValueCoding::kAsIs;
+    case VarEscape::kDefault:
+      return ValueCoding::kLog;
+    case VarEscape::kJson:
+      return ValueCoding::kJson;
+    case VarEscape::kUriArgs:
+      return capture ? ValueCoding::kUriArgs : ValueCoding::kAsIs;
+    case VarEscape::kRedirect:
+      return capture ? ValueCoding::kAsIs : ValueCoding::kUnescape;
+    case VarEscape::kRedirectQuoted:
+      return capture ? ValueCoding::kUriRedirect : ValueCoding::kUnescape;
+  }
+  return ValueCoding::kAsIs;
+}
+
+// Bytes a URI argument carries percent-encoded (nginx's NGX_ESCAPE_ARGS set).
+bool args_escaped(unsigned char ch) {
+  return ch <= 0x20 || ch >= 0x7f || ch == '#' || ch == '%' || ch == '&' || ch == '+' ||
+         ch == ';' || ch == '?';
+}
+
+// Of those, the ones a redirect's decoding leaves encoded.
+bool redirect_escaped(unsigned char ch) {
+  return args_escaped(ch) && (ch <= '%' || ch >= 0x7f);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = static_cast<char>(c | 0x20);
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A redirect target's value decoded in place, as nginx decodes a redirect:
+// "%XX" becomes its byte when that is a plain URI character (above '%' and
+// below 0x7f), else stays encoded; a '?' (as sent or decoded) ends the
+// decoding, the rest is kept as it is. Returns the new length.
+std::size_t unescape_redirect(char* p, std::size_t n) {
+  std::size_t r = 0;
+  std::size_t w = 0;
+  while (r < n) {
+    const char ch = p[r];
+    if (ch == '?') break;
+    if (ch == '%' && r + 2 < n && hex_value(p[r + 1]) >= 0 && hex_value(p[r + 2]) >= 0) {
+      const auto byte = static_cast<unsigned char>(hex_value(p[r + 1]) * 16 + hex_value(p[r + 2]));
+      if (byte == '?') {
+        p[w++] = '?';
+        r += 3;
+        break;
+      }
+      if (byte > '%' && byte < 0x7f) {
+        p[w++] = static_cast<char>(byte);
+        r += 3;
+        continue;
+      }
+      p[w++] = p[r++];
+      p[w++] = p[r++];
+      p[w++] = p[r++];
+      continue;
+    }
+    p[w++] = p[r++];
+  }
+  while (r < n) p[w++] = p[r++];
+  return w;
+}
+
+// Percent-encodes the `n` raw bytes at `p` in place where `escaped` says
+// (the buffer has room for the worst case after them); returns the length.
+template <typename Pred>
+std::size_t percent_encode_in_place(char* p, std::size_t n, Pred escaped) {
+  static constexpr char kHexUpper[] = "0123456789ABCDEF";
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < n; ++i) m += escaped(static_cast<unsigned char>(p[i])) ? 3 : 1;
+  if (m == n) return n;
+  char* w = p + m;
+  for (std::size_t i = n; i-- > 0;) {
+    const auto ch = static_cast<unsigned char>(p[i]);
+    if (escaped(ch)) {
+      *--w = kHexUpper[ch & 0xf];
+      *--w = kHexUpper[ch >> 4];
+      *--w = '%';
+    } else {
+      *--w = static_cast<char>(ch);
+    }
+  }
+  return m;
+}
+
 // Escapes the `n` raw bytes at `p` in place (the buffer has room for the
 // worst case after them); returns the escaped length.
-std::size_t escape_in_place(char* p, std::size_t n, VarEscape esc) {
+std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
   static constexpr char kHex[] = "0123456789abcdef";
   static constexpr char kHexUpper[] = "0123456789ABCDEF";
+  switch (coding) {
+    case ValueCoding::kAsIs:
+      return n;
+    case ValueCoding::kUriArgs:
+      return percent_encode_in_place(p, n, args_escaped);
+    case ValueCoding::kUriRedirect:
+      return percent_encode_in_place(p, n, redirect_escaped);
+    case ValueCoding::kUnescape:
+      return unescape_redirect(p, n);
+    case ValueCoding::kLog:
+    case ValueCoding::kJson:
+      break;
+  }
+  const bool log = coding == ValueCoding::kLog;
   std::size_t m = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto ch = static_cast<unsigned char>(p[i]);
-    if (esc == VarEscape::kDefault) {
+    if (log) {
       m += (ch == '"' || ch == '\\' || ch < 0x20 || ch > 0x7e) ? 4 : 1;
     } else {
       m += (ch == '"' || ch == '\\') ? 2 : ch < 0x20 ? 6 : 1;
@@ -638,7 +753,7 @@ std::size_t escape_in_place(char* p, std::size_t n, VarEscape esc) {
   char* w = p + m;
   for (std::size_t i = n; i-- > 0;) {
     const auto ch = static_cast<unsigned char>(p[i]);
-    if (esc == VarEscape::kDefault) {
+    if (log) {
       if (ch == '"' || ch == '\\' || ch < 0x20 || ch > 0x7e) {
         *--w = kHexUpper[ch & 0xf];
         *--w = kHexUpper[ch >> 4];
@@ -664,14 +779,18 @@ std::size_t escape_in_place(char* p, std::size_t n, VarEscape esc) {
   return m;
 }
 
-std::size_t worst_case(std::size_t n, VarEscape esc) {
-  switch (esc) {
-    case VarEscape::kNone:
+std::size_t worst_case(std::size_t n, ValueCoding coding) {
+  switch (coding) {
+    case ValueCoding::kAsIs:
+    case ValueCoding::kUnescape:
       return n;
-    case VarEscape::kDefault:
+    case ValueCoding::kLog:
       return 4 * n;
-    case VarEscape::kJson:
+    case ValueCoding::kJson:
       return 6 * n;
+    case ValueCoding::kUriArgs:
+    case ValueCoding::kUriRedirect:
+      return 3 * n;
   }
   return n;
 }
@@ -805,7 +924,7 @@ std::size_t VarTemplate::length(const Request& r, VarEscape esc, bool missing_da
       n += missing_dash ? 1 : 0;
       continue;
     }
-    n += worst_case(s.size(), esc);
+    n += worst_case(s.size(), coding_for(esc, p.capture >= 0));
   }
   return n;
 }
@@ -828,7 +947,8 @@ char* VarTemplate::write(const Request& r, char* out, VarEscape esc, bool missin
       if (missing_dash) *out++ = '-';
       continue;
     }
-    out += esc == VarEscape::kNone ? s.size() : escape_in_place(out, s.size(), esc);
+    const ValueCoding coding = coding_for(esc, p.capture >= 0);
+    out += coding == ValueCoding::kAsIs ? s.size() : escape_in_place(out, s.size(), coding);
   }
   return out;
 }

@@ -78,6 +78,16 @@ enum class VarEscape : std::uint8_t {
   kNone,     // as they are (header values: a request's fields are already checked)
   kDefault,  // '"', '\\', bytes < 0x20 and > 0x7e as \xHH (nginx's access log)
   kJson,     // '"' and '\\' escaped, control characters as \uXXXX
+  // The rewrite module's replacement (nginx's script engine rules):
+  // kUriArgs: $1..$9 percent-encoded as query arguments (space, '#', '%',
+  // '&', '+', ';', '?', controls, bytes > 0x7e), other values as they are;
+  // kRedirect: other values percent-decoded where the result stays a safe
+  // URI character (above '%', below 0x7f; up to a '?'), $1..$9 as they
+  // are; kRedirectQuoted: the same, and $1..$9 with space, '#', '%',
+  // controls and bytes > 0x7e percent-encoded.
+  kUriArgs,
+  kRedirect,
+  kRedirectQuoted,
 };
 
 class VarTemplate {

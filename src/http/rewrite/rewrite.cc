@@ -32,10 +32,18 @@ Status set_rewrite(const DirectiveCall& call, RewriteConf& conf) {
   auto re = compile_http_regex(call.arg(0), /*caseless=*/false);
   if (!re) return call.error(re.status().message());
   op.re = std::make_shared<const HttpRegex>(std::move(re.value()));
+  // The part from the first '?' on is the new arguments: compiled apart,
+  // because a capture there is encoded as an argument.
   const std::string& replacement = call.arg(1);
-  auto t = VarTemplate::compile(replacement);
+  const std::size_t q = replacement.find('?');
+  auto t = VarTemplate::compile(std::string_view(replacement).substr(0, q));
   if (!t) return call.error(t.status().message());
   op.replacement = std::move(t.value());
+  if (q != std::string::npos) {
+    auto a = VarTemplate::compile(std::string_view(replacement).substr(q));
+    if (!a) return call.error(a.status().message());
+    op.replacement_args = std::move(a.value());
+  }
   op.url = is_url(replacement);
   if (call.arg_count() == 3) {
     const std::string& f = call.arg(2);
@@ -262,10 +270,26 @@ int run_rewrite(Request& r, const RewriteConf& conf, const RewriteOp& op, bool& 
               static_cast<unsigned long long>(r.c->number), op.re->re.pattern().c_str(),
               static_cast<int>(r.uri.size()), r.uri.data());
   }
-  std::size_t len = 0;
-  const char* value = evaluate(r, op.replacement, len);
+  // As nginx's script engine: when the client's path was percent-encoded
+  // (or had a '+'), a capture in the new arguments is encoded as an
+  // argument; a redirect's target has its variables decoded (a URL passed
+  // in an argument), its captures encoded where decoding would not restore
+  // them. Literal text is kept as written.
+  const bool redirect =
+      op.url || op.flag == RewriteFlag::kRedirect || op.flag == RewriteFlag::kPermanent;
+  const std::string_view path = r.line.path;
+  const bool quoted = path.find_first_of("%+") != std::string_view::npos;
+  const VarEscape head_coding = !redirect ? VarEscape::kNone
+                                : quoted  ? VarEscape::kRedirectQuoted
+                                          : VarEscape::kRedirect;
+  const VarEscape args_coding = quoted ? VarEscape::kUriArgs : VarEscape::kNone;
+  const std::size_t room =
+      op.replacement.length(r, head_coding) + op.replacement_args.length(r, args_coding);
+  char* value = request_alloc(r, room + 1);
   if (value == nullptr) return 500;
-  std::string_view repl(value, len);
+  char* end = op.replacement.write(r, value, head_coding);
+  end = op.replacement_args.write(r, end, args_coding);
+  std::string_view repl(value, static_cast<std::size_t>(end - value));
   // A final '?' keeps the request's arguments off the new URI.
   bool keep_args = true;
   if (repl.ends_with("?")) {

@@ -76,7 +76,8 @@ struct RewriteOp {
   // kRewrite: the expression, the replacement, the flag; `url`: the
   // replacement starts with http://, https:// or $scheme (a redirect).
   std::shared_ptr<const HttpRegex> re;
-  VarTemplate replacement;
+  VarTemplate replacement;       // up to the first '?'
+  VarTemplate replacement_args;  // from it on (empty: none)
   RewriteFlag flag = RewriteFlag::kNone;
   bool url = false;
   std::uint32_t var = 0;  // kSet: the declared variable
