@@ -145,5 +145,39 @@ TEST(HttpLimits, LimitRateThrottlesTheResponse) {
   EXPECT_GE(ms, 450);
 }
 
+// limit_rate and limit_rate_after with variables, worked out per response;
+// `set $limit_rate` and $limit_rate, as nginx's (an unset or invalid value:
+// no limit, 0).
+TEST(HttpLimits, LimitRateWithVariables) {
+  VigilServer s;
+  const std::string body(64 * 1024, 'v');
+  s.write("html/v", body);
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf_with(port, "",
+                                "location /v { limit_rate $arg_l; limit_rate_after $arg_a; }\n"
+                                "location /set { set $limit_rate $arg_l; add_header X-Rate $limit_rate;"
+                                " return 200 ok; }\n")))
+      << s.output();
+  const auto fetch_ms = [&](const std::string& target) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Client c(port);
+    EXPECT_TRUE(c.send(simple_get(target)));
+    test::Response r = c.read_response(false, 5000);
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.body, body);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
+  // 64 KiB at 128 KiB/s: at least half a second (a lower bound only).
+  EXPECT_GE(fetch_ms("/v?l=128k"), 450);
+  test::Response r = get(port, simple_get("/set?l=40k"));
+  EXPECT_EQ(r.header("x-rate"), "40960");
+  r = get(port, simple_get("/set"));
+  EXPECT_EQ(r.header("x-rate"), "0");
+  r = get(port, simple_get("/set?l=fast"));
+  EXPECT_EQ(r.header("x-rate"), "0");
+  EXPECT_TRUE(s.wait_output("invalid size \"fast\"")) << s.output();
+}
+
 }  // namespace
 }  // namespace vigil

@@ -78,9 +78,26 @@ TEST_F(HttpRewrite, RegexServerNames) {
       " return 200 \"re $sub $2\\n\"; }\n"))
       << server_.output();
   EXPECT_EQ(body("/", "blog.re.test"), "200 re blog re\n");
-  EXPECT_EQ(body("/", "Blog.RE.test"), "200 re Blog RE\n");  // without regard to case
+  // Matched on the lower-cased name, as nginx's: groups are lower case.
+  EXPECT_EQ(body("/", "Blog.RE.test"), "200 re blog re\n");
   EXPECT_EQ(body("/", "a.wild.test"), "200 wildcard\n");    // a wildcard before a regex
   EXPECT_EQ(body("/", "1.re.test"), "200 default\n");
+}
+
+// A request without a Host (HTTP/1.0) goes to the server named "" (or
+// naming none), not the default one; $server_name drops a leading dot.
+TEST_F(HttpRewrite, EmptyAndDotServerNames) {
+  const std::string p = std::to_string(port_ = free_port());
+  ASSERT_TRUE(server_.start(
+      "server { listen 127.0.0.1:" + p + "; server_name first; return 200 \"first $server_name\\n\"; }\n"
+      "server { listen 127.0.0.1:" + p + "; server_name \"\"; return 200 \"empty $server_name\\n\"; }\n"
+      "server { listen 127.0.0.1:" + p + "; server_name .dot.test; return 200 \"dot $server_name\\n\"; }\n"))
+      << server_.output();
+  Response r = get(port_, "GET / HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(std::to_string(r.status) + " " + r.body, "200 empty \n");
+  EXPECT_EQ(body("/", "other"), "200 first first\n");  // an unknown name: the default server
+  EXPECT_EQ(body("/", "www.dot.test"), "200 dot dot.test\n");
+  EXPECT_EQ(body("/", "dot.test"), "200 dot dot.test\n");
 }
 
 TEST_F(HttpRewrite, RewriteFlagsAndArguments) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -310,15 +311,22 @@ TEST_F(HttpStatus, MetricsLayoutIsStable) {
   EXPECT_EQ(layout, kMetricsLayout);
 }
 
-TEST_F(HttpStatus, AccessLogIsCombinedAndFlushedWithinASecond) {
+// As nginx's: without buffer= each line is written when its request ends.
+TEST_F(HttpStatus, AccessLogIsCombinedAndWrittenAtOnce) {
   ASSERT_TRUE(start("access_log logs/access.log combined;")) << server_.output();
   test::get(port_,
             "GET /index.html?q=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: agent \"007\"\r\n"
             "Referer: http://ref/\r\n\r\n");
   test::get(port_, test::simple_get("/nope"));
-  EXPECT_EQ(server_.read("logs/access.log"), "") << "buffered, not yet written";
   std::string log;
-  EXPECT_TRUE(test::wait_for([&] { return !(log = server_.read("logs/access.log")).empty(); }, 3000));
+  // Polled only because the client has its response before the server's
+  // log phase runs; nothing waits for a flush timer.
+  EXPECT_TRUE(test::wait_for(
+      [&] {
+        log = server_.read("logs/access.log");
+        return std::count(log.begin(), log.end(), '\n') == 2;
+      },
+      3000));
   static const std::regex line1(
       "127\\.0\\.0\\.1 - - \\[\\d\\d/[A-Z][a-z]{2}/\\d{4}:\\d\\d:\\d\\d:\\d\\d [+-]\\d{4}\\] "
       "\"GET /index\\.html\\?q=1 HTTP/1\\.1\" 200 6 \"http://ref/\" \"agent \\\\x22007\\\\x22\"\n"

@@ -40,8 +40,7 @@ Status set_server_name(const DirectiveCall& call, HttpSrvConf& srv) {
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     std::string name = call.arg(i);
     if (!name.empty() && name[0] == '~') {
-      // Matched against the Host as sent, so without regard to case (nginx
-      // matches the lower-cased name).
+      // Matched caseless against the lower-cased Host, as nginx's.
       auto re = compile_http_regex(std::string_view(name).substr(1), /*caseless=*/true);
       if (!re) return call.error(re.status().message());
       srv.server_regexes.push_back(std::make_shared<const HttpRegex>(std::move(re.value())));
@@ -313,7 +312,7 @@ Status set_types(const DirectiveCall& call, HttpLocConf& loc) {
   return Status::ok();
 }
 
-// access_log off | path [format [buffer=size] [flush=time] [if=condition]];
+// access_log off | path [format [buffer=size] [gzip[=level]] [flush=time] [if=condition]];
 // Several at one level each get the line; "off" there means none.
 Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
   if (call.arg(0) == "off") {
@@ -325,9 +324,15 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
   auto log = std::make_shared<AccessLogConf>();
   log->path = call.env().prefixed(call.arg(0));
   log->where = call.where();
+  if (call.arg(0).find('$') != std::string::npos) {
+    auto t = VarTemplate::compile(log->path);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) log->path_var = std::make_shared<const VarTemplate>(std::move(t.value()));
+  }
+  bool buffer_set = false;
   for (std::size_t i = 1; i < call.arg_count(); ++i) {
     const std::string& a = call.arg(i);
-    if (i == 1 && a.find('=') == std::string::npos) {
+    if (i == 1 && a.find('=') == std::string::npos && a != "gzip") {
       log->format_name = a;
       continue;
     }
@@ -335,6 +340,14 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
       auto v = parse_size(std::string_view(a).substr(7));
       if (!v || *v > (64u << 20)) return call.error("invalid buffer size \"" + a.substr(7) + "\"");
       log->buffer = static_cast<std::size_t>(*v);
+      buffer_set = true;
+    } else if (a == "gzip" || a.starts_with("gzip=")) {
+      log->gzip = 1;  // nginx's default level for logs
+      if (a.size() > 4) {
+        auto v = parse_number(std::string_view(a).substr(5));
+        if (!v || *v < 1 || *v > 9) return call.error("invalid compression level \"" + a.substr(5) + "\"");
+        log->gzip = static_cast<int>(*v);
+      }
     } else if (a.starts_with("flush=")) {
       auto v = parse_msec(std::string_view(a).substr(6));
       if (!v || *v == 0) return call.error("invalid flush time \"" + a.substr(6) + "\"");
@@ -347,7 +360,53 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
       return call.error("invalid parameter \"" + a + "\"");
     }
   }
+  // As nginx's: gzip alone buffers 64k; flush needs a buffer.
+  if (log->gzip != 0 && !buffer_set) {
+    log->buffer = 64 * 1024;
+    buffer_set = true;
+  }
+  if (log->flush != 0 && !buffer_set) {
+    return call.error("no buffer is defined for access_log \"" + call.arg(0) + "\"");
+  }
+  if (log->path_var != nullptr && buffer_set) {
+    return call.error("buffered logs cannot have variables in name");
+  }
   if (!loc.access_log_off) loc.access_logs.push_back(std::move(log));
+  return Status::ok();
+}
+
+// open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time] | off;
+Status set_open_log_file_cache(const DirectiveCall& call, HttpLocConf& loc) {
+  if (call.arg(0) == "off") {
+    if (call.arg_count() != 1) return call.error("invalid parameter \"" + call.arg(1) + "\"");
+    loc.log_file_cache.reset();
+    return Status::ok();
+  }
+  auto c = std::make_shared<LogFileCacheConf>();
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    const std::string_view a = call.arg(i);
+    if (a.starts_with("max=")) {
+      auto v = parse_number(a.substr(4));
+      if (!v || *v == 0 || *v > 1000000) return call.error("invalid \"max\" value \"" + std::string(a.substr(4)) + "\"");
+      c->max = static_cast<std::uint32_t>(*v);
+    } else if (a.starts_with("inactive=")) {
+      auto v = parse_msec(a.substr(9));
+      if (!v) return call.error("invalid \"inactive\" value \"" + std::string(a.substr(9)) + "\"");
+      c->inactive = *v;
+    } else if (a.starts_with("min_uses=")) {
+      auto v = parse_number(a.substr(9));
+      if (!v || *v == 0 || *v > 1000000) return call.error("invalid \"min_uses\" value \"" + std::string(a.substr(9)) + "\"");
+      c->min_uses = static_cast<std::uint32_t>(*v);
+    } else if (a.starts_with("valid=")) {
+      auto v = parse_msec(a.substr(6));
+      if (!v) return call.error("invalid \"valid\" value \"" + std::string(a.substr(6)) + "\"");
+      c->valid = *v;
+    } else {
+      return call.error("invalid \"open_log_file_cache\" parameter \"" + std::string(a) + "\"");
+    }
+  }
+  if (c->max == 0) return call.error("\"open_log_file_cache\" must have \"max\" parameter");
+  loc.log_file_cache = std::move(c);
   return Status::ok();
 }
 
@@ -488,6 +547,15 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.index_vars = parent.index_vars;
   }
   if (!ctx.is_set("types")) child.types = parent.types;
+  if (!ctx.is_set("limit_rate")) {
+    child.limit_rate = parent.limit_rate;
+    child.limit_rate_var = parent.limit_rate_var;
+  }
+  if (!ctx.is_set("limit_rate_after")) {
+    child.limit_rate_after = parent.limit_rate_after;
+    child.limit_rate_after_var = parent.limit_rate_after_var;
+  }
+  if (!ctx.is_set("open_log_file_cache")) child.log_file_cache = parent.log_file_cache;
   if (!ctx.is_set("access_log")) {
     child.access_logs = parent.access_logs;
     child.access_log_off = parent.access_log_off;
@@ -803,7 +871,8 @@ Module* make_http_module() {
   m->add_block("types", kHttpAny, Arity::none(), 0, loc.custom(set_types));
   m->add("default_type", kHttpAny, Arity::exactly(1),
          loc.string(&HttpLocConf::default_type, "text/plain"));
-  m->add("access_log", kHttpAny, Arity::between(1, 5), loc.custom(set_access_log)).multiple = true;
+  m->add("access_log", kHttpAny, Arity::between(1, 6), loc.custom(set_access_log)).multiple = true;
+  m->add("open_log_file_cache", kHttpAny, Arity::between(1, 4), loc.custom(set_open_log_file_cache));
   m->add("error_log", kHttpAny, Arity::between(1, 2),
          loc.custom([](const DirectiveCall& call, HttpLocConf& l) {
            return set_error_log(call, l.error_log);

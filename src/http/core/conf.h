@@ -79,6 +79,14 @@ struct LogFormat {
   VarTemplate format;
 };
 
+// open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time];
+struct LogFileCacheConf {
+  std::uint32_t max = 0;
+  Msec inactive = 10000;
+  std::uint32_t min_uses = 1;
+  Msec valid = 60000;
+};
+
 struct AccessLogConf {
   // The format's name; "combined" is written by the fixed fast writer
   // (access_log.cc), others through `format`, resolved when the http block
@@ -86,9 +94,13 @@ struct AccessLogConf {
   std::string format_name = "combined";
   std::shared_ptr<const LogFormat> format;
   std::string where;  // " in F:L" of the access_log directive
-  std::string path;            // resolved against the prefix
-  std::size_t buffer = 65536;  // bytes gathered before a write(2)
-  Msec flush = 1000;           // longest a line waits in the buffer
+  std::string path;        // resolved against the prefix
+  std::size_t buffer = 0;  // bytes gathered before a write(2); 0: every line at once
+  Msec flush = 0;          // longest a line waits in the buffer; 0: until it is full
+  int gzip = 0;            // gzip=level: each write a gzip member; 0: plain
+  // A path with variables: worked out per line, the file opened for the
+  // line (or taken from open_log_file_cache); never buffered.
+  std::shared_ptr<const VarTemplate> path_var;
   // if=condition: the line is written only when this is neither empty nor "0".
   std::optional<VarTemplate> condition;
   int index = -1;  // into HttpServers::access_logs (the worker's open files)
@@ -155,6 +167,9 @@ struct HttpLocConf {
   Msec send_timeout = 60000;
   std::shared_ptr<const TypesMap> types;  // null: the built-in map
   std::string default_type = "text/plain";
+  // open_log_file_cache: descriptors of access_log paths with variables
+  // kept open by each worker (null: off).
+  std::shared_ptr<const LogFileCacheConf> log_file_cache;
   // Every access_log of the level (nginx writes a line to each); empty: off.
   std::vector<std::shared_ptr<AccessLogConf>> access_logs;
   bool access_log_off = false;  // "access_log off" at this level
@@ -192,6 +207,9 @@ struct HttpLocConf {
   // limit_rate (filters/limit_rate.cc; applied by HTTP/1's writer).
   std::size_t limit_rate = 0;  // bytes per second of a response; 0: no limit
   std::size_t limit_rate_after = 0;
+  // Either written with variables: the size is worked out per response.
+  std::shared_ptr<const VarTemplate> limit_rate_var;
+  std::shared_ptr<const VarTemplate> limit_rate_after_var;
 
   // Each HttpModule's conf at this level (module.h: loc_conf), by its index.
   std::vector<const void*> module_confs;

@@ -2,6 +2,10 @@
 // ngx_http_finalize_request): choose the server and location, run the
 // phases, and end the request. The body is read or thrown away through
 // request_body.h, by the handler that answers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "codec/tokens.h"
@@ -294,24 +298,10 @@ bool log_condition_holds(const Request& r, const VarTemplate& condition) {
   return len != 0 && !(len == 1 && small[0] == '0');
 }
 
-void write_access_log(Request& r, const AccessLogConf& conf) {
-  HttpConnection& hc = *r.hc;
+// The combined format's values for r; `user` holds $remote_user's.
+void combined_fields(Request& r, AccessLogLine& line, char (&user)[kRemoteUserMax]) {
   Connection& c = *r.c;
-  AccessLog* log = hc.worker->access_log(conf.index);
-  if (log == nullptr) return;
-  if (conf.condition && !log_condition_holds(r, *conf.condition)) return;
-  if (conf.format) {
-    const LogFormat& f = *conf.format;
-    const std::size_t need = f.format.length(r, f.escape, true) + 1;
-    char* line = log->begin(need, c.loop->log());
-    char* end = f.format.write(r, line, f.escape, true);
-    *end++ = '\n';
-    if (log->end(end, c.loop->log())) hc.worker->arm_flush(log->flush_after());
-    return;
-  }
-  AccessLogLine line;
   line.remote_addr = c.addr_text;
-  char user[kRemoteUserMax];
   bool has_user = false;
   line.remote_user = remote_user(r, user, has_user);
   line.request = r.line.line;
@@ -319,7 +309,96 @@ void write_access_log(Request& r, const AccessLogConf& conf) {
   line.body_bytes = static_cast<std::int64_t>(c.sent - r.sent_start - r.header_size);
   line.referer = r.referer;
   line.user_agent = r.user_agent;
-  if (log->write(line, c.loop->log())) hc.worker->arm_flush(log->flush_after());
+}
+
+// An access_log whose path has variables: the line goes straight to the
+// file the path names for this request, opened for it or kept open by
+// open_log_file_cache. As nginx's, nothing is written when the location's
+// root directory does not exist.
+void write_variable_log(Request& r, const AccessLogConf& conf) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
+  if (!loc.alias && loc.root_vars == nullptr) {
+    struct stat st;
+    int err = 0;
+    if (::stat(loc.root_path.c_str(), &st) == -1) {
+      err = errno;
+    } else if (!S_ISDIR(st.st_mode)) {
+      err = ENOTDIR;
+    }
+    if (err != 0) {
+      VIGIL_LOG(*c.log, kError, err, "*%llu testing \"%s\" existence failed",
+                static_cast<unsigned long long>(c.number), loc.root_path.c_str());
+      return;
+    }
+  }
+  const VarTemplate& path_t = *conf.path_var;
+  const std::size_t path_len = path_t.length(r);
+  const bool dash = conf.format == nullptr || conf.format->escape == VarEscape::kDefault;
+  AccessLogLine combined;
+  char user[kRemoteUserMax];
+  if (conf.format == nullptr) combined_fields(r, combined, user);
+  const std::size_t line_len = conf.format != nullptr
+                                   ? conf.format->format.length(r, conf.format->escape, dash) + 1
+                                   : combined_line_size(combined);
+  char* mem = request_alloc(r, path_len + 1 + line_len);
+  if (mem == nullptr) return;
+  char* path_end = path_t.write(r, mem);
+  *path_end = '\0';
+  bool owned = true;
+  int fd = -1;
+  if (loc.log_file_cache != nullptr) {
+    LogFileCache* cache = hc.worker->log_file_cache(*loc.log_file_cache);
+    if (cache != nullptr) fd = cache->open(mem, clock::current_msec(), owned);
+  } else {
+    fd = open_log_file(mem);
+  }
+  if (fd == -1) {
+    VIGIL_LOG(*c.log, kCrit, errno, "*%llu open() \"%s\" failed",
+              static_cast<unsigned long long>(c.number), mem);
+    return;
+  }
+  char* line = path_end + 1;
+  char* end;
+  if (conf.format != nullptr) {
+    end = conf.format->format.write(r, line, conf.format->escape, dash);
+    *end++ = '\n';
+  } else {
+    end = write_combined_line(combined, line);
+  }
+  write_log_fd(fd, line, static_cast<std::size_t>(end - line), mem, *c.log);
+  if (owned) (void)::close(fd);  // a log file, written with O_APPEND: nothing pending
+}
+
+void write_access_log(Request& r, const AccessLogConf& conf) {
+  HttpConnection& hc = *r.hc;
+  Connection& c = *r.c;
+  if (conf.condition && !log_condition_holds(r, *conf.condition)) return;
+  if (conf.path_var != nullptr) {
+    write_variable_log(r, conf);
+    return;
+  }
+  AccessLog* log = hc.worker->access_log(conf.index);
+  if (log == nullptr) return;
+  if (conf.format) {
+    const LogFormat& f = *conf.format;
+    const bool dash = f.escape == VarEscape::kDefault;  // nginx: "-" only there
+    const std::size_t need = f.format.length(r, f.escape, dash) + 1;
+    char* line = log->begin(need, c.loop->log());
+    char* end = f.format.write(r, line, f.escape, dash);
+    *end++ = '\n';
+    if (log->end(end, c.loop->log()) && log->flush_after() > 0) {
+      hc.worker->arm_flush(log->flush_after());
+    }
+    return;
+  }
+  AccessLogLine line;
+  char user[kRemoteUserMax];
+  combined_fields(r, line, user);
+  if (log->write(line, c.loop->log()) && log->flush_after() > 0) {
+    hc.worker->arm_flush(log->flush_after());
+  }
 }
 
 }  // namespace

@@ -207,6 +207,13 @@ struct Request {
   // named location or an error_page: an `internal` location may answer it.
   bool internal = false;
   bool add_uri_to_alias = false;  // try_files found r.uri under a regex location's alias
+  // This response's limit_rate / limit_rate_after ($limit_rate): the
+  // location's, worked out when the first byte is sent, unless `set
+  // $limit_rate` chose before (nginx's limit_rate_set).
+  std::uint64_t limit_rate = 0;
+  std::uint64_t limit_rate_after = 0;
+  bool limit_rate_set = false;
+  bool limit_rate_after_set = false;
   // `set` variables, regex captures and the memory they live in (request_vars.h).
   RequestVars vars;
   // A body filter changes the bytes (gzip, gunzip): the producer passes the

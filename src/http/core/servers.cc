@@ -101,12 +101,26 @@ const HttpSrvConf& HttpAddress::find_server(std::string_view host, Request* r) c
     for (const auto& n : tail_wildcards) {
       if (host.size() > n.name.size() && istarts_with(host, n.name)) return *n.srv;
     }
-    for (const auto& n : regex_names) {
-      // A matching error is taken as no match: the default server answers.
-      const int rc = r != nullptr ? match_with_captures(*r, *n.re, host)
-                                  : (n.re->re.matches(host) ? 1 : 0);
-      if (rc > 0) return *n.srv;
+    if (!regex_names.empty()) {
+      // As nginx's: the expressions see the name in lower case (their
+      // groups too); they are compiled caseless as well.
+      // With a request, in its memory: the groups point into the subject.
+      char small[256];  // SNI names: at most 255 bytes
+      char* lowered = r != nullptr               ? request_alloc(*r, host.size())
+                      : host.size() <= sizeof small ? small
+                                                    : nullptr;
+      if (lowered == nullptr) return *default_server;
+      for (std::size_t i = 0; i < host.size(); ++i) lowered[i] = lower(host[i]);
+      const std::string_view name(lowered, host.size());
+      for (const auto& n : regex_names) {
+        // A matching error is taken as no match: the default server answers.
+        const int rc = r != nullptr ? match_with_captures(*r, *n.re, name)
+                                    : (n.re->re.matches(name) ? 1 : 0);
+        if (rc > 0) return *n.srv;
+      }
     }
+  } else if (r != nullptr && empty_name != nullptr) {
+    return *empty_name;  // no Host (HTTP/1.0): the server named ""
   }
   return *default_server;
 }
@@ -170,6 +184,10 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
   for (auto& a : out->addresses) {
     if (a->default_server == nullptr) a->default_server = a->servers.front();
     for (HttpSrvConf* srv : a->servers) {
+      const bool unnamed =
+          srv->server_names.empty() ||
+          std::find(srv->server_names.begin(), srv->server_names.end(), "") != srv->server_names.end();
+      if (unnamed && a->empty_name == nullptr) a->empty_name = srv;
       for (const std::string& name : srv->server_names) add_name(*a, name, srv);
       for (const auto& re : srv->server_regexes) a->regex_names.push_back({re.get(), srv});
     }
@@ -189,6 +207,7 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
   for (HttpLocConf* loc : out->locations) {
     for (const auto& log : loc->access_logs) {
       log->index = -1;
+      if (log->path_var != nullptr) continue;  // opened per line
       for (std::size_t i = 0; i < out->access_logs.size(); ++i) {
         if (out->access_logs[i]->path == log->path) log->index = static_cast<int>(i);
       }

@@ -48,6 +48,9 @@ class HttpAddress {
     HttpSrvConf* srv;
   };
   std::vector<RegexName> regex_names;  // in configuration order
+  // The first server named "" (or naming none, whose name is "" as in
+  // nginx): a request without a Host goes there (null: the default server).
+  const HttpSrvConf* empty_name = nullptr;
 };
 
 class HttpServers {

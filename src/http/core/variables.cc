@@ -127,7 +127,11 @@ bool var_server_port(const Request& r, std::string_view, VarSink& s) {
 
 // The primary name of the server{} that took the request ("" when it has none).
 bool var_server_name(const Request& r, std::string_view, VarSink& s) {
-  if (r.srv != nullptr && !r.srv->server_names.empty()) s.put(r.srv->server_names[0]);
+  if (r.srv != nullptr && !r.srv->server_names.empty()) {
+    std::string_view name = r.srv->server_names[0];
+    if (name.starts_with('.')) name.remove_prefix(1);  // ".example.com" is example.com, as nginx's
+    s.put(name);
+  }
   return true;
 }
 
@@ -161,8 +165,10 @@ bool var_request_uri(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+// No value before a request-target was read; empty when the target was
+// refused (a path above the root), as nginx's.
 bool var_uri(const Request& r, std::string_view, VarSink& s) {
-  if (r.uri.empty()) return false;
+  if (r.uri.empty() && r.line.target.empty()) return false;
   s.put(r.uri);
   return true;
 }
@@ -175,6 +181,13 @@ bool var_args(const Request& r, std::string_view, VarSink& s) {
 
 bool var_is_args(const Request& r, std::string_view, VarSink& s) {
   if (r.line.has_query && !r.line.query.empty()) s.put_char('?');
+  return true;
+}
+
+// $limit_rate: this response's limit (0 until the first byte is sent or
+// `set $limit_rate` chose it, as nginx's).
+bool var_limit_rate(const Request& r, std::string_view, VarSink& s) {
+  s.put_uint(r.limit_rate);
   return true;
 }
 
@@ -543,6 +556,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"upstream_response_length", var_upstream<TryField::kResponseLength>},
     {"upstream_bytes_received", var_upstream<TryField::kBytesReceived>},
     {"upstream_bytes_sent", var_upstream<TryField::kBytesSent>},
+    {"limit_rate", var_limit_rate},
     {"connection", var_connection},
     {"connection_requests", var_connection_requests},
     {"pid", var_pid},
@@ -586,7 +600,7 @@ const VarSpec* find_variable(std::string_view name, std::string_view& arg) {
     for (const VarSpec& v : specs) {
       if (v.prefix != prefix) continue;
       if (!prefix && v.name == name) return &v;
-      if (prefix && name.size() > v.name.size() && name.starts_with(v.name)) {
+      if (prefix && name.starts_with(v.name)) {  // "$arg_" alone is a name too, never set
         arg = name.substr(v.name.size());
         return &v;
       }
@@ -723,8 +737,7 @@ std::size_t percent_encode_in_place(char* p, std::size_t n, Pred escaped) {
 // Escapes the `n` raw bytes at `p` in place (the buffer has room for the
 // worst case after them); returns the escaped length.
 std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  static constexpr char kHexUpper[] = "0123456789ABCDEF";
+  static constexpr char kHexUpper[] = "0123456789ABCDEF";  // nginx's, in both formats
   switch (coding) {
     case ValueCoding::kAsIs:
       return n;
@@ -766,8 +779,8 @@ std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
       *--w = '\\';
       continue;
     } else if (ch < 0x20) {
-      *--w = kHex[ch & 0xf];
-      *--w = kHex[ch >> 4];
+      *--w = kHexUpper[ch & 0xf];
+      *--w = kHexUpper[ch >> 4];
       *--w = '0';
       *--w = '0';
       *--w = 'u';

@@ -93,7 +93,7 @@ HttpWorker::~HttpWorker() {
 
 Status HttpWorker::open_logs() {
   for (const AccessLogConf* conf : servers_.access_logs) {
-    auto log = std::make_unique<AccessLog>(conf->path, conf->buffer, conf->flush);
+    auto log = std::make_unique<AccessLog>(conf->path, conf->buffer, conf->flush, conf->gzip);
     if (Status s = log->open(); !s) return s;
     logs_.push_back(std::move(log));
   }
@@ -107,6 +107,21 @@ Status HttpWorker::init_file_caches() {
     file_caches_.push_back(std::move(cache.value()));
   }
   return Status::ok();
+}
+
+LogFileCache* HttpWorker::log_file_cache(const LogFileCacheConf& conf) {
+  for (auto& [c, cache] : log_file_caches_) {
+    if (c == &conf) return cache.get();
+  }
+  std::unique_ptr<LogFileCache> cache(
+      new (std::nothrow) LogFileCache(conf.max, conf.inactive, conf.min_uses, conf.valid));
+  if (cache == nullptr) return nullptr;
+  try {
+    log_file_caches_.emplace_back(&conf, std::move(cache));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  return log_file_caches_.back().second.get();
 }
 
 void HttpWorker::reopen_logs() {

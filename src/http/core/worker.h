@@ -79,6 +79,9 @@ class HttpWorker {
   EventLoop& loop() { return loop_; }
   const HttpServers& servers() const { return servers_; }
   BufferCache& buffers() { return buffers_; }
+  // open_log_file_cache's table for `conf` (made on first use; null when
+  // out of memory).
+  LogFileCache* log_file_cache(const LogFileCacheConf& conf);
   AccessLog* access_log(int index) {
     return index >= 0 && static_cast<std::size_t>(index) < logs_.size() ? logs_[index].get()
                                                                         : nullptr;
@@ -102,6 +105,7 @@ class HttpWorker {
   std::unique_ptr<char[]> scratch_;
   std::size_t scratch_size_ = 0;
   std::vector<std::unique_ptr<AccessLog>> logs_;
+  std::vector<std::pair<const LogFileCacheConf*, std::unique_ptr<LogFileCache>>> log_file_caches_;
   std::vector<std::unique_ptr<OpenFileCache>> file_caches_;
   Event flush_event_;
   ProxySessions proxy_sessions_;

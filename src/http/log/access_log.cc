@@ -5,6 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <new>
+
+#include <zlib.h>
 
 #include "codec/head_writer.h"
 #include "vigil/core/log.h"
@@ -45,8 +49,8 @@ char* escape_log_value(std::string_view s, char* out) {
   return out;
 }
 
-AccessLog::AccessLog(std::string path, std::size_t buffer, Msec flush)
-    : path_(std::move(path)), size_(buffer), flush_(flush) {
+AccessLog::AccessLog(std::string path, std::size_t buffer, Msec flush, int gzip)
+    : path_(std::move(path)), size_(buffer), flush_(flush), gzip_(gzip) {
   if (size_ > 0) buf_ = std::make_unique<char[]>(size_);
 }
 
@@ -55,8 +59,12 @@ AccessLog::~AccessLog() {
     (void)::close(fd_);  // at exit, after the last flush: nothing to do about a failure
 }
 
+int open_log_file(const char* path) {
+  return ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
 Status AccessLog::open() {
-  int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open_log_file(path_.c_str());
   if (fd == -1) return Status::sys("open() \"" + path_ + "\"");
   if (fd_ != -1 && ::close(fd_) == -1) {
     Status s = Status::sys("close() \"" + path_ + "\"");
@@ -106,24 +114,46 @@ void AccessLog::write_out(const char* p, std::size_t n, Log& log) {
   }
 }
 
-bool AccessLog::write(const AccessLogLine& l, Log& log) {
-  // Worst case: every value byte escaped to 4, plus the fixed parts.
-  const std::size_t need =
-      4 * (l.request.size() + l.referer.size() + l.user_agent.size() + l.remote_user.size()) +
-      l.remote_addr.size() + 128;
-  char stack[4096];
-  char* line = stack;
-  std::unique_ptr<char[]> heap;
-  const bool direct = size_ == 0 || need > size_;
-  if (!direct) {
-    if (size_ - used_ < need) flush(log);
-    line = buf_.get() + used_;
-  } else if (need > sizeof stack) {
-    heap = std::make_unique<char[]>(need);  // a huge line, rare: no need to be clever
-    line = heap.get();
+// One gzip member of the `n` bytes (nginx's access_log gzip): deflated
+// whole, with its own header and trailer.
+void AccessLog::emit(const char* p, std::size_t n, Log& log) {
+  if (gzip_ == 0) {
+    write_out(p, n, log);
+    return;
   }
+  z_stream zs{};
+  if (deflateInit2(&zs, gzip_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    VIGIL_LOG(log, kAlert, 0, "deflateInit2() failed for \"%s\": the lines are lost", path_.c_str());
+    return;
+  }
+  const auto bound = static_cast<std::size_t>(deflateBound(&zs, static_cast<uLong>(n)));
+  std::unique_ptr<char[]> out(new (std::nothrow) char[bound]);
+  if (out == nullptr) {
+    (void)deflateEnd(&zs);
+    VIGIL_LOG(log, kAlert, 0, "out of memory compressing \"%s\": the lines are lost", path_.c_str());
+    return;
+  }
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
+  zs.avail_in = static_cast<uInt>(n);
+  zs.next_out = reinterpret_cast<Bytef*>(out.get());
+  zs.avail_out = static_cast<uInt>(bound);
+  const int rc = deflate(&zs, Z_FINISH);
+  const std::size_t produced = bound - zs.avail_out;
+  (void)deflateEnd(&zs);
+  if (rc != Z_STREAM_END) {
+    VIGIL_LOG(log, kAlert, 0, "deflate() failed for \"%s\" (%d): the lines are lost", path_.c_str(), rc);
+    return;
+  }
+  write_out(out.get(), produced, log);
+}
 
-  char* p = line;
+std::size_t combined_line_size(const AccessLogLine& l) {
+  // Worst case: every value byte escaped to 4, plus the fixed parts.
+  return 4 * (l.request.size() + l.referer.size() + l.user_agent.size() + l.remote_user.size()) +
+         l.remote_addr.size() + 128;
+}
+
+char* write_combined_line(const AccessLogLine& l, char* p) {
   p = put(p, l.remote_addr.empty() ? std::string_view("-") : l.remote_addr);
   p = put(p, " - ");
   p = put_value(p, l.remote_user);
@@ -139,10 +169,39 @@ bool AccessLog::write(const AccessLogLine& l, Log& log) {
   p = put_value(p, l.referer);
   p = put(p, "\" \"");
   p = put_value(p, l.user_agent);
-  p = put(p, "\"\n");
+  return put(p, "\"\n");
+}
 
+void write_log_fd(int fd, const char* p, std::size_t n, const char* path, Log& log) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w > 0) {
+      p += w;
+      n -= static_cast<std::size_t>(w);
+      continue;
+    }
+    if (w == -1 && errno == EINTR) continue;
+    VIGIL_LOG(log, kAlert, errno, "write() to \"%s\" failed", path);
+    return;
+  }
+}
+
+bool AccessLog::write(const AccessLogLine& l, Log& log) {
+  const std::size_t need = combined_line_size(l);
+  char stack[4096];
+  char* line = stack;
+  std::unique_ptr<char[]> heap;
+  const bool direct = size_ == 0 || need > size_;
+  if (!direct) {
+    if (size_ - used_ < need) flush(log);
+    line = buf_.get() + used_;
+  } else if (need > sizeof stack) {
+    heap = std::make_unique<char[]>(need);  // a huge line, rare: no need to be clever
+    line = heap.get();
+  }
+  char* p = write_combined_line(l, line);
   if (direct) {
-    write_out(line, static_cast<std::size_t>(p - line), log);
+    emit(line, static_cast<std::size_t>(p - line), log);
     return false;
   }
   const bool was_empty = used_ == 0;
@@ -165,7 +224,7 @@ char* AccessLog::begin(std::size_t need, Log& log) {
 bool AccessLog::end(char* line_end, Log& log) {
   const auto n = static_cast<std::size_t>(line_end - line_);
   if (direct_) {
-    write_out(line_, n, log);
+    emit(line_, n, log);
     big_.reset();
     return false;
   }
@@ -176,8 +235,71 @@ bool AccessLog::end(char* line_end, Log& log) {
 
 void AccessLog::flush(Log& log) {
   if (used_ == 0) return;
-  write_out(buf_.get(), used_, log);
+  emit(buf_.get(), used_, log);
   used_ = 0;
+}
+
+LogFileCache::~LogFileCache() {
+  for (Entry& e : lru_) {
+    if (e.fd != -1) (void)::close(e.fd);  // at exit: nothing to do about a failure
+  }
+}
+
+void LogFileCache::drop(std::list<Entry>::iterator it) {
+  if (it->fd != -1) (void)::close(it->fd);  // a log descriptor: written with O_APPEND, nothing pending
+  index_.erase(it->path);
+  lru_.erase(it);
+}
+
+int LogFileCache::open(const char* path, Msec now, bool& owned) {
+  owned = true;
+  while (!lru_.empty() && msec_diff(now, lru_.back().accessed) >= static_cast<MsecDiff>(inactive_)) {
+    drop(std::prev(lru_.end()));
+  }
+  const std::string_view key(path);
+  if (auto found = index_.find(key); found != index_.end()) {
+    auto it = found->second;
+    lru_.splice(lru_.begin(), lru_, it);
+    it->accessed = now;
+    ++it->uses;
+    if (it->fd != -1 && msec_diff(now, it->opened) < static_cast<MsecDiff>(valid_)) {
+      owned = false;
+      return it->fd;
+    }
+    if (it->fd != -1) {
+      (void)::close(it->fd);  // past `valid`: the name may lead elsewhere now
+      it->fd = -1;
+    }
+    const int fd = open_log_file(path);
+    if (fd == -1) return -1;
+    if (it->uses >= min_uses_) {
+      it->fd = fd;
+      it->opened = now;
+      owned = false;
+    }
+    return fd;
+  }
+  const int fd = open_log_file(path);
+  if (fd == -1) return -1;
+  if (lru_.size() >= max_) drop(std::prev(lru_.end()));
+  std::list<Entry>::iterator it;
+  try {
+    lru_.push_front(Entry{std::string(key), -1, 1, now, now});
+    it = lru_.begin();
+    try {
+      index_.emplace(std::string_view(it->path), it);
+    } catch (const std::bad_alloc&) {
+      lru_.pop_front();
+      throw;
+    }
+  } catch (const std::bad_alloc&) {
+    return fd;  // not cached: written once, closed by the caller
+  }
+  if (min_uses_ <= 1) {
+    it->fd = fd;
+    owned = false;
+  }
+  return fd;
 }
 
 }  // namespace vigil::http

@@ -14,6 +14,7 @@
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/filters/limit_rate.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -84,6 +85,16 @@ Status set_break(const DirectiveCall& call, RewriteConf& conf) {
 }
 
 Status set_set(const DirectiveCall& call, RewriteConf& conf) {
+  if (call.arg(0) == "$limit_rate") {  // the one built-in `set` may change, as nginx's
+    RewriteOp op;
+    op.kind = RewriteOp::kSetLimitRate;
+    op.where = call.where();
+    auto t = VarTemplate::compile(call.arg(1));
+    if (!t) return call.error(t.status().message());
+    op.value = std::move(t.value());
+    conf.ops.push_back(std::move(op));
+    return Status::ok();
+  }
   auto name = declared_variable_word(call.arg(0));
   if (!name) return call.error(name.status().message());
   RewriteOp op;
@@ -370,6 +381,13 @@ int run_program(Request& r, const HttpLocConf& level, bool& uri_changed) {
         std::size_t len = 0;
         const char* v = evaluate(r, op.value, len);
         if (v == nullptr || !set_user_variable(r, op.var, std::string_view(v, len))) return 500;
+        break;
+      }
+      case RewriteOp::kSetLimitRate: {
+        std::size_t len = 0;
+        const char* v = evaluate(r, op.value, len);
+        if (v == nullptr) return 500;
+        (void)set_limit_rate(r, std::string_view(v, len));  // an invalid size is logged, not set
         break;
       }
       case RewriteOp::kRewrite: {

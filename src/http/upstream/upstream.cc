@@ -414,6 +414,10 @@ void finish(Upstream& u, bool error) {
                         u.resp.keep_alive && !u.upstream_eof &&
                         (u.u == nullptr || tls_drained(*u.u));
   u.stage = Stage::kDone;
+  // $upstream_response_time runs to the response's end, not its head.
+  if (UpstreamTry* t = current_try(u); t != nullptr && t->has_header) {
+    t->time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+  }
   close_upstream(u, reusable);
   client_finish(u, error);
 }

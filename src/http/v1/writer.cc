@@ -111,10 +111,10 @@ void after_write(Request& r, int rc) {
 }  // namespace
 
 off_t rate_allowance(Request& r) {
-  const std::uint64_t rate = r.loc->limit_rate;
+  const std::uint64_t rate = response_limit_rate(r);
   if (rate == 0) return -1;
   Connection& c = *r.c;
-  const off_t allowed = limit_rate_allowance(rate, r.loc->limit_rate_after, c.sent - r.sent_start,
+  const off_t allowed = limit_rate_allowance(rate, response_limit_rate_after(r), c.sent - r.sent_start,
                                              msec_diff(clock::current_msec(), r.start_msec));
   if (allowed > 0) return allowed;
   c.write->delayed = 1;

@@ -89,7 +89,8 @@ TEST_F(Vars, SyntaxErrors) {
   EXPECT_EQ(error("${host"), "the closing bracket in \"host\" variable is missing");
   EXPECT_EQ(error("$"), "invalid variable name in \"$\"");
   EXPECT_EQ(error("${}"), "invalid variable name in \"${}\"");
-  EXPECT_EQ(error("$http_"), "unknown \"http_\" variable");
+  EXPECT_EQ(error("$http_"), "<ok>");  // a prefix alone names nothing, as nginx's: no value
+  EXPECT_EQ(error("$nosuch_"), "unknown \"nosuch_\" variable");
 }
 
 TEST_F(Vars, ConnectionAndRequest) {
