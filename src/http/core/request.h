@@ -136,6 +136,10 @@ struct Request {
   Connection* c = nullptr;
   const HttpSrvConf* srv = nullptr;  // chosen by Host once the header is complete
   const HttpLocConf* loc = nullptr;
+  // The content handler of the conf an `if` block took over from when that
+  // block has none of its own (nginx keeps r->content_handler): used while
+  // r.loc's is null; cleared when find-config chooses a location.
+  const ContentHandler* if_content = nullptr;
 
   RequestParser parser;
   RequestLine line;

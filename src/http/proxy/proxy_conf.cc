@@ -384,6 +384,27 @@ Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& chil
   merge_tls_client_conf(ctx, parent.ssl, child.ssl);
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
   if (Status st = check(ctx, child); !st) return st;
+  if (!ctx.is_set("proxy_pass") && parent.enabled && is_noname_scope(ctx.env(), ctx.scope())) {
+    // An if or limit_except block proxies as its location does (nginx's
+    // merge for "noname" locations), with the location's resolved group.
+    child.enabled = true;
+    child.pass = parent.pass;
+    child.where = parent.where;
+    child.has_uri = parent.has_uri;
+    child.uri = parent.uri;
+    child.proxy_host = parent.proxy_host;
+    child.proxy_port = parent.proxy_port;
+    child.variables = parent.variables;
+    child.url = parent.url;
+    child.groups = parent.groups;
+    child.https = parent.https;
+    child.target = parent.target;
+    child.group = parent.group;
+    child.hash_key = parent.hash_key;
+    child.tls = parent.tls;
+    child.ssl_name = parent.ssl_name;
+    return Status::ok();
+  }
   return child.enabled ? resolve(ctx, child) : Status::ok();
 }
 
