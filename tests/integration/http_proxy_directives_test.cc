@@ -75,8 +75,6 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
       {"server { location / { proxy_pass http://a:1; proxy_buffer_size 16k; } }",
        "\"proxy_busy_buffers_size\" must be less than the size of all \"proxy_buffers\" minus one "
        "buffer"},
-      {"server { location / { proxy_pass http://a:1; proxy_redirect http://x/ /; } }",
-       "only \"proxy_redirect default\" and \"proxy_redirect off\" are supported"},
       {"server { location / { proxy_pass http://nosuchhost.invalid; } }", "host not found"},
   };
   for (const auto& c : cases) {

@@ -3,7 +3,9 @@
 #include "http/proxy/proxy.h"
 
 #include <arpa/inet.h>
+#include <sys/un.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -80,6 +82,29 @@ int eval_url(ProxyState& ps) {
                   static_cast<int>(url.size() > 400 ? 400 : url.size()), url.data());
     upstream_core::log_request_error(r, static_cast<int>(LogLevel::kError), what);
     return 500;
+  }
+  if (starts_with_nocase(rest, "unix:")) {
+    // "unix:/path[:/uri]" (nginx): the Host is "localhost", no port.
+    const std::size_t colon = rest.find(':', 5);
+    const std::string_view path = rest.substr(5, colon == std::string_view::npos ? colon : colon - 5);
+    if (colon != std::string_view::npos) {
+      ps.eval_has_uri = true;
+      ps.eval_uri = rest.substr(colon + 1);
+      ps.eval_uri_slash = ps.eval_uri.empty() || ps.eval_uri.front() != '/';
+    }
+    sockaddr_storage ss{};
+    auto& sun = reinterpret_cast<sockaddr_un&>(ss);
+    if (path.empty() || path.size() >= sizeof sun.sun_path) return fail("invalid unix domain socket");
+    sun.sun_family = AF_UNIX;
+    std::memcpy(sun.sun_path, path.data(), path.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    ps.target = rest.substr(0, colon);
+    ps.port = {};
+    ps.host_header = "localhost";
+    if (!upstream_core::set_address_group(ps, reinterpret_cast<sockaddr*>(&ss), len, ps.target)) {
+      return 500;
+    }
+    return 0;
   }
   const std::size_t end = rest.find_first_of("/?");
   const std::string_view hostport = rest.substr(0, end);

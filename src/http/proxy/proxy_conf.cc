@@ -56,6 +56,23 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
     return call.error("invalid URL prefix in \"" + url + "\"");
   }
   std::string rest = url.substr(scheme);
+  if (rest.size() >= 5 && conf::iequals(std::string_view(rest).substr(0, 5), "unix:")) {
+    // "unix:/path[:/uri]": the socket's path ends at the next ':' (nginx);
+    // the Host the backend gets is "localhost", $proxy_port is empty.
+    const std::size_t colon = rest.find(':', 5);
+    p.target = rest.substr(0, colon);
+    if (p.target.size() == 5) return call.error("no path in the unix domain socket");
+    if (colon != std::string::npos) {
+      p.has_uri = true;
+      p.uri = rest.substr(colon + 1);
+    }
+    p.proxy_host = "localhost";
+    p.proxy_port.clear();
+    p.pass = url;
+    p.where = call.where();
+    p.enabled = true;
+    return set_location_content(call, &proxy::kContent);
+  }
   std::size_t slash = rest.find('/');
   p.target = rest.substr(0, slash);
   if (p.target.empty())
@@ -214,14 +231,6 @@ Status set_flag(const DirectiveCall& call, bool& out) {
   return Status::ok();
 }
 
-Status set_redirect(const DirectiveCall& call, ProxyConf& p) {
-  if (call.arg_count() != 1 || (call.arg(0) != "default" && call.arg(0) != "off")) {
-    return call.error("only \"proxy_redirect default\" and \"proxy_redirect off\" are supported");
-  }
-  p.redirect_default = call.arg(0) == "default";
-  return Status::ok();
-}
-
 // Adds the fields nginx sets unless the list names them: "Host: $proxy_host"
 // and "Connection: close".
 void add_default_headers(std::vector<ProxyHeader>& list) {
@@ -273,7 +282,11 @@ const std::vector<Inherit>& inherited() {
       {"proxy_busy_buffers_size", VIGIL_COPY(busy_buffers_size)},
       {"proxy_request_buffering", VIGIL_COPY(request_buffering)},
       {"proxy_intercept_errors", VIGIL_COPY(intercept_errors)},
-      {"proxy_redirect", VIGIL_COPY(redirect_default)},
+      {"proxy_redirect",
+       [](const ProxyConf& a, ProxyConf& b) {
+         b.redirect_off = a.redirect_off;
+         b.redirects = a.redirects;
+       }},
       {"proxy_method", VIGIL_COPY(method)},
       {"proxy_limit_rate", VIGIL_COPY(limit_rate)},
       {"proxy_cookie_domain", VIGIL_COPY(cookie_domains)},
@@ -384,6 +397,16 @@ Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& chil
   merge_tls_client_conf(ctx, parent.ssl, child.ssl);
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
   if (Status st = check(ctx, child); !st) return st;
+  if (child.enabled && child.variables) {
+    for (const RedirectRule& rule : child.redirects) {
+      if (rule.is_default) {
+        return Status::error(
+            "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with "
+            "variables" +
+            ctx.where("proxy_redirect"));
+      }
+    }
+  }
   if (!ctx.is_set("proxy_pass") && parent.enabled && is_noname_scope(ctx.env(), ctx.scope())) {
     // An if or limit_except block proxies as its location does (nginx's
     // merge for "noname" locations), with the location's resolved group.
@@ -455,7 +478,7 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.request_buffering); });
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.intercept_errors); });
-  add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);
+  add("proxy_redirect", kLoc, Arity::between(1, 2), proxy::set_redirect).multiple = true;
   add("proxy_bind", kLoc, Arity::between(1, 2), set_bind);
   add("proxy_cookie_domain", kLoc, Arity::between(1, 2), proxy::set_cookie_domain).multiple = true;
   add("proxy_cookie_path", kLoc, Arity::between(1, 2), proxy::set_cookie_path).multiple = true;

@@ -156,7 +156,6 @@ int send_client_head(Upstream& u, bool upgrade) {
              (hop_by_hop(f.name) || hidden(p, f.name) ||
               named_by_connection(u.fields, u.nfields, f.name));
   }
-  const std::string_view prefix = u.redirect_from;
   for (std::uint32_t i = 0; i < u.nfields; ++i) {
     HeaderField& f = u.fields[i];
     if (f.omit) continue;
@@ -171,16 +170,9 @@ int send_client_head(Upstream& u, bool upgrade) {
       default:
         break;
     }
-    if (prefix.empty() || !iequals(f.name, "location") || !f.value.starts_with(prefix)) continue;
-    // proxy_redirect: the Location with the replacement for the prefix.
-    const std::string_view rest = f.value.substr(prefix.size());
-    const std::size_t n = u.redirect_to.size() + rest.size();
-    if (r.hc->worker->buffers().reserve(u.location_mem, u.location_mem_size, n) == nullptr) {
-      return 500;
-    }
-    std::memcpy(u.location_mem, u.redirect_to.data(), u.redirect_to.size());
-    std::memcpy(u.location_mem + u.redirect_to.size(), rest.data(), rest.size());
-    h.location = std::string_view(u.location_mem, n);
+    if (i != u.location_field) continue;
+    // proxy_redirect rewrote it: the head writer sends it as the server's own.
+    h.location = u.location;
     h.location_as_is = true;
     f.omit = true;
   }

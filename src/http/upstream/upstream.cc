@@ -431,7 +431,6 @@ void release(Request& r) {
   BufferCache& cache = r.hc->worker->buffers();
   if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);
   if (u->hash_key_mem != nullptr) cache.put(u->hash_key_mem, u->hash_key_mem_size);
-  if (u->location_mem != nullptr) cache.put(u->location_mem, u->location_mem_size);
   release_ring(*u);
   char* mem = u->state_mem;
   const std::size_t size = u->state_size;
