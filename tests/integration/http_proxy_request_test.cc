@@ -626,5 +626,20 @@ TEST_F(ProxyRequest, UnixDomainBackends) {
   EXPECT_NE(out.find("no path in the unix domain socket"), std::string::npos) << out;
 }
 
+// proxy_pass with variables naming "host:port" that a proxy_pass without
+// variables named: that implicit group is used, without a resolver (nginx).
+TEST_F(ProxyRequest, VariablesFindAnImplicitGroup) {
+  Backend b;
+  const std::string port = std::to_string(b.port());
+  ASSERT_TRUE(start("location /fixed { proxy_pass http://localhost:" + port + "; }\n"
+                    "location /var { proxy_pass http://$arg_b/stub; }\n"))
+      << server_.output();
+  Response r = request(simple_get("/var?b=localhost:" + port));
+  EXPECT_EQ(r.status, 200) << server_.output();
+  EXPECT_EQ(r.body, "backend GET /stub");
+  // Another port of the same name has no group and no resolver.
+  EXPECT_EQ(request(simple_get("/var?b=localhost:1")).status, 502);
+}
+
 }  // namespace
 }  // namespace vigil::test

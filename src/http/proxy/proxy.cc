@@ -143,11 +143,22 @@ int eval_url(ProxyState& ps) {
                               : port_text;
   // $proxy_host: the port only when it is not the scheme's.
   ps.host_header = port == default_port ? host : hostport;
-  // An upstream block of that name (named without a port, as nginx matches it).
-  if (port_text.empty() && conf.groups != nullptr) {
-    if (upstream::Group* g = conf.groups->find(host); g != nullptr && !g->implicit) {
-      ps.group = g;
-      return 0;
+  // An upstream block of that name (named without a port, as nginx matches
+  // it), or the group a proxy_pass without variables made for this very
+  // host and port (nginx's implicit upstreams are searched the same way).
+  if (conf.groups != nullptr) {
+    if (port_text.empty()) {
+      if (upstream::Group* g = conf.groups->find(host); g != nullptr && !g->implicit) {
+        ps.group = g;
+        return 0;
+      }
+    } else {
+      for (const auto& g : conf.groups->groups) {
+        if (g->implicit && iequals(g->name, hostport)) {
+          ps.group = g.get();
+          return 0;
+        }
+      }
     }
   }
   // An address literal goes straight to a group of its own.

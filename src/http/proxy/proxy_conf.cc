@@ -280,6 +280,8 @@ const std::vector<Inherit>& inherited() {
          b.buffers_size = a.buffers_size;
        }},
       {"proxy_busy_buffers_size", VIGIL_COPY(busy_buffers_size)},
+      {"proxy_max_temp_file_size", VIGIL_COPY(max_temp_file_size)},
+      {"proxy_temp_file_write_size", VIGIL_COPY(temp_file_write_size)},
       {"proxy_request_buffering", VIGIL_COPY(request_buffering)},
       {"proxy_intercept_errors", VIGIL_COPY(intercept_errors)},
       {"proxy_redirect",
@@ -317,6 +319,20 @@ Status check(const ConfInit& ctx, ProxyConf& p) {
         "\"proxy_busy_buffers_size\" must be equal to or greater than the "
         "maximum of the value of \"proxy_buffer_size\" and one of the "
         "\"proxy_buffers\"" +
+        ctx.scope().where());
+  }
+  if (p.max_temp_file_size != 0 && p.max_temp_file_size < larger) {
+    return Status::error(
+        "\"proxy_max_temp_file_size\" must be equal to zero to disable temporary files usage or "
+        "must be equal to or greater than the maximum of the value of \"proxy_buffer_size\" and "
+        "one of the \"proxy_buffers\"" +
+        ctx.scope().where());
+  }
+  const std::size_t write_size = p.temp_file_write_size != 0 ? p.temp_file_write_size : 2 * larger;
+  if (write_size < larger) {
+    return Status::error(
+        "\"proxy_temp_file_write_size\" must be equal to or greater than the maximum of the value "
+        "of \"proxy_buffer_size\" and one of the \"proxy_buffers\"" +
         ctx.scope().where());
   }
   if (busy > (p.buffers_num - 1) * p.buffers_size) {
@@ -472,6 +488,18 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
   add("proxy_temp_path", kLoc, Arity::between(1, 4),
       [](const DirectiveCall& c, ProxyConf&) { return check_temp_path(c); });
+  // The response is never written to a temporary file (the backend is not
+  // read while the buffers are full): any size behaves as nginx's 0. Both
+  // are checked as nginx checks them.
+  add("proxy_max_temp_file_size", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) {
+        auto v = parse_size(c.arg(0));
+        if (!v) return c.invalid_value(0);
+        p.max_temp_file_size = static_cast<std::size_t>(*v);
+        return Status::ok();
+      });
+  add("proxy_temp_file_write_size", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.temp_file_write_size); });
   add("proxy_busy_buffers_size", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.busy_buffers_size); });
   add("proxy_request_buffering", kLoc, Arity::on_off(),

@@ -83,6 +83,11 @@ struct ProxyConf : UpstreamConf {
   std::vector<CookieRewrite> cookie_domains;
   std::vector<CookieRewrite> cookie_paths;
   std::vector<CookieFlags> cookie_flags;
+  // proxy_max_temp_file_size, proxy_temp_file_write_size: checked, without
+  // effect (no response goes to a temporary file). 0: not set for the
+  // write size (twice the larger buffer size).
+  std::size_t max_temp_file_size = 1024u * 1024 * 1024;
+  std::size_t temp_file_write_size = 0;
   // proxy_set_body: the body sent instead of the client's.
   bool body_set = false;
   VarTemplate set_body;
