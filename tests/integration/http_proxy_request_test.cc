@@ -641,5 +641,62 @@ TEST_F(ProxyRequest, VariablesFindAnImplicitGroup) {
   EXPECT_EQ(request(simple_get("/var?b=localhost:1")).status, 502);
 }
 
+// X-Accel-Redirect from the backend: the request goes on at that URI (as
+// GET; the value's %XX decoded, an unsafe one a 404) or named location, with
+// the backend's Content-Type, Set-Cookie, Cache-Control... kept and its
+// other fields dropped, $upstream_http_* still readable; a location reached
+// so may proxy again; proxy_ignore_headers X-Accel-Redirect passes it by.
+TEST_F(ProxyRequest, XAccelRedirect) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target.starts_with("/second")) {
+      return c.send(backend_response(200, "second " + r.method + " " + r.target));
+    }
+    return c.send(backend_response(
+        200, "first",
+        "X-Accel-Redirect: " + r.header("x-to") +
+            "\r\nContent-Type: text/blah\r\nSet-Cookie: a=b\r\nCache-Control: no-cache\r\n"
+            "Something: other\r\n"));
+  });
+  server_.write("html/file.txt", "FILE\n");
+  const std::string up = "http://" + b.address();
+  ASSERT_TRUE(start("root html;\n"
+                    "location /proxy { proxy_pass " + up + "; }\n"
+                    "location /ignored { proxy_pass " + up + "; proxy_ignore_headers X-Accel-Redirect;"
+                    " proxy_pass_header X-Accel-Redirect; }\n"
+                    "location /ret { return 200 \"ret $uri $request_method $upstream_http_x_accel_redirect\\n\"; }\n"
+                    "location /second { proxy_pass " + up + "; }\n"
+                    "location @named { return 200 \"named $uri\\n\"; }\n"))
+      << server_.output();
+  auto get = [&](const std::string& method, const std::string& to, const std::string& path = "/proxy") {
+    return request(method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nX-To: " + to +
+                   "\r\nContent-Length: 0\r\n\r\n");
+  };
+  Response r = get("GET", "/ret/x?a=1");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ret /ret/x GET /ret/x?a=1\n");
+  EXPECT_EQ(r.header("content-type"), "text/blah");
+  EXPECT_EQ(r.header("set-cookie"), "a=b");
+  EXPECT_EQ(r.header("cache-control"), "no-cache");
+  EXPECT_FALSE(r.has("something"));
+  EXPECT_FALSE(r.has("x-accel-redirect"));
+  EXPECT_EQ(get("POST", "/ret/p").body, "ret /ret/p GET /ret/p\n") << "a POST goes on as GET";
+  EXPECT_EQ(get("GET", "/ret/a%20b").body, "ret /ret/a b GET /ret/a%20b\n");
+  EXPECT_EQ(get("GET", "/file.txt").body, "FILE\n");
+  EXPECT_EQ(get("GET", "/file.txt").header("content-type"), "text/blah");
+  for (const char* unsafe : {"..", "../x", "/ret/..", "/ret/.%2e", "/ret/../x"}) {
+    EXPECT_EQ(get("GET", unsafe).status, 404) << unsafe;
+  }
+  EXPECT_EQ(get("GET", "@named").body, "named /proxy\n");
+  r = get("GET", "/second/x");
+  EXPECT_EQ(r.body, "second GET /second/x");
+  EXPECT_FALSE(r.has("set-cookie")) << "the second response's own fields";
+  r = get("GET", "/ret/x", "/ignored");
+  EXPECT_EQ(r.body, "first");
+  EXPECT_EQ(r.header("x-accel-redirect"), "/ret/x");
+  auto [rc, out] = check("proxy_ignore_headers X-Nothing;");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("invalid value \"X-Nothing\""), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace vigil::test

@@ -140,6 +140,13 @@ struct Request {
   // block has none of its own (nginx keeps r->content_handler): used while
   // r.loc's is null; cleared when find-config chooses a location.
   const ContentHandler* if_content = nullptr;
+  // What an X-Accel-Redirect kept of the backend's head (the fields not
+  // marked omit, and its Content-Type) for the response the redirect makes:
+  // send_header adds them to a head that has no fields of its own. They
+  // live in the upstream's head buffer, until upstream_core::release.
+  HeaderField* accel_fields = nullptr;
+  std::uint32_t naccel = 0;
+  std::string_view accel_content_type;
 
   RequestParser parser;
   RequestLine line;

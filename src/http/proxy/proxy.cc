@@ -206,6 +206,9 @@ const ContentHandler kContent{"proxy_pass", proxy_content, true, true};
 int start(Request& r) {
   const ProxyConf& conf = proxy_conf(*r.loc);
   if (!conf.enabled || (conf.group == nullptr && !conf.variables)) return 500;
+  // A response that redirected the request (X-Accel-Redirect, an
+  // intercepted error) is let go before this one starts.
+  if (r.upstream != nullptr) upstream_core::release(r);
   HttpWorker& w = *r.hc->worker;
   char* mem = w.buffers().get(sizeof(ProxyState));
   if (mem == nullptr) return 500;

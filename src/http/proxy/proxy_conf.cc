@@ -161,6 +161,24 @@ Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) 
   return Status::ok();
 }
 
+// proxy_ignore_headers field ...: nginx's names. Only X-Accel-Redirect
+// means anything here (the other X-Accel-* fields are not acted on anyway,
+// and Expires, Cache-Control, Set-Cookie and Vary only matter to a cache).
+Status set_ignore_headers(const DirectiveCall& call, ProxyConf& p) {
+  static constexpr const char* kNames[] = {
+      "X-Accel-Redirect", "X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering",
+      "X-Accel-Charset",  "Expires",         "Cache-Control",      "Set-Cookie",
+      "Vary"};
+  p.ignore_accel_redirect = false;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    bool known = false;
+    for (const char* n : kNames) known = known || iequals(call.arg(i), n);
+    if (!known) return call.invalid_value(i);
+    if (iequals(call.arg(i), "X-Accel-Redirect")) p.ignore_accel_redirect = true;
+  }
+  return Status::ok();
+}
+
 Status set_next_upstream(const DirectiveCall& call, ProxyConf& p) {
   struct Name {
     const char* name;
@@ -266,6 +284,7 @@ const std::vector<Inherit>& inherited() {
       {"proxy_pass_request_body", VIGIL_COPY(pass_request_body)},
       {"proxy_hide_header", VIGIL_COPY(hide_headers)},
       {"proxy_pass_header", VIGIL_COPY(pass_headers)},
+      {"proxy_ignore_headers", VIGIL_COPY(ignore_accel_redirect)},
       {"proxy_connect_timeout", VIGIL_COPY(connect_timeout)},
       {"proxy_send_timeout", VIGIL_COPY(send_timeout)},
       {"proxy_read_timeout", VIGIL_COPY(read_timeout)},
@@ -465,6 +484,7 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
     return set_name_list(c, p.pass_headers);
   }).multiple = true;
+  add("proxy_ignore_headers", kLoc, Arity::one_or_more(), set_ignore_headers);
   add("proxy_connect_timeout", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.connect_timeout); });
   add("proxy_send_timeout", kLoc, Arity::exactly(1),

@@ -437,6 +437,9 @@ void release(Request& r) {
   u->protocol->finalize(*u);  // the protocol's state is destroyed here
   cache.put(mem, size);
   r.upstream = nullptr;
+  r.accel_fields = nullptr;  // they pointed into the head given back
+  r.naccel = 0;
+  r.accel_content_type = {};
 }
 
 void upstream_handler(Event& ev) {

@@ -87,6 +87,7 @@ void on_head(Upstream& u) {
     answer_intercepted(u, status);
     return;
   }
+  if (accel_redirect(u)) return;
 
   if (u.resp.body == BodyKind::kNone ||
       (u.resp.body == BodyKind::kLength && u.resp.content_length == 0)) {
