@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -696,6 +697,44 @@ TEST_F(ProxyRequest, XAccelRedirect) {
   auto [rc, out] = check("proxy_ignore_headers X-Nothing;");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("invalid value \"X-Nothing\""), std::string::npos) << out;
+}
+
+// $upstream_response_time is an attempt's whole time, to the last byte of
+// its body: "-" while the response is still coming (a header sent with it),
+// one entry per server tried.
+TEST_F(ProxyRequest, UpstreamResponseTimeCoversTheBody) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target == "/bad") return c.send(backend_response(500, "bad"));
+    if (!c.send("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab")) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the slow body itself
+    return c.send("cd");
+  });
+  const std::string addr = b.address();
+  ASSERT_TRUE(start("location / { proxy_pass http://" + addr +
+                        "; add_header X-Response $upstream_response_time;"
+                        " access_log logs/t.log t buffer=0; }\n"
+                        "location /next { proxy_pass http://u/bad; proxy_next_upstream http_500;"
+                        " add_header X-Response $upstream_response_time always; }\n",
+                    "log_format t '$upstream_response_time';\n"
+                    "upstream u { server " + addr + "; server " + addr + "; }\n"))
+      << server_.output();
+  Response r = request(simple_get("/slow"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "abcd");
+  EXPECT_EQ(r.header("x-response"), "-") << "the response is still coming";
+  std::string log;
+  ASSERT_TRUE(wait_until([&] {
+    log = server_.read("logs/t.log");
+    return !log.empty() && log.back() == '\n';
+  })) << log;
+  EXPECT_GE(std::stod(log), 0.3) << log;
+  r = request(simple_get("/next"));
+  EXPECT_EQ(r.status, 500);
+  const std::string times = r.header("x-response");
+  const std::size_t comma = times.find(", ");
+  ASSERT_NE(comma, std::string::npos) << times;
+  EXPECT_NE(times.substr(0, comma), "-") << times;
+  EXPECT_EQ(times.substr(comma + 2), "-") << times;
 }
 
 }  // namespace

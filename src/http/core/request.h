@@ -84,7 +84,8 @@ struct UpstreamTry {
   bool connected = false;   // connect_time is set (else written as "-")
   bool has_header = false;  // header_time is set
   int status = 0;  // 0: no response (written as "-"), else the backend's status or 502/504
-  Msec time = 0;   // from the connect to the end of the response header / failure
+  bool has_time = false;  // `time` is set: the attempt ended (else written as "-")
+  Msec time = 0;   // from the connect to the end of the attempt (response, failure, close)
   Msec connect_time = 0;  // from the connect to the connection ready (TLS included)
   Msec header_time = 0;   // from the connect to the end of the response header
   std::uint64_t bytes_sent = 0;      // request bytes that went to the server

@@ -60,8 +60,7 @@ void on_head(Upstream& u) {
   if (r.nupstream > 0) {
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     t.status = u.resp.status;
-    t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
-    t.header_time = t.time;
+    t.header_time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
     t.has_header = true;
   }
   if (u.resp.status == 101) {
