@@ -218,7 +218,8 @@ TEST_F(Proxy, ResponseHeadFiltering) {
         "Content-Length: 2\r\n\r\nok");
   });
   ASSERT_TRUE(start("location / { proxy_pass http://" + backend_.address() +
-                    "; proxy_hide_header X-Secret; proxy_pass_header Server; }"))
+                    "; proxy_hide_header X-Secret; proxy_pass_header Server;"
+                    " proxy_ignore_headers X-Accel-Redirect; }"))
       << server_.output();
   Response r = request(simple_get("/"));
   ASSERT_EQ(r.status, 201);

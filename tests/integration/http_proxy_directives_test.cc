@@ -75,9 +75,11 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
       {"server { location / { proxy_pass http://a:1; proxy_buffer_size 16k; } }",
        "\"proxy_busy_buffers_size\" must be less than the size of all \"proxy_buffers\" minus one "
        "buffer"},
-      {"server { location / { proxy_pass http://a:1; proxy_redirect http://x/ /; } }",
-       "only \"proxy_redirect default\" and \"proxy_redirect off\" are supported"},
       {"server { location / { proxy_pass http://nosuchhost.invalid; } }", "host not found"},
+      {"server { location / { proxy_pass http://a:1; proxy_max_temp_file_size 1k; } }",
+       "\"proxy_max_temp_file_size\" must be equal to zero to disable temporary files usage"},
+      {"server { location / { proxy_pass http://a:1; proxy_temp_file_write_size 1k; } }",
+       "\"proxy_temp_file_write_size\" must be equal to or greater than the maximum"},
   };
   for (const auto& c : cases) {
     auto [rc, out] = check(c.conf);
@@ -103,7 +105,7 @@ TEST_F(ProxyDirectives, ConfigurationErrors) {
       " proxy_hide_header X-A; proxy_pass_header Server; proxy_next_upstream_tries 2;"
       " proxy_next_upstream_timeout 10s; proxy_next_upstream error timeout invalid_header http_500"
       " http_502 http_503 http_504 http_403 http_404 http_429 non_idempotent;"
-      " client_body_buffer_size 32k;"
+      " client_body_buffer_size 32k; proxy_max_temp_file_size 0; proxy_temp_file_write_size 16k;"
       " upstream u { server 127.0.0.1:1; } server { location / { proxy_pass http://u/x/; } }");
   EXPECT_EQ(rc, 0) << out;
 }

@@ -2,11 +2,16 @@
 // proxy_set_body, and the $upstream_* variables made from the backend's
 // response ($upstream_http_NAME, $upstream_cookie_NAME, the byte counts).
 #include <gtest/gtest.h>
-
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "integration/http_harness.h"
@@ -407,8 +412,9 @@ namespace vigil::test {
 namespace {
 
 // proxy_cookie_domain, proxy_cookie_path and proxy_cookie_flags rewrite the
-// backend's Set-Cookie fields; "off" at an inner level stops them; the
-// regular-expression forms are refused at load time.
+// backend's Set-Cookie fields; "off" at an inner level stops them; a
+// regular expression matches the whole value (a domain's and a cookie name's
+// without regard to case) and its groups make the replacement.
 TEST_F(ProxyRequest, ProxyCookieRewrites) {
   Backend b([](BackendConn& c, const BackendRequest& r) {
     return c.send(backend_response(200, "ok", "Set-Cookie: " + r.header("x-set") + "\r\n"));
@@ -424,6 +430,10 @@ TEST_F(ProxyRequest, ProxyCookieRewrites) {
             "  proxy_cookie_flags a secure httponly samesite=none;\n"
             "  proxy_cookie_flags d nosecure nohttponly nosamesite;\n"
             "  proxy_cookie_flags $arg_c secure;\n"
+            "  proxy_cookie_domain ~^(.+)\\.com$ $1.org;\n"
+            "  proxy_cookie_path ~^/regex/(.+)$ /$1;\n"
+            "  proxy_cookie_path ~*^/caseless/(.+)$ /$1;\n"
+            "  proxy_cookie_flags ~BAR httponly;\n"
             "  location /off/ { proxy_pass http://" +
             addr +
             ";\n"
@@ -447,6 +457,11 @@ TEST_F(ProxyRequest, ProxyCookieRewrites) {
       {"/", "d=1; Domain=x;secure;httponly;samesite=lax", "d=1; Domain=x"},
       {"/", "nx=1;samesite=none", "nx=1;samesite=none"},
       {"/?c=v", "v=1", "v=1; Secure"},
+      {"/", "v=1; Domain=www.example.COM", "v=1; Domain=www.example.org"},
+      {"/", "v=1; Path=/regex/x.html; Secure", "v=1; Path=/x.html; Secure"},
+      {"/", "v=1; Path=/CASEless/x.html", "v=1; Path=/x.html"},
+      {"/", "v=1; Path=/REGEX/x.html", "v=1; Path=/REGEX/x.html"},
+      {"/", "foobarbaz=1; Path=/", "foobarbaz=1; Path=/; HttpOnly"},
       {"/off/", "a=1; Domain=www.example.org; Path=/path/",
        "a=1; Domain=www.example.org; Path=/path/"},
   };
@@ -455,17 +470,271 @@ TEST_F(ProxyRequest, ProxyCookieRewrites) {
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.header("set-cookie"), c.want) << c.set;
   }
-  for (const char* bad :
-       {"proxy_cookie_domain ~^(.+)\\.com$ $1.org;", "proxy_cookie_path ~*^/x/(.+)$ /$1;",
-        "proxy_cookie_flags ~BAR httponly;"}) {
+  for (const char* bad : {"proxy_cookie_domain ~^(.+\\.com$ $1.org;", "proxy_cookie_flags ~( x;"}) {
     auto [rc, out] = check(std::string(bad));
     EXPECT_NE(rc, 0) << bad;
-    EXPECT_NE(out.find("regular expressions in"), std::string::npos) << out;
+    EXPECT_NE(out.find("pcre2_compile() failed"), std::string::npos) << out;
     EXPECT_NE(out.find("t.conf:3"), std::string::npos) << out;
   }
   auto [rc, out] = check("proxy_cookie_flags a secure bogus;");
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("invalid parameter \"bogus\""), std::string::npos) << out;
+}
+
+// proxy_redirect's forms on Location and Refresh (from after its "url="):
+// a prefix with variables, a regex (case or not) whose groups make the
+// replacement, default (explicit or implicit), off, the first matching
+// rule deciding, and the rules inherited by a nested location.
+TEST_F(ProxyRequest, ProxyRedirectForms) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    const std::string to = r.header("x-to");
+    return c.send(backend_response(302, "", "Location: " + to + "\r\nRefresh: 7; url=" + to + "\r\n"));
+  });
+  const std::string up = "http://" + b.address();
+  ASSERT_TRUE(start("location / { set $v var_here; proxy_pass " + up + ";\n"
+                    "  proxy_redirect " + up + "/var_in_second/ /$v/;\n"
+                    "  proxy_redirect " + up + "/$v/ /replaced/;\n"
+                    "  proxy_redirect ~^(.+)/regex_w_([^/]+) $1/$2/test.html;\n"
+                    "  proxy_redirect ~*re+gexp? /replaced/test.html; }\n"
+                    "location /expl/ { proxy_pass " + up + "/this/;\n"
+                    "  proxy_redirect wrong wrong; proxy_redirect default; }\n"
+                    "location /impl/ { proxy_pass " + up + "/this/; }\n"
+                    "location /off/ { proxy_pass " + up + "/; proxy_redirect off;\n"
+                    "  location /off/on/ { proxy_pass " + up + ";\n"
+                    "    proxy_redirect " + up + "/off/ /;\n"
+                    "    location /off/on/on/ { proxy_pass " + up + "; } } }\n"))
+      << server_.output();
+  const std::string self = "http://127.0.0.1:" + std::to_string(port_);
+  struct Case {
+    std::string target;
+    std::string to;        // the backend's Location and Refresh URL
+    std::string location;  // what the client gets
+    std::string refresh;
+  };
+  const Case cases[] = {
+      {"/impl/", up + "/this/a.html", self + "/impl/a.html", "7; url=/impl/a.html"},
+      {"/expl/", up + "/this/a.html", self + "/expl/a.html", "7; url=/expl/a.html"},
+      {"/", up + "/var_in_second/a.html", self + "/var_here/a.html", "7; url=/var_here/a.html"},
+      {"/", up + "/var_here/a.html", self + "/replaced/a.html", "7; url=/replaced/a.html"},
+      {"/", up + "/ReeegEX/a.html", self + "/replaced/test.html", "7; url=/replaced/test.html"},
+      {"/", up + "/regex_w_captures/a.html", up + "/captures/test.html",
+       "7; url=" + up + "/captures/test.html"},
+      {"/", "http://elsewhere/x", "http://elsewhere/x", "7; url=http://elsewhere/x"},
+      {"/off/", up + "/a.html", up + "/a.html", "7; url=" + up + "/a.html"},
+      {"/off/on/", up + "/off/on/a.html", self + "/on/a.html", "7; url=/on/a.html"},
+      {"/off/on/on/", up + "/off/on/on/a.html", self + "/on/on/a.html", "7; url=/on/on/a.html"},
+  };
+  for (const auto& c : cases) {
+    Response r = request(simple_get(c.target, "127.0.0.1:" + std::to_string(port_), "X-To: " + c.to + "\r\n"));
+    EXPECT_EQ(r.status, 302) << c.to;
+    EXPECT_EQ(r.header("location"), c.location) << c.target << " " << c.to;
+    EXPECT_EQ(r.header("refresh"), c.refresh) << c.target << " " << c.to;
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"proxy_redirect on;", "invalid parameter \"on\""},
+      {"proxy_redirect off; proxy_redirect default;", "\"proxy_redirect\" directive is duplicate"},
+      {"proxy_redirect / /x; proxy_redirect off;", "\"proxy_redirect\" directive is duplicate"},
+      {"proxy_redirect ~( /x;", "pcre2_compile() failed"},
+      {"proxy_redirect / $nosuch;", "unknown \"nosuch\" variable"},
+      {"server { location / { proxy_pass http://$host; proxy_redirect default; } }",
+       "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables"},
+  };
+  for (const auto& [conf, error] : bad) {
+    auto [rc, out] = check(conf);
+    EXPECT_NE(rc, 0) << conf;
+    EXPECT_NE(out.find(error), std::string::npos) << conf << "\n" << out;
+    EXPECT_NE(out.find("t.conf:3"), std::string::npos) << out;
+  }
+}
+
+// A unix-domain socket backend: accepts one request per connection and
+// answers with its target and Host.
+class UnixBackend {
+ public:
+  explicit UnixBackend(std::string path) : path_(std::move(path)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    std::snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path_.c_str());
+    ::unlink(path_.c_str());
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) == 0 &&
+          ::listen(fd_, 16) == 0;
+    if (ok_) thread_ = std::thread([this] { serve(); });
+  }
+  ~UnixBackend() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string head;
+      char buf[4096];
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        head.append(buf, static_cast<std::size_t>(n));
+      }
+      const std::size_t sp1 = head.find(' ');
+      const std::size_t sp2 = head.find(' ', sp1 + 1);
+      std::string host;
+      const std::size_t h = head.find("\r\nHost: ");
+      if (h != std::string::npos) host = head.substr(h + 8, head.find("\r\n", h + 8) - h - 8);
+      const std::string body = sp2 == std::string::npos
+                                   ? std::string("bad\n")
+                                   : "uri:" + head.substr(sp1 + 1, sp2 - sp1 - 1) + " host:" + host + "\n";
+      const std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                               "\r\nConnection: close\r\n\r\n" + body;
+      (void)::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  std::string path_;
+  int fd_ = -1;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// proxy_pass to a unix-domain socket: "unix:/path" as the host, a URI after
+// the next ':', the Host "localhost"; in an upstream block; with variables.
+TEST_F(ProxyRequest, UnixDomainBackends) {
+  const std::string path = server_.dir() + "/u.sock";
+  UnixBackend ub(path);
+  ASSERT_TRUE(ub.ok());
+  ASSERT_TRUE(start("location / { proxy_pass http://unix:" + path + "; }\n"
+                    "location /uri/ { proxy_pass http://unix:" + path + ":/x/; }\n"
+                    "location /var { proxy_pass http://$arg_b; }\n"
+                    "location /u { proxy_pass http://u; }\n",
+                    "upstream u { server unix:" + path + "; }\n"))
+      << server_.output();
+  EXPECT_EQ(request(simple_get("/a?b=1")).body, "uri:/a?b=1 host:localhost\n");
+  EXPECT_EQ(request(simple_get("/uri/a")).body, "uri:/x/a host:localhost\n");
+  EXPECT_EQ(request(simple_get("/var?b=unix:" + path + ":/v")).body, "uri:/v host:localhost\n");
+  EXPECT_EQ(request(simple_get("/var?b=unix:" + path)).body, "uri:/var?b=unix:" + path + " host:localhost\n");
+  EXPECT_EQ(request(simple_get("/u")).body, "uri:/u host:u\n");
+  auto [rc, out] = check("server { location / { proxy_pass http://unix:; } }");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("no path in the unix domain socket"), std::string::npos) << out;
+}
+
+// proxy_pass with variables naming "host:port" that a proxy_pass without
+// variables named: that implicit group is used, without a resolver (nginx).
+TEST_F(ProxyRequest, VariablesFindAnImplicitGroup) {
+  Backend b;
+  const std::string port = std::to_string(b.port());
+  ASSERT_TRUE(start("location /fixed { proxy_pass http://localhost:" + port + "; }\n"
+                    "location /var { proxy_pass http://$arg_b/stub; }\n"))
+      << server_.output();
+  Response r = request(simple_get("/var?b=localhost:" + port));
+  EXPECT_EQ(r.status, 200) << server_.output();
+  EXPECT_EQ(r.body, "backend GET /stub");
+  // Another port of the same name has no group and no resolver.
+  EXPECT_EQ(request(simple_get("/var?b=localhost:1")).status, 502);
+}
+
+// X-Accel-Redirect from the backend: the request goes on at that URI (as
+// GET; the value's %XX decoded, an unsafe one a 404) or named location, with
+// the backend's Content-Type, Set-Cookie, Cache-Control... kept and its
+// other fields dropped, $upstream_http_* still readable; a location reached
+// so may proxy again; proxy_ignore_headers X-Accel-Redirect passes it by.
+TEST_F(ProxyRequest, XAccelRedirect) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target.starts_with("/second")) {
+      return c.send(backend_response(200, "second " + r.method + " " + r.target));
+    }
+    return c.send(backend_response(
+        200, "first",
+        "X-Accel-Redirect: " + r.header("x-to") +
+            "\r\nContent-Type: text/blah\r\nSet-Cookie: a=b\r\nCache-Control: no-cache\r\n"
+            "Something: other\r\n"));
+  });
+  server_.write("html/file.txt", "FILE\n");
+  const std::string up = "http://" + b.address();
+  ASSERT_TRUE(start("root html;\n"
+                    "location /proxy { proxy_pass " + up + "; }\n"
+                    "location /ignored { proxy_pass " + up + "; proxy_ignore_headers X-Accel-Redirect;"
+                    " proxy_pass_header X-Accel-Redirect; }\n"
+                    "location /ret { return 200 \"ret $uri $request_method $upstream_http_x_accel_redirect\\n\"; }\n"
+                    "location /second { proxy_pass " + up + "; }\n"
+                    "location @named { return 200 \"named $uri\\n\"; }\n"))
+      << server_.output();
+  auto get = [&](const std::string& method, const std::string& to, const std::string& path = "/proxy") {
+    return request(method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nX-To: " + to +
+                   "\r\nContent-Length: 0\r\n\r\n");
+  };
+  Response r = get("GET", "/ret/x?a=1");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ret /ret/x GET /ret/x?a=1\n");
+  EXPECT_EQ(r.header("content-type"), "text/blah");
+  EXPECT_EQ(r.header("set-cookie"), "a=b");
+  EXPECT_EQ(r.header("cache-control"), "no-cache");
+  EXPECT_FALSE(r.has("something"));
+  EXPECT_FALSE(r.has("x-accel-redirect"));
+  EXPECT_EQ(get("POST", "/ret/p").body, "ret /ret/p GET /ret/p\n") << "a POST goes on as GET";
+  EXPECT_EQ(get("GET", "/ret/a%20b").body, "ret /ret/a b GET /ret/a%20b\n");
+  EXPECT_EQ(get("GET", "/file.txt").body, "FILE\n");
+  EXPECT_EQ(get("GET", "/file.txt").header("content-type"), "text/blah");
+  for (const char* unsafe : {"..", "../x", "/ret/..", "/ret/.%2e", "/ret/../x"}) {
+    EXPECT_EQ(get("GET", unsafe).status, 404) << unsafe;
+  }
+  EXPECT_EQ(get("GET", "@named").body, "named /proxy\n");
+  r = get("GET", "/second/x");
+  EXPECT_EQ(r.body, "second GET /second/x");
+  EXPECT_FALSE(r.has("set-cookie")) << "the second response's own fields";
+  r = get("GET", "/ret/x", "/ignored");
+  EXPECT_EQ(r.body, "first");
+  EXPECT_EQ(r.header("x-accel-redirect"), "/ret/x");
+  auto [rc, out] = check("proxy_ignore_headers X-Nothing;");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("invalid value \"X-Nothing\""), std::string::npos) << out;
+}
+
+// $upstream_response_time is an attempt's whole time, to the last byte of
+// its body: "-" while the response is still coming (a header sent with it),
+// one entry per server tried.
+TEST_F(ProxyRequest, UpstreamResponseTimeCoversTheBody) {
+  Backend b([](BackendConn& c, const BackendRequest& r) {
+    if (r.target == "/bad") return c.send(backend_response(500, "bad"));
+    if (!c.send("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab")) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the slow body itself
+    return c.send("cd");
+  });
+  const std::string addr = b.address();
+  ASSERT_TRUE(start("location / { proxy_pass http://" + addr +
+                        "; add_header X-Response $upstream_response_time;"
+                        " access_log logs/t.log t buffer=0; }\n"
+                        "location /next { proxy_pass http://u/bad; proxy_next_upstream http_500;"
+                        " add_header X-Response $upstream_response_time always; }\n",
+                    "log_format t '$upstream_response_time';\n"
+                    "upstream u { server " + addr + "; server " + addr + "; }\n"))
+      << server_.output();
+  Response r = request(simple_get("/slow"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "abcd");
+  EXPECT_EQ(r.header("x-response"), "-") << "the response is still coming";
+  std::string log;
+  ASSERT_TRUE(wait_until([&] {
+    log = server_.read("logs/t.log");
+    return !log.empty() && log.back() == '\n';
+  })) << log;
+  EXPECT_GE(std::stod(log), 0.3) << log;
+  r = request(simple_get("/next"));
+  EXPECT_EQ(r.status, 500);
+  const std::string times = r.header("x-response");
+  const std::size_t comma = times.find(", ");
+  ASSERT_NE(comma, std::string::npos) << times;
+  EXPECT_NE(times.substr(0, comma), "-") << times;
+  EXPECT_EQ(times.substr(comma + 2), "-") << times;
 }
 
 }  // namespace

@@ -129,7 +129,9 @@ Result<LocationName> parse_location_name(const std::vector<std::string>& args) {
 }
 
 Status check_location(const DirectiveCall& call) {
-  if (is_if_scope(call.scope())) return call.error("\"location\" directive is not allowed here");
+  if (is_noname_scope(call.env(), call.scope())) {
+    return call.error("\"location\" directive is not allowed here");
+  }
   std::vector<std::string> args;
   for (std::size_t i = 0; i < call.arg_count(); ++i) args.push_back(call.arg(i));
   auto n = parse_location_name(args);
@@ -517,6 +519,59 @@ Status set_resolver(const DirectiveCall& call, HttpLocConf& loc) {
   return Status::ok();
 }
 
+// ---- limit_except -------------------------------------------------------------
+
+// limit_except METHOD ... { ... }: the block's scope is the last child of the
+// location's; its conf learns the methods it lets through. Names are as
+// nginx's; the WebDAV ones never reach a location (an unknown method is
+// answered 501 when the head is read) but are accepted.
+Status set_limit_except(const DirectiveCall& call) {
+  const ConfScope& scope = call.scope();
+  if (is_noname_scope(call.env(), scope) || scope.children().empty()) {
+    return call.error("\"limit_except\" directive is not allowed here");
+  }
+  struct Name {
+    const char* name;
+    std::uint32_t bits;
+  };
+  static constexpr Name kNames[] = {
+      {"GET", method_bit(Method::kGet) | method_bit(Method::kHead)},
+      {"HEAD", method_bit(Method::kHead)},
+      {"POST", method_bit(Method::kPost)},
+      {"PUT", method_bit(Method::kPut)},
+      {"DELETE", method_bit(Method::kDelete)},
+      {"OPTIONS", method_bit(Method::kOptions)},
+      {"PATCH", method_bit(Method::kPatch)},
+      {"MKCOL", 0},
+      {"COPY", 0},
+      {"MOVE", 0},
+      {"PROPFIND", 0},
+      {"PROPPATCH", 0},
+      {"LOCK", 0},
+      {"UNLOCK", 0},
+  };
+  // A bit no request has, so that a block naming only WebDAV methods is
+  // still known as a limit_except block.
+  std::uint32_t mask = 1u << 31;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    bool known = false;
+    for (const Name& n : kNames) {
+      if (call.arg(i) == n.name) {
+        mask |= n.bits;
+        known = true;
+      }
+    }
+    if (!known) return call.error("invalid method \"" + call.arg(i) + "\"");
+  }
+  const std::size_t at =
+      call.env().modules != nullptr ? call.env().modules->index_of(http_module()) : 0;
+  auto* loc = static_cast<HttpLocConf*>(scope.children().back()->conf(at, kLocSpec));
+  if (loc == nullptr) return call.error("internal error: no location conf for \"limit_except\"");
+  loc->limit_except_methods = mask;
+  loc->noname = true;
+  return Status::ok();
+}
+
 // ---- init and merge -------------------------------------------------------------
 
 Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
@@ -535,10 +590,15 @@ Status init_loc(const ConfInit& ctx, HttpLocConf& loc) {
 }
 
 Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& child) {
-  if (is_if_scope(ctx.scope())) {
-    // An if block's conf stands for its location (nginx names it so).
+  if (is_if_scope(ctx.scope()) || child.limit_except_methods != 0) {
+    // An if or limit_except block's conf stands for its location (nginx
+    // names it so), and makes its content as the location does unless it
+    // says otherwise (an if block met at run time keeps the handler of the
+    // conf before it, rewrite.cc).
     child.name = parent.name;
     child.where = ctx.scope().where();
+    child.noname = true;
+    if (child.content == nullptr) child.content = parent.content;
   } else if (ctx.scope().context() == kHttpLocConf) {
     if (Status s = name_location(ctx.scope(), child); !s) return s;
   }
@@ -623,6 +683,13 @@ Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t
       // Not a location to search: the rewrite program of `parent` takes it
       // when the condition holds. Nothing nests in it (the directives refuse).
       parent.if_blocks.push_back({child.get(), loc});
+      all.push_back(loc);
+      continue;
+    }
+    if (loc->limit_except_methods != 0) {
+      // Not a location to search either: the location's conf for the
+      // methods the block does not name (conf_for_method).
+      parent.limit_except = loc;
       all.push_back(loc);
       continue;
     }
@@ -800,6 +867,8 @@ Module* make_http_module() {
       .multiple = true;
   // `if` opens a location-context scope too; this module alone opens the
   // http contexts, and the rewrite module gives the block its meaning.
+  m->add_block("limit_except", kHttpLocConf, Arity::one_or_more(), kHttpLocConf,
+               DirectiveBody::handler(set_limit_except));
   m->add_block("if", kHttpSrvConf | kHttpLocConf, Arity::one_or_more(), kHttpLocConf,
                DirectiveBody::handler([](const DirectiveCall& call) {
                  if (g_if_block == nullptr) return call.error("\"if\" is not supported");
@@ -978,6 +1047,14 @@ const HttpServers* http_servers(const Configuration& conf) {
 }
 
 void set_if_block_handler(IfBlockHandler handler) { g_if_block = handler; }
+
+bool is_noname_scope(const ConfEnv& env, const ConfScope& scope) {
+  if (is_if_scope(scope)) return true;
+  if (scope.context() != kHttpLocConf) return false;
+  const std::size_t at = env.modules != nullptr ? env.modules->index_of(http_module()) : 0;
+  const auto* loc = static_cast<const HttpLocConf*>(scope.conf(at, kLocSpec));
+  return loc != nullptr && loc->limit_except_methods != 0;
+}
 
 bool is_if_scope(const ConfScope& scope) {
   return scope.context() == kHttpLocConf && !scope.args().empty() && !scope.args()[0].empty() &&

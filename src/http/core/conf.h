@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/tokens.h"
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
@@ -218,6 +219,15 @@ struct HttpLocConf {
   std::vector<HttpLocConf*> exact_locations;
   std::vector<HttpLocConf*> prefix_locations;  // longest name first
   std::vector<HttpLocConf*> regex_locations;   // in configuration order
+  // limit_except METHOD ... { }: the block's conf answers every request whose
+  // method it does not name (GET names HEAD too). In the block's own conf,
+  // `limit_except_methods` holds the methods named (method_bit); in its
+  // location's, `limit_except` points to the block.
+  std::uint32_t limit_except_methods = 0;
+  const HttpLocConf* limit_except = nullptr;
+  // An `if` or `limit_except` block's conf: it stands for its location and
+  // inherits what the location uses to make its content (nginx's "noname").
+  bool noname = false;
   // The confs of this level's `if` blocks, by the block's scope (rewrite.h).
   struct IfBlock {
     const ConfScope* scope;
@@ -271,6 +281,18 @@ const Module& http_module();
 // Whether a location-context scope is an `if` block's (its arguments start
 // with "(", which no location's can): its conf is not a location to search.
 bool is_if_scope(const ConfScope& scope);
+// limit_except's bit for a method.
+constexpr std::uint32_t method_bit(Method m) { return 1u << static_cast<unsigned>(m); }
+// The conf that answers a request with method `m` in location `loc`: the
+// location's, or its limit_except block's when that does not name `m`.
+inline const HttpLocConf* conf_for_method(const HttpLocConf* loc, Method m) {
+  if (loc == nullptr || loc->limit_except == nullptr) return loc;
+  return (loc->limit_except->limit_except_methods & method_bit(m)) != 0 ? loc : loc->limit_except;
+}
+// Whether a location-context scope is an `if` or a `limit_except` block's
+// (the http module's loc conf there says so once the block is open).
+bool is_noname_scope(const ConfEnv& env, const ConfScope& scope);
+
 // What an `if` block means (the rewrite module's: it reads the condition
 // when the block opens; call.scope() is the enclosing level's, and the
 // block's own scope its last child).

@@ -27,6 +27,14 @@ bool HeaderFilterChain::contains(HeaderFilter f) const {
 }
 
 int send_header(Request& r) {
+  if (r.accel_fields != nullptr && r.headers_out.fields == nullptr) {
+    // An X-Accel-Redirect's kept fields (nginx copies them to headers_out,
+    // and its handlers set a Content-Type only where none is).
+    HeadersOut& h = r.headers_out;
+    h.fields = r.accel_fields;
+    h.nfields = r.naccel;
+    if (!r.accel_content_type.empty()) h.content_type = r.accel_content_type;
+  }
   if (const int rc = r.hc->srv->filters->header.run(r); rc != 0) return rc;
   return write_header(r) ? 0 : 500;
 }

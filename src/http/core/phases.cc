@@ -101,8 +101,9 @@ int named_location_redirect(Request& r, std::string_view name) {
   // r.uri is unchanged: a proxy_pass without a URI still sends the client's.
   r.uri_changed = false;
   r.internal = true;
-  r.loc = loc;
-  use_error_log(*r.c, *loc);
+  r.loc = conf_for_method(loc, r.line.method);
+  r.if_content = nullptr;
+  use_error_log(*r.c, *r.loc);
   r.phase_step = r.srv->phases->start(HttpPhase::kRewrite);
   return kPhaseJump;
 }

@@ -154,6 +154,7 @@ void use_error_log(Connection& c, const HttpLocConf& loc) {
 int find_config_handler(Request& r) {
   const LocationMatch m = match_location(r, r.uri);
   r.loc = m.loc;
+  r.if_content = nullptr;
   const HttpLocConf& loc = *r.loc;
   use_error_log(*r.c, loc);
   if (m.error) return 500;
@@ -173,8 +174,9 @@ int find_config_handler(Request& r) {
 }
 
 int location_content_handler(Request& r) {
-  if (r.loc->content == nullptr) return kPhaseDeclined;  // the content phase's handlers
-  return r.loc->content->run(r);
+  const ContentHandler* h = r.loc->content != nullptr ? r.loc->content : r.if_content;
+  if (h == nullptr) return kPhaseDeclined;  // the content phase's handlers
+  return h->run(r);
 }
 
 namespace {
@@ -523,6 +525,7 @@ bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool clo
   const std::string_view uri = r.uri;
   const LocationMatch m = match_location(r, uri);
   r.loc = m.loc;
+  r.if_content = nullptr;
   use_error_log(*r.c, *r.loc);
   if (m.error) {
     r.status = 0;

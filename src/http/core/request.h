@@ -84,7 +84,8 @@ struct UpstreamTry {
   bool connected = false;   // connect_time is set (else written as "-")
   bool has_header = false;  // header_time is set
   int status = 0;  // 0: no response (written as "-"), else the backend's status or 502/504
-  Msec time = 0;   // from the connect to the end of the response header / failure
+  bool has_time = false;  // `time` is set: the attempt ended (else written as "-")
+  Msec time = 0;   // from the connect to the end of the attempt (response, failure, close)
   Msec connect_time = 0;  // from the connect to the connection ready (TLS included)
   Msec header_time = 0;   // from the connect to the end of the response header
   std::uint64_t bytes_sent = 0;      // request bytes that went to the server
@@ -136,6 +137,17 @@ struct Request {
   Connection* c = nullptr;
   const HttpSrvConf* srv = nullptr;  // chosen by Host once the header is complete
   const HttpLocConf* loc = nullptr;
+  // The content handler of the conf an `if` block took over from when that
+  // block has none of its own (nginx keeps r->content_handler): used while
+  // r.loc's is null; cleared when find-config chooses a location.
+  const ContentHandler* if_content = nullptr;
+  // What an X-Accel-Redirect kept of the backend's head (the fields not
+  // marked omit, and its Content-Type) for the response the redirect makes:
+  // send_header adds them to a head that has no fields of its own. They
+  // live in the upstream's head buffer, until upstream_core::release.
+  HeaderField* accel_fields = nullptr;
+  std::uint32_t naccel = 0;
+  std::string_view accel_content_type;
 
   RequestParser parser;
   RequestLine line;

@@ -300,7 +300,7 @@ LocationMatch match_location(Request& r, std::string_view path) {
   LocationMatch m;
   const Found f = find_in(*r.srv->loc, path, &m.redirect, &r);
   m.error = f.error;
-  m.loc = f.loc != nullptr ? f.loc : r.srv->loc;
+  m.loc = conf_for_method(f.loc != nullptr ? f.loc : r.srv->loc, r.line.method);
   return m;
 }
 

@@ -488,7 +488,11 @@ bool var_upstream(const Request& r, std::string_view, VarSink& s) {
         }
         break;
       case TryField::kResponseTime:
-        s.put_msec(t.time);
+        if (t.has_time) {
+          s.put_msec(t.time);
+        } else {
+          s.put_char('-');
+        }
         break;
       case TryField::kResponseLength:
         s.put_uint(t.response_length);

@@ -3,7 +3,9 @@
 #include "http/proxy/proxy.h"
 
 #include <arpa/inet.h>
+#include <sys/un.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -81,6 +83,29 @@ int eval_url(ProxyState& ps) {
     upstream_core::log_request_error(r, static_cast<int>(LogLevel::kError), what);
     return 500;
   }
+  if (starts_with_nocase(rest, "unix:")) {
+    // "unix:/path[:/uri]" (nginx): the Host is "localhost", no port.
+    const std::size_t colon = rest.find(':', 5);
+    const std::string_view path = rest.substr(5, colon == std::string_view::npos ? colon : colon - 5);
+    if (colon != std::string_view::npos) {
+      ps.eval_has_uri = true;
+      ps.eval_uri = rest.substr(colon + 1);
+      ps.eval_uri_slash = ps.eval_uri.empty() || ps.eval_uri.front() != '/';
+    }
+    sockaddr_storage ss{};
+    auto& sun = reinterpret_cast<sockaddr_un&>(ss);
+    if (path.empty() || path.size() >= sizeof sun.sun_path) return fail("invalid unix domain socket");
+    sun.sun_family = AF_UNIX;
+    std::memcpy(sun.sun_path, path.data(), path.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    ps.target = rest.substr(0, colon);
+    ps.port = {};
+    ps.host_header = "localhost";
+    if (!upstream_core::set_address_group(ps, reinterpret_cast<sockaddr*>(&ss), len, ps.target)) {
+      return 500;
+    }
+    return 0;
+  }
   const std::size_t end = rest.find_first_of("/?");
   const std::string_view hostport = rest.substr(0, end);
   if (end != std::string_view::npos) {
@@ -118,11 +143,22 @@ int eval_url(ProxyState& ps) {
                               : port_text;
   // $proxy_host: the port only when it is not the scheme's.
   ps.host_header = port == default_port ? host : hostport;
-  // An upstream block of that name (named without a port, as nginx matches it).
-  if (port_text.empty() && conf.groups != nullptr) {
-    if (upstream::Group* g = conf.groups->find(host); g != nullptr && !g->implicit) {
-      ps.group = g;
-      return 0;
+  // An upstream block of that name (named without a port, as nginx matches
+  // it), or the group a proxy_pass without variables made for this very
+  // host and port (nginx's implicit upstreams are searched the same way).
+  if (conf.groups != nullptr) {
+    if (port_text.empty()) {
+      if (upstream::Group* g = conf.groups->find(host); g != nullptr && !g->implicit) {
+        ps.group = g;
+        return 0;
+      }
+    } else {
+      for (const auto& g : conf.groups->groups) {
+        if (g->implicit && iequals(g->name, hostport)) {
+          ps.group = g.get();
+          return 0;
+        }
+      }
     }
   }
   // An address literal goes straight to a group of its own.
@@ -170,6 +206,9 @@ const ContentHandler kContent{"proxy_pass", proxy_content, true, true};
 int start(Request& r) {
   const ProxyConf& conf = proxy_conf(*r.loc);
   if (!conf.enabled || (conf.group == nullptr && !conf.variables)) return 500;
+  // A response that redirected the request (X-Accel-Redirect, an
+  // intercepted error) is let go before this one starts.
+  if (r.upstream != nullptr) upstream_core::release(r);
   HttpWorker& w = *r.hc->worker;
   char* mem = w.buffers().get(sizeof(ProxyState));
   if (mem == nullptr) return 500;

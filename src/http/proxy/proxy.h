@@ -54,7 +54,6 @@ struct ProxyState : Upstream {
   bool head_line_done = false;
   std::int64_t resp_rest = 0;
   ChunkedParser resp_chunked;
-  char redirect_mem[512];  // proxy_redirect default: the prefix replaced in Location
   // The Set-Cookie values proxy_cookie_* rewrote (a worker buffer, given
   // back when the request ends).
   char* cookie_mem = nullptr;
@@ -89,6 +88,12 @@ bool rewrite_cookies(ProxyState& ps);
 Status set_cookie_domain(const DirectiveCall& call, ProxyConf& p);
 Status set_cookie_path(const DirectiveCall& call, ProxyConf& p);
 Status set_cookie_flags(const DirectiveCall& call, ProxyConf& p);
+
+// ---- proxy_redirect.cc ----------------------------------------------------------------
+// proxy_redirect on the response head's Location and Refresh fields (the
+// new values in the request's memory); false when out of memory.
+bool rewrite_redirects(ProxyState& ps);
+Status set_redirect(const DirectiveCall& call, ProxyConf& p);
 
 // ---- proxy_response.cc ----------------------------------------------------------------
 upstream_core::HeadResult process_header(Upstream& u, Buf& b);

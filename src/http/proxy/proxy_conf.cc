@@ -56,6 +56,23 @@ Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
     return call.error("invalid URL prefix in \"" + url + "\"");
   }
   std::string rest = url.substr(scheme);
+  if (rest.size() >= 5 && conf::iequals(std::string_view(rest).substr(0, 5), "unix:")) {
+    // "unix:/path[:/uri]": the socket's path ends at the next ':' (nginx);
+    // the Host the backend gets is "localhost", $proxy_port is empty.
+    const std::size_t colon = rest.find(':', 5);
+    p.target = rest.substr(0, colon);
+    if (p.target.size() == 5) return call.error("no path in the unix domain socket");
+    if (colon != std::string::npos) {
+      p.has_uri = true;
+      p.uri = rest.substr(colon + 1);
+    }
+    p.proxy_host = "localhost";
+    p.proxy_port.clear();
+    p.pass = url;
+    p.where = call.where();
+    p.enabled = true;
+    return set_location_content(call, &proxy::kContent);
+  }
   std::size_t slash = rest.find('/');
   p.target = rest.substr(0, slash);
   if (p.target.empty())
@@ -144,6 +161,24 @@ Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) 
   return Status::ok();
 }
 
+// proxy_ignore_headers field ...: nginx's names. Only X-Accel-Redirect
+// means anything here (the other X-Accel-* fields are not acted on anyway,
+// and Expires, Cache-Control, Set-Cookie and Vary only matter to a cache).
+Status set_ignore_headers(const DirectiveCall& call, ProxyConf& p) {
+  static constexpr const char* kNames[] = {
+      "X-Accel-Redirect", "X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering",
+      "X-Accel-Charset",  "Expires",         "Cache-Control",      "Set-Cookie",
+      "Vary"};
+  p.ignore_accel_redirect = false;
+  for (std::size_t i = 0; i < call.arg_count(); ++i) {
+    bool known = false;
+    for (const char* n : kNames) known = known || iequals(call.arg(i), n);
+    if (!known) return call.invalid_value(i);
+    if (iequals(call.arg(i), "X-Accel-Redirect")) p.ignore_accel_redirect = true;
+  }
+  return Status::ok();
+}
+
 Status set_next_upstream(const DirectiveCall& call, ProxyConf& p) {
   struct Name {
     const char* name;
@@ -214,14 +249,6 @@ Status set_flag(const DirectiveCall& call, bool& out) {
   return Status::ok();
 }
 
-Status set_redirect(const DirectiveCall& call, ProxyConf& p) {
-  if (call.arg_count() != 1 || (call.arg(0) != "default" && call.arg(0) != "off")) {
-    return call.error("only \"proxy_redirect default\" and \"proxy_redirect off\" are supported");
-  }
-  p.redirect_default = call.arg(0) == "default";
-  return Status::ok();
-}
-
 // Adds the fields nginx sets unless the list names them: "Host: $proxy_host"
 // and "Connection: close".
 void add_default_headers(std::vector<ProxyHeader>& list) {
@@ -257,6 +284,7 @@ const std::vector<Inherit>& inherited() {
       {"proxy_pass_request_body", VIGIL_COPY(pass_request_body)},
       {"proxy_hide_header", VIGIL_COPY(hide_headers)},
       {"proxy_pass_header", VIGIL_COPY(pass_headers)},
+      {"proxy_ignore_headers", VIGIL_COPY(ignore_accel_redirect)},
       {"proxy_connect_timeout", VIGIL_COPY(connect_timeout)},
       {"proxy_send_timeout", VIGIL_COPY(send_timeout)},
       {"proxy_read_timeout", VIGIL_COPY(read_timeout)},
@@ -271,9 +299,15 @@ const std::vector<Inherit>& inherited() {
          b.buffers_size = a.buffers_size;
        }},
       {"proxy_busy_buffers_size", VIGIL_COPY(busy_buffers_size)},
+      {"proxy_max_temp_file_size", VIGIL_COPY(max_temp_file_size)},
+      {"proxy_temp_file_write_size", VIGIL_COPY(temp_file_write_size)},
       {"proxy_request_buffering", VIGIL_COPY(request_buffering)},
       {"proxy_intercept_errors", VIGIL_COPY(intercept_errors)},
-      {"proxy_redirect", VIGIL_COPY(redirect_default)},
+      {"proxy_redirect",
+       [](const ProxyConf& a, ProxyConf& b) {
+         b.redirect_off = a.redirect_off;
+         b.redirects = a.redirects;
+       }},
       {"proxy_method", VIGIL_COPY(method)},
       {"proxy_limit_rate", VIGIL_COPY(limit_rate)},
       {"proxy_cookie_domain", VIGIL_COPY(cookie_domains)},
@@ -304,6 +338,20 @@ Status check(const ConfInit& ctx, ProxyConf& p) {
         "\"proxy_busy_buffers_size\" must be equal to or greater than the "
         "maximum of the value of \"proxy_buffer_size\" and one of the "
         "\"proxy_buffers\"" +
+        ctx.scope().where());
+  }
+  if (p.max_temp_file_size != 0 && p.max_temp_file_size < larger) {
+    return Status::error(
+        "\"proxy_max_temp_file_size\" must be equal to zero to disable temporary files usage or "
+        "must be equal to or greater than the maximum of the value of \"proxy_buffer_size\" and "
+        "one of the \"proxy_buffers\"" +
+        ctx.scope().where());
+  }
+  const std::size_t write_size = p.temp_file_write_size != 0 ? p.temp_file_write_size : 2 * larger;
+  if (write_size < larger) {
+    return Status::error(
+        "\"proxy_temp_file_write_size\" must be equal to or greater than the maximum of the value "
+        "of \"proxy_buffer_size\" and one of the \"proxy_buffers\"" +
         ctx.scope().where());
   }
   if (busy > (p.buffers_num - 1) * p.buffers_size) {
@@ -384,6 +432,37 @@ Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& chil
   merge_tls_client_conf(ctx, parent.ssl, child.ssl);
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
   if (Status st = check(ctx, child); !st) return st;
+  if (child.enabled && child.variables) {
+    for (const RedirectRule& rule : child.redirects) {
+      if (rule.is_default) {
+        return Status::error(
+            "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with "
+            "variables" +
+            ctx.where("proxy_redirect"));
+      }
+    }
+  }
+  if (!ctx.is_set("proxy_pass") && parent.enabled && is_noname_scope(ctx.env(), ctx.scope())) {
+    // An if or limit_except block proxies as its location does (nginx's
+    // merge for "noname" locations), with the location's resolved group.
+    child.enabled = true;
+    child.pass = parent.pass;
+    child.where = parent.where;
+    child.has_uri = parent.has_uri;
+    child.uri = parent.uri;
+    child.proxy_host = parent.proxy_host;
+    child.proxy_port = parent.proxy_port;
+    child.variables = parent.variables;
+    child.url = parent.url;
+    child.groups = parent.groups;
+    child.https = parent.https;
+    child.target = parent.target;
+    child.group = parent.group;
+    child.hash_key = parent.hash_key;
+    child.tls = parent.tls;
+    child.ssl_name = parent.ssl_name;
+    return Status::ok();
+  }
   return child.enabled ? resolve(ctx, child) : Status::ok();
 }
 
@@ -405,6 +484,7 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
     return set_name_list(c, p.pass_headers);
   }).multiple = true;
+  add("proxy_ignore_headers", kLoc, Arity::one_or_more(), set_ignore_headers);
   add("proxy_connect_timeout", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.connect_timeout); });
   add("proxy_send_timeout", kLoc, Arity::exactly(1),
@@ -428,13 +508,25 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
   add("proxy_temp_path", kLoc, Arity::between(1, 4),
       [](const DirectiveCall& c, ProxyConf&) { return check_temp_path(c); });
+  // The response is never written to a temporary file (the backend is not
+  // read while the buffers are full): any size behaves as nginx's 0. Both
+  // are checked as nginx checks them.
+  add("proxy_max_temp_file_size", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) {
+        auto v = parse_size(c.arg(0));
+        if (!v) return c.invalid_value(0);
+        p.max_temp_file_size = static_cast<std::size_t>(*v);
+        return Status::ok();
+      });
+  add("proxy_temp_file_write_size", kLoc, Arity::exactly(1),
+      [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.temp_file_write_size); });
   add("proxy_busy_buffers_size", kLoc, Arity::exactly(1),
       [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.busy_buffers_size); });
   add("proxy_request_buffering", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.request_buffering); });
   add("proxy_intercept_errors", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.intercept_errors); });
-  add("proxy_redirect", kLoc, Arity::between(1, 2), set_redirect);
+  add("proxy_redirect", kLoc, Arity::between(1, 2), proxy::set_redirect).multiple = true;
   add("proxy_bind", kLoc, Arity::between(1, 2), set_bind);
   add("proxy_cookie_domain", kLoc, Arity::between(1, 2), proxy::set_cookie_domain).multiple = true;
   add("proxy_cookie_path", kLoc, Arity::between(1, 2), proxy::set_cookie_path).multiple = true;

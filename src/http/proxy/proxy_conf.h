@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "http/core/request_vars.h"
 #include "http/core/variables.h"
 #include "http/upstream/upstream_conf.h"
 
@@ -24,16 +25,31 @@ struct ProxyHeader {
   VarTemplate value;  // an empty result drops the field (nginx)
 };
 
+// proxy_redirect: a Location (or a Refresh's url=) starting with `pattern`
+// has that prefix replaced; one matching `regex` ("~re", "~*re") is
+// replaced as a whole, the replacement reading its groups ($1...);
+// `is_default`: the proxy_pass URL is replaced with the location's name
+// (proxy_redirect.cc).
+struct RedirectRule {
+  bool is_default = false;
+  VarTemplate pattern;
+  std::shared_ptr<const HttpRegex> regex;
+  VarTemplate replacement;
+};
+
 // proxy_cookie_domain / proxy_cookie_path: a Set-Cookie attribute value
-// matching `pattern` is replaced (proxy_cookie.cc).
+// matching `pattern` (or `regex`, which then matches the whole value) is
+// replaced (proxy_cookie.cc).
 struct CookieRewrite {
   VarTemplate pattern;
+  std::shared_ptr<const HttpRegex> regex;
   VarTemplate replacement;
 };
 
 // proxy_cookie_flags: the flags of the cookies named `name`.
 struct CookieFlags {
   VarTemplate name;
+  std::shared_ptr<const HttpRegex> name_regex;  // "~re": names matching re (any case)
   std::vector<VarTemplate> flags;  // secure, httponly, samesite=..., nosecure, ...
 };
 
@@ -57,13 +73,21 @@ struct ProxyConf : UpstreamConf {
   int http_version = 1000;               // proxy_http_version 1.0 | 1.1
   std::vector<ProxyHeader> set_headers;  // with the defaults merged in
   bool pass_request_headers = true;
-  bool redirect_default = true;  // proxy_redirect default | off
+  // proxy_redirect: the rules in order, the first that matches applies;
+  // none and not off: "default" (for a proxy_pass without variables).
+  bool redirect_off = false;
+  std::vector<RedirectRule> redirects;
   // proxy_method: the request's method to the backend (empty: the client's).
   VarTemplate method;
   // proxy_cookie_domain, proxy_cookie_path, proxy_cookie_flags (empty: off).
   std::vector<CookieRewrite> cookie_domains;
   std::vector<CookieRewrite> cookie_paths;
   std::vector<CookieFlags> cookie_flags;
+  // proxy_max_temp_file_size, proxy_temp_file_write_size: checked, without
+  // effect (no response goes to a temporary file). 0: not set for the
+  // write size (twice the larger buffer size).
+  std::size_t max_temp_file_size = 1024u * 1024 * 1024;
+  std::size_t temp_file_write_size = 0;
   // proxy_set_body: the body sent instead of the client's.
   bool body_set = false;
   VarTemplate set_body;

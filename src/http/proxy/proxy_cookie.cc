@@ -11,7 +11,9 @@
 // the others are kept; the flags the cookie lacked follow at the end.
 #include <cstring>
 
+#include "http/core/request_vars.h"
 #include "http/core/worker.h"
+#include "http/proxy/header_rewrite.h"
 #include "http/proxy/proxy.h"
 #include "vigil/core/log.h"
 
@@ -80,6 +82,14 @@ bool apply_flag(std::string_view f, FlagOps& ops) {
   return true;
 }
 
+// The value of an attribute "name=value" when its name is `name`.
+bool attribute(std::string_view attr, std::string_view name, std::string_view& value) {
+  const std::size_t eq = attr.find('=');
+  if (eq == std::string_view::npos || !iequals(trim(attr.substr(0, eq)), name)) return false;
+  value = attr.substr(eq + 1);
+  return true;
+}
+
 class Writer {
  public:
   explicit Writer(char* p) : start_(p), p_(p) {}
@@ -95,80 +105,88 @@ class Writer {
   char* p_;
 };
 
-// The value of an attribute "name=value" when its name is `name`.
-bool attribute(std::string_view attr, std::string_view name, std::string_view& value) {
-  const std::size_t eq = attr.find('=');
-  if (eq == std::string_view::npos || !iequals(trim(attr.substr(0, eq)), name)) return false;
-  value = attr.substr(eq + 1);
-  return true;
-}
-
 // proxy_cookie_domain and proxy_cookie_path on `cookie`, written at `w`;
-// false when no rule matched (nothing written).
-bool rewrite_values(const Request& r, const ProxyConf& p, std::string_view cookie, Writer& w) {
+// false when no rule matched (nothing written). A domain is compared
+// without its leading dot and without regard to case, a path as a prefix; a
+// regular expression matches the whole value (a domain's without regard to
+// case, as nginx), which the replacement then replaces.
+bool rewrite_values(Request& r, const ProxyConf& p, std::string_view cookie, Writer& w,
+                    bool& failed) {
   char pattern_buf[kMaxEvaluated];
   char repl_buf[kMaxEvaluated];
   bool changed = false;
   std::size_t copied = 0;  // cookie bytes before this point are written
   std::size_t at = cookie.find(';');
-  while (at != std::string_view::npos) {
-    const std::size_t begin = at + 1;
-    std::size_t end = cookie.find(';', begin);
-    if (end == std::string_view::npos) end = cookie.size();
-    const std::string_view attr = cookie.substr(begin, end - begin);
-    std::string_view value;
-    const bool domain = attribute(attr, "domain", value);
-    const bool path = !domain && attribute(attr, "path", value);
-    if (domain || path) {
-      // The value's own bounds inside `cookie` (spaces around it stay).
-      std::string_view v = trim(value);
-      const auto v_at = static_cast<std::size_t>(v.data() - cookie.data());
-      const auto& rules = domain ? p.cookie_domains : p.cookie_paths;
-      for (const CookieRewrite& rule : rules) {
+  CookieAttribute attr;
+  for (; at != std::string_view::npos && next_cookie_attribute(cookie, at, attr); at = attr.end) {
+    const bool domain = iequals(attr.name, "domain");
+    const bool path = !domain && iequals(attr.name, "path");
+    if ((!domain && !path) || attr.value_begin == attr.end) continue;
+    const std::string_view v = attr.value;
+    const std::size_t v_at = attr.value_begin;
+    const auto& rules = domain ? p.cookie_domains : p.cookie_paths;
+    for (const CookieRewrite& rule : rules) {
+      std::string_view rep;
+      std::string_view rest;
+      bool whole = false;
+      if (rule.regex != nullptr) {
+        const int rc = match_with_captures(r, *rule.regex, v);
+        if (rc < 0) {
+          failed = true;
+          return false;
+        }
+        if (rc == 0) continue;
+        whole = true;
+      } else {
         std::string_view pat;
-        std::string_view rep;
         if (!evaluate(r, rule.pattern, pattern_buf, pat)) continue;
-        std::string_view rest;
         if (domain) {
           if (!iequals(strip_dot(v), strip_dot(pat))) continue;
         } else {
           if (!v.starts_with(pat)) continue;
           rest = v.substr(pat.size());
         }
-        if (!evaluate(r, rule.replacement, repl_buf, rep)) continue;
-        w.put(cookie.substr(copied, v_at - copied));
-        if (domain) {
-          if (!v.empty() && v.front() == '.') w.put(".");
-          w.put(strip_dot(rep));
-        } else {
-          w.put(rep);
-          w.put(rest);
-        }
-        copied = v_at + v.size();
-        changed = true;
-        break;
       }
+      if (!evaluate(r, rule.replacement, repl_buf, rep)) continue;
+      w.put(cookie.substr(copied, v_at - copied));
+      if (whole) {
+        w.put(rep);
+      } else if (domain) {
+        if (!v.empty() && v.front() == '.') w.put(".");
+        w.put(strip_dot(rep));
+      } else {
+        w.put(rep);
+        w.put(rest);
+      }
+      copied = v_at + v.size();
+      changed = true;
+      break;
     }
-    at = end < cookie.size() ? end : std::string_view::npos;
   }
   if (changed) w.put(cookie.substr(copied));
   return changed;
 }
 
 // The proxy_cookie_flags rule for the cookie named `name`: its flags in `ops`.
-bool find_flags(const Request& r, const ProxyConf& p, std::string_view name, FlagOps& ops) {
+int find_flags(Request& r, const ProxyConf& p, std::string_view name, FlagOps& ops) {
   char buf[kMaxEvaluated];
   for (const CookieFlags& rule : p.cookie_flags) {
-    std::string_view n;
-    if (!evaluate(r, rule.name, buf, n) || n != name) continue;
+    if (rule.name_regex != nullptr) {
+      const int rc = match_with_captures(r, *rule.name_regex, name);
+      if (rc < 0) return -1;
+      if (rc == 0) continue;
+    } else {
+      std::string_view n;
+      if (!evaluate(r, rule.name, buf, n) || n != name) continue;
+    }
     for (const VarTemplate& f : rule.flags) {
       std::string_view word;
       if (!evaluate(r, f, buf, word) || word.empty()) continue;
       apply_flag(word, ops);  // a word from a variable that is no flag is ignored
     }
-    return true;
+    return 1;
   }
-  return false;
+  return 0;
 }
 
 // `cookie` written again with the flags `ops`, at `w`.
@@ -215,11 +233,14 @@ void rewrite_flags(std::string_view cookie, const FlagOps& ops, Writer& w) {
   }
 }
 
-// The longest value `rules`' replacements give for this request.
-std::size_t longest_replacement(const Request& r, const std::vector<CookieRewrite>& rules) {
+// The longest value `rules`' replacements can give: a literal's length, or
+// what evaluate() takes at most (a regex's groups are known only once it
+// matched).
+std::size_t longest_replacement(const std::vector<CookieRewrite>& rules) {
   std::size_t n = 0;
   for (const CookieRewrite& rule : rules) {
-    const std::size_t len = rule.replacement.length(r);
+    const std::size_t len =
+        rule.replacement.is_literal() ? rule.replacement.literal_text().size() : kMaxEvaluated;
     if (len > n) n = len;
   }
   return n;
@@ -231,15 +252,21 @@ bool rewrite_cookies(ProxyState& ps) {
   const ProxyConf& p = ps.pconf();
   if (p.cookie_domains.empty() && p.cookie_paths.empty() && p.cookie_flags.empty()) return true;
   Request& r = *ps.r;
-  // Room for each Set-Cookie twice (values replaced, then the flags), each
-  // time grown by the longest replacements and every flag.
+  // Room for each Set-Cookie twice: the values replaced (each attribute at
+  // most once, by at most the longest replacement), then the flags (every
+  // attribute written again with "; " before it, and the flags it lacked).
   constexpr std::size_t kFlags = sizeof "; Secure; HttpOnly; SameSite=Strict";
-  const std::size_t grow = longest_replacement(r, p.cookie_domains) +
-                           longest_replacement(r, p.cookie_paths) + kFlags + 2;
+  const std::size_t domain_len = longest_replacement(p.cookie_domains);
+  const std::size_t path_len = longest_replacement(p.cookie_paths);
+  const std::size_t longest = domain_len > path_len ? domain_len : path_len;
   std::size_t need = 0;
   for (std::uint32_t i = 0; i < ps.nfields; ++i) {
     const HeaderField& f = ps.fields[i];
-    if (iequals(f.name, "set-cookie")) need += 2 * (f.value.size() + grow);
+    if (!iequals(f.name, "set-cookie")) continue;
+    std::size_t attrs = 0;
+    for (char ch : f.value) attrs += ch == ';' ? 1 : 0;
+    const std::size_t values = f.value.size() + attrs * (longest + 1);
+    need += values + 2 * values + kFlags;
   }
   if (need == 0) return true;
   if (r.hc->worker->buffers().reserve(ps.cookie_mem, ps.cookie_mem_size, need) == nullptr) {
@@ -253,15 +280,22 @@ bool rewrite_cookies(ProxyState& ps) {
     if (!iequals(f.name, "set-cookie")) continue;
     std::string_view cookie = f.value;
     Writer values(at);
-    if (rewrite_values(r, p, cookie, values)) {
+    bool failed = false;
+    const bool rewritten = rewrite_values(r, p, cookie, values, failed);
+    if (failed) return false;
+    if (rewritten) {
       cookie = values.text();
       at = values.end();
     }
     const std::size_t eq = cookie.find('=');
     const std::size_t semi = cookie.find(';');
     FlagOps ops;
-    if (eq != std::string_view::npos && (semi == std::string_view::npos || eq < semi) &&
-        find_flags(r, p, trim(cookie.substr(0, eq)), ops)) {
+    int found = 0;
+    if (eq != std::string_view::npos && (semi == std::string_view::npos || eq < semi)) {
+      found = find_flags(r, p, trim(cookie.substr(0, eq)), ops);
+      if (found < 0) return false;
+    }
+    if (found > 0) {
       Writer flags(at);
       rewrite_flags(cookie, ops, flags);
       cookie = flags.text();
@@ -283,23 +317,26 @@ Status compile(const DirectiveCall& call, std::size_t i, VarTemplate& out) {
   return Status::ok();
 }
 
-Status no_regex(const DirectiveCall& call) {
-  return call.error("regular expressions in \"" + call.name() +
-                    "\" are not supported (Vigil is built without PCRE)");
-}
-
 // proxy_cookie_domain off | domain replacement
 // proxy_cookie_path off | path replacement
-Status set_rewrite(const DirectiveCall& call, std::vector<CookieRewrite>& list) {
+Status set_rewrite(const DirectiveCall& call, std::vector<CookieRewrite>& list, bool domain) {
   if (call.arg(0) == "off") {
     if (call.arg_count() != 1) return call.invalid_value(1);
     list.clear();
     return Status::ok();
   }
   if (call.arg_count() != 2) return call.error("invalid number of arguments in \"" + call.name() + "\" directive");
-  if (!call.arg(0).empty() && call.arg(0)[0] == '~') return no_regex(call);
   CookieRewrite rule;
-  if (Status st = compile(call, 0, rule.pattern); !st) return st;
+  const std::string& pattern = call.arg(0);
+  if (!pattern.empty() && pattern[0] == '~') {
+    // A domain is matched without regard to case whatever the form (nginx).
+    const bool star = pattern.size() > 1 && pattern[1] == '*';
+    auto re = compile_http_regex(std::string_view(pattern).substr(star ? 2 : 1), star || domain);
+    if (!re) return call.error(re.status().message());
+    rule.regex = std::make_shared<const HttpRegex>(std::move(re.value()));
+  } else if (Status st = compile(call, 0, rule.pattern); !st) {
+    return st;
+  }
   if (Status st = compile(call, 1, rule.replacement); !st) return st;
   list.push_back(std::move(rule));
   return Status::ok();
@@ -308,11 +345,11 @@ Status set_rewrite(const DirectiveCall& call, std::vector<CookieRewrite>& list) 
 }  // namespace
 
 Status set_cookie_domain(const DirectiveCall& call, ProxyConf& p) {
-  return set_rewrite(call, p.cookie_domains);
+  return set_rewrite(call, p.cookie_domains, true);
 }
 
 Status set_cookie_path(const DirectiveCall& call, ProxyConf& p) {
-  return set_rewrite(call, p.cookie_paths);
+  return set_rewrite(call, p.cookie_paths, false);
 }
 
 // proxy_cookie_flags off | cookie [flag ...]
@@ -322,9 +359,17 @@ Status set_cookie_flags(const DirectiveCall& call, ProxyConf& p) {
     p.cookie_flags.clear();
     return Status::ok();
   }
-  if (call.arg(0)[0] == '~') return no_regex(call);
   CookieFlags rule;
-  if (Status st = compile(call, 0, rule.name); !st) return st;
+  if (call.arg(0)[0] == '~') {
+    // Cookie names are matched without regard to case (nginx).
+    const std::string_view re_text =
+        std::string_view(call.arg(0)).substr(call.arg(0).size() > 1 && call.arg(0)[1] == '*' ? 2 : 1);
+    auto re = compile_http_regex(re_text, /*caseless=*/true);
+    if (!re) return call.error(re.status().message());
+    rule.name_regex = std::make_shared<const HttpRegex>(std::move(re.value()));
+  } else if (Status st = compile(call, 0, rule.name); !st) {
+    return st;
+  }
   for (std::size_t i = 1; i < call.arg_count(); ++i) {
     VarTemplate t;
     if (Status st = compile(call, i, t); !st) return st;

@@ -15,20 +15,6 @@ using upstream_core::HeadResult;
 using upstream_core::kMaxResponseFields;
 using upstream_core::log_error;
 
-// proxy_redirect default: "http[s]://<proxy_pass host><proxy_pass uri>..." in
-// Location becomes "<location><...>" (relative, RFC 9110 §10.2.2 allows it).
-std::string_view redirect_prefix(const ProxyState& ps, char* buf, std::size_t cap) {
-  const ProxyConf& p = ps.pconf();
-  std::string_view uri = p.has_uri ? std::string_view(p.uri) : std::string_view("/");
-  const std::string_view scheme = p.https ? "https://" : "http://";
-  const std::size_t n = scheme.size() + p.target.size() + uri.size();
-  if (n > cap) return {};
-  std::memcpy(buf, scheme.data(), scheme.size());
-  std::memcpy(buf + scheme.size(), p.target.data(), p.target.size());
-  std::memcpy(buf + scheme.size() + p.target.size(), uri.data(), uri.size());
-  return {buf, n};
-}
-
 HeadResult invalid_header(ProxyState& ps) {
   char what[160];
   std::snprintf(what, sizeof what, "upstream sent invalid header: %s", ps.parser.error());
@@ -76,12 +62,6 @@ HeadResult process_header(Upstream& u, Buf& b) {
         if (ps.parser.finish(ps.resp, ps.r->line.method == Method::kHead) != ResponseParse::kOk) {
           return invalid_header(ps);
         }
-        // proxy_redirect default, for the Location of the client's head.
-        const ProxyConf& p = ps.pconf();
-        if (p.redirect_default && !p.variables) {
-          ps.redirect_from = redirect_prefix(ps, ps.redirect_mem, sizeof ps.redirect_mem);
-          ps.redirect_to = p.has_uri ? std::string_view(ps.r->loc->name) : std::string_view("/");
-        }
         return HeadResult::kDone;
       }
     }
@@ -93,7 +73,7 @@ HeadResult process_header(Upstream& u, Buf& b) {
 bool input_filter_init(Upstream& u) {
   auto& ps = static_cast<ProxyState&>(u);
   ps.resp_rest = ps.resp.content_length;
-  return rewrite_cookies(ps);
+  return rewrite_redirects(ps) && rewrite_cookies(ps);
 }
 
 // Accounts for `n` new body bytes at p (the end of `b`): where the body

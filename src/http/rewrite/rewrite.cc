@@ -187,7 +187,7 @@ Status set_if(const DirectiveCall& call) {
   auto* conf = at == ModuleRegistry::npos ? nullptr
                                           : static_cast<RewriteConf*>(scope.conf(at, m.loc_spec()));
   if (conf == nullptr) return call.error("internal error: no rewrite conf for \"if\"");
-  if (is_if_scope(scope)) return call.error("\"if\" directive is not allowed here");
+  if (is_noname_scope(call.env(), scope)) return call.error("\"if\" directive is not allowed here");
   auto c = parse_condition(call);
   if (!c) return call.error(c.status().message());
   RewriteOp op;
@@ -403,6 +403,7 @@ int run_program(Request& r, const HttpLocConf& level, bool& uri_changed) {
         if (block == nullptr) return 500;
         // The block's conf is the request's from now on (nginx's "if" in a
         // location: its content handler and settings apply).
+        if (r.loc->content != nullptr) r.if_content = r.loc->content;
         r.loc = block;
         use_error_log(*r.c, *block);
         const int rc = run_program(r, *block, uri_changed);

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "http/core/filters.h"
+#include "http/core/phases.h"
+#include "http/core/request_vars.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -156,7 +158,6 @@ int send_client_head(Upstream& u, bool upgrade) {
              (hop_by_hop(f.name) || hidden(p, f.name) ||
               named_by_connection(u.fields, u.nfields, f.name));
   }
-  const std::string_view prefix = u.redirect_from;
   for (std::uint32_t i = 0; i < u.nfields; ++i) {
     HeaderField& f = u.fields[i];
     if (f.omit) continue;
@@ -171,22 +172,122 @@ int send_client_head(Upstream& u, bool upgrade) {
       default:
         break;
     }
-    if (prefix.empty() || !iequals(f.name, "location") || !f.value.starts_with(prefix)) continue;
-    // proxy_redirect: the Location with the replacement for the prefix.
-    const std::string_view rest = f.value.substr(prefix.size());
-    const std::size_t n = u.redirect_to.size() + rest.size();
-    if (r.hc->worker->buffers().reserve(u.location_mem, u.location_mem_size, n) == nullptr) {
-      return 500;
-    }
-    std::memcpy(u.location_mem, u.redirect_to.data(), u.redirect_to.size());
-    std::memcpy(u.location_mem + u.redirect_to.size(), rest.data(), rest.size());
-    h.location = std::string_view(u.location_mem, n);
+    if (i != u.location_field) continue;
+    // proxy_redirect rewrote it: the head writer sends it as the server's own.
+    h.location = u.location;
     h.location_as_is = true;
     f.omit = true;
   }
   h.fields = u.fields;
   h.nfields = u.nfields;
   return send_header(r);
+}
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The path of an X-Accel-Redirect, %XX decoded into `out` (its size at
+// least path's); false when it is unsafe as nginx's ngx_http_parse_unsafe_uri
+// judges: a NUL, or a ".." segment (after decoding).
+bool safe_path(std::string_view path, char* out, std::size_t& n) {
+  n = 0;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    char c = path[i];
+    if (c == '%' && i + 2 < path.size() + 0 && hex_value(path[i + 1]) >= 0 &&
+        hex_value(path[i + 2]) >= 0) {
+      c = static_cast<char>(hex_value(path[i + 1]) * 16 + hex_value(path[i + 2]));
+      i += 2;
+    }
+    if (c == '\0') return false;
+    out[n++] = c;
+  }
+  const std::string_view p(out, n);
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    std::size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    if (p.substr(start, end - start) == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool accel_redirect(Upstream& u) {
+  Request& r = *u.r;
+  if (u.conf->ignore_accel_redirect) return false;
+  std::string_view target;
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    if (iequals(u.fields[i].name, "x-accel-redirect")) {
+      target = u.fields[i].value;
+      break;
+    }
+  }
+  if (target.empty()) return false;
+  // The backend is done with; its head (and u.fields) stays with the request
+  // for $upstream_http_* and the fields kept.
+  close_upstream(u, false);
+  u.stage = Stage::kDone;
+  if (!r.body.done) r.lingering = true;
+  r.read_event_handler = block_reading;
+  r.write_event_handler = write_handler;
+  r.headers_out = HeadersOut{};
+  r.accel_content_type = {};
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    HeaderField& f = u.fields[i];
+    const std::string_view n = f.name;
+    f.omit = true;
+    if (iequals(n, "content-type")) {
+      r.accel_content_type = f.value;
+    } else if (iequals(n, "set-cookie") || iequals(n, "content-disposition") ||
+               iequals(n, "cache-control") || iequals(n, "expires") ||
+               iequals(n, "accept-ranges")) {
+      f.omit = false;
+    }
+  }
+  r.accel_fields = u.fields;
+  r.naccel = u.nfields;
+  int rc;
+  if (target.front() == '@') {
+    rc = named_location_redirect(r, target);
+  } else {
+    const std::size_t q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    char* mem = request_alloc(r, target.size() + 1);
+    std::size_t n = 0;
+    if (mem == nullptr) {
+      rc = 500;
+    } else if (!safe_path(path, mem, n)) {
+      VIGIL_LOG(*r.c->log, kError, 0, "*%llu unsafe URI \"%.*s\" was detected",
+                static_cast<unsigned long long>(r.c->number), static_cast<int>(path.size()),
+                path.data());
+      rc = 404;
+    } else {
+      if (q != std::string_view::npos) {
+        const std::string_view args = target.substr(q);
+        std::memcpy(mem + n, args.data(), args.size());
+        n += args.size();
+      }
+      if (r.line.method != Method::kHead) {
+        r.line.method = Method::kGet;
+        r.line.method_name = "GET";
+      }
+      rc = set_request_uri_and_args(r, std::string_view(mem, n)) ? internal_redirect(r) : 500;
+    }
+  }
+  if (rc == kPhaseJump) {
+    run_phases(r);
+  } else {
+    finalize_error(r, rc);
+  }
+  return true;
 }
 
 bool tunnel_client_start(Upstream& u) {

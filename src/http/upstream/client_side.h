@@ -37,6 +37,14 @@ int read_client_body(Upstream& u);
 // the status send_header answered (500: out of memory).
 int send_client_head(Upstream& u, bool upgrade);
 
+// X-Accel-Redirect in the backend's response (unless *_ignore_headers
+// names it): the backend is let go, the fields nginx keeps for the new
+// response (Content-Type, Set-Cookie, Content-Disposition, Cache-Control,
+// Expires, Accept-Ranges) stay with the request, and the request goes to
+// the URI (made GET unless HEAD; an unsafe one is a 404) or the named
+// location. True when it took the request.
+bool accel_redirect(Upstream& u);
+
 // ---- the 101 tunnel's client half -----------------------------------------------------
 // Gets the client -> backend buffer (r.body.buf) with the bytes the client sent
 // after its head, and starts sending the 101 head. False on failure.

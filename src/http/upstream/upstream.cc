@@ -48,6 +48,7 @@ void add_try(Upstream& u) {
   t.addr_len = static_cast<std::uint8_t>(n);
   t.status = 0;
   t.time = 0;
+  t.has_time = false;
   t.connected = false;
   t.has_header = false;
   t.bytes_sent = 0;
@@ -106,6 +107,12 @@ bool rewind_request(Upstream& u) {
 
 void end_attempt(Upstream& u, unsigned state) {
   EventLoop& loop = *u.r->c->loop;
+  // $upstream_response_time: the attempt's whole time, to its last byte (or
+  // failure, or the client's close), as nginx's; "-" until then.
+  if (UpstreamTry* t = current_try(u); t != nullptr && !t->has_time) {
+    t->time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+    t->has_time = true;
+  }
   if (u.u != nullptr) {
     loop.del_timer(*u.u->read);
     loop.del_timer(*u.u->write);
@@ -362,6 +369,7 @@ void next_upstream(Upstream& u, unsigned next, int status) {
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     if (t.status == 0) t.status = status;
     t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
+    t.has_time = true;
   }
   // A cached keepalive connection the backend closed as we used it: the
   // request never reached it. Once more, on a fresh connection, when it is
@@ -414,10 +422,6 @@ void finish(Upstream& u, bool error) {
                         u.resp.keep_alive && !u.upstream_eof &&
                         (u.u == nullptr || tls_drained(*u.u));
   u.stage = Stage::kDone;
-  // $upstream_response_time runs to the response's end, not its head.
-  if (UpstreamTry* t = current_try(u); t != nullptr && t->has_header) {
-    t->time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
-  }
   close_upstream(u, reusable);
   client_finish(u, error);
 }
@@ -435,13 +439,15 @@ void release(Request& r) {
   BufferCache& cache = r.hc->worker->buffers();
   if (u->head.start != nullptr) cache.put(u->head.start, u->head_cap);
   if (u->hash_key_mem != nullptr) cache.put(u->hash_key_mem, u->hash_key_mem_size);
-  if (u->location_mem != nullptr) cache.put(u->location_mem, u->location_mem_size);
   release_ring(*u);
   char* mem = u->state_mem;
   const std::size_t size = u->state_size;
   u->protocol->finalize(*u);  // the protocol's state is destroyed here
   cache.put(mem, size);
   r.upstream = nullptr;
+  r.accel_fields = nullptr;  // they pointed into the head given back
+  r.naccel = 0;
+  r.accel_content_type = {};
 }
 
 void upstream_handler(Event& ev) {

@@ -158,12 +158,10 @@ struct Upstream {
   bool upstream_eof = false;
   bool premature = false;  // the backend closed (or failed) before the body's end
   bool upstream_reusable = true;
-  // proxy_redirect default: a Location starting with redirect_from is sent
-  // with redirect_to instead (the protocol sets them in input_filter_init).
-  std::string_view redirect_from;
-  std::string_view redirect_to;
-  char* location_mem = nullptr;  // the rewritten Location (a worker buffer)
-  std::uint32_t location_mem_size = 0;
+  // A Location the protocol rewrote (proxy_redirect): field `location_field`
+  // is sent as `location`, made absolute as the server's own redirects.
+  std::string_view location;
+  std::uint32_t location_field = UINT32_MAX;
 
   // The ring of response buffers: data in [ring_head .. ring_tail] (cyclic).
   // What was passed to the client's output filter chain is sealed, buffers

@@ -52,6 +52,8 @@ struct UpstreamConf {
   bool request_buffering = true;
   std::vector<std::string> hide_headers;  // lower case
   std::vector<std::string> pass_headers;  // lower case
+  // *_ignore_headers X-Accel-Redirect: the field is not acted on.
+  bool ignore_accel_redirect = false;
   Msec connect_timeout = 60000;
   Msec send_timeout = 60000;
   Msec read_timeout = 60000;

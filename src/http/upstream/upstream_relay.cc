@@ -60,8 +60,7 @@ void on_head(Upstream& u) {
   if (r.nupstream > 0) {
     UpstreamTry& t = r.upstream_tries[r.nupstream - 1];
     t.status = u.resp.status;
-    t.time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
-    t.header_time = t.time;
+    t.header_time = static_cast<Msec>(msec_diff(clock::current_msec(), u.try_msec));
     t.has_header = true;
   }
   if (u.resp.status == 101) {
@@ -87,6 +86,7 @@ void on_head(Upstream& u) {
     answer_intercepted(u, status);
     return;
   }
+  if (accel_redirect(u)) return;
 
   if (u.resp.body == BodyKind::kNone ||
       (u.resp.body == BodyKind::kLength && u.resp.content_length == 0)) {

@@ -184,6 +184,9 @@ TEST_F(Vars, Upstream) {
   r_->nupstream = 2;
   EXPECT_EQ(eval("$upstream_addr"), "127.0.0.1:9001, 127.0.0.1:9002");
   EXPECT_EQ(eval("$upstream_status"), "-, 200");
+  EXPECT_EQ(eval("$upstream_response_time"), "-, -") << "neither attempt has ended";
+  a.has_time = true;
+  b.has_time = true;
   EXPECT_EQ(eval("$upstream_response_time"), "0.003, 1.500");
   b.connected = true;
   b.connect_time = 2;
