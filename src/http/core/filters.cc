@@ -3,6 +3,7 @@
 #include "http/core/filters.h"
 
 #include "http/core/request.h"
+#include "http/core/subrequest.h"
 
 namespace vigil::http {
 
@@ -27,6 +28,9 @@ bool HeaderFilterChain::contains(HeaderFilter f) const {
 }
 
 int send_header(Request& r) {
+  // A subrequest's head goes to its parent's hook, not to the client (the
+  // built-in header filters leave subrequests alone, as nginx's do).
+  if (r.parent != nullptr) return r.sub_hooks->header(r);
   if (const int rc = r.hc->srv->filters->header.run(r); rc != 0) return rc;
   return write_header(r) ? 0 : 500;
 }
@@ -50,6 +54,9 @@ bool BodyFilterChain::contains(BodyFilter f) const {
   return false;
 }
 
-int output_filter(Request& r, Chain* in) { return r.hc->srv->filters->body.run(r, in); }
+int output_filter(Request& r, Chain* in) {
+  if (r.parent != nullptr) return r.sub_hooks->body(r, in);
+  return r.hc->srv->filters->body.run(r, in);
+}
 
 }  // namespace vigil::http
