@@ -77,6 +77,7 @@ TEST_F(AuthRequest, AllowedRequestReachesTheUpstreamWithTheSetVariables) {
                     " auth_request_set $user $upstream_http_x_user;"
                     " auth_request_set $groups \"[$upstream_http_x_groups]\";"
                     " add_header X-Groups $groups;"
+                    " auth_request_set $sent $sent_http_x_groups; add_header X-Sent $sent;"
                     " proxy_set_header X-User $user; proxy_pass http://" +
                     app.address() + "; }"))
       << server_.output();
@@ -84,6 +85,7 @@ TEST_F(AuthRequest, AllowedRequestReachesTheUpstreamWithTheSetVariables) {
   EXPECT_EQ(r.status, 200) << r.head;
   EXPECT_EQ(r.body, "app GET /app/ok?x=1 user=alice body=");
   EXPECT_EQ(r.header("x-groups"), "[a,b]");
+  EXPECT_EQ(r.header("x-sent"), "a,b");
   EXPECT_EQ(r.head.find("SERVICE-BODY"), std::string::npos);
   ASSERT_EQ(service.requests(), 1);
   const BackendRequest s = service.last();
