@@ -65,8 +65,8 @@ bool decide(BackendConn& c, const BackendRequest& r) {
 }
 
 bool echo_app(BackendConn& c, const BackendRequest& r) {
-  return c.send(backend_response(200, "app " + r.method + " " + r.target + " user=" +
-                                          r.header("x-user") + " body=" + r.body));
+  return c.send(backend_response(
+      200, "app " + r.method + " " + r.target + " user=" + r.header("x-user") + " body=" + r.body));
 }
 
 TEST_F(AuthRequest, AllowedRequestReachesTheUpstreamWithTheSetVariables) {
@@ -106,8 +106,8 @@ TEST_F(AuthRequest, PostBodyGoesToTheUpstreamNotTheService) {
                     "location /app/ { auth_request /auth; proxy_pass http://" + app.address() +
                     "; }"))
       << server_.output();
-  Response r = request(
-      "POST /app/ok HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello");
+  Response r =
+      request("POST /app/ok HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello");
   EXPECT_EQ(r.status, 200) << r.head;
   EXPECT_EQ(r.body, "app POST /app/ok user= body=hello");
   const BackendRequest s = service.last();
@@ -154,13 +154,14 @@ TEST_F(AuthRequest, LocalLocationsInternalAndOff) {
   server_.write("html/pub/index.html", "PUBLIC");
   server_.write("html/static-auth", "STATIC-AUTH-BODY");
   server_.write("html/page", "PAGE");
-  ASSERT_TRUE(start("auth_request /deny;\n"
-                    "location = /deny { internal; return 403; }\n"
-                    "location = /allow { internal; return 204; }\n"
-                    "location = /static-auth { internal; }\n"
-                    "location /pub/ { auth_request off; }\n"
-                    "location = /page { auth_request /allow; }\n"
-                    "location = /page2 { auth_request /static-auth; alias html/page; }\n"))
+  ASSERT_TRUE(
+      start("auth_request /deny;\n"
+            "location = /deny { internal; return 403; }\n"
+            "location = /allow { internal; return 204; }\n"
+            "location = /static-auth { internal; }\n"
+            "location /pub/ { auth_request off; }\n"
+            "location = /page { auth_request /allow; }\n"
+            "location = /page2 { auth_request /static-auth; alias html/page; }\n"))
       << server_.output();
   EXPECT_EQ(request(simple_get("/page")).body, "PAGE");
   Response r = request(simple_get("/page2"));
@@ -201,7 +202,8 @@ TEST_F(AuthRequest, ServiceTimeoutAndRefusalAre500) {
   });
   const std::string dead = "127.0.0.1:" + std::to_string(free_port());
   ASSERT_TRUE(start(auth_location(slow, "proxy_read_timeout 300ms;") +
-                    "location = /auth-dead { internal; proxy_pass http://" + dead + "; }\n"
+                    "location = /auth-dead { internal; proxy_pass http://" + dead +
+                    "; }\n"
                     "location /slow/ { auth_request /auth; }\n"
                     "location /dead/ { auth_request /auth-dead; }\n"))
       << server_.output();

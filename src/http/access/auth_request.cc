@@ -41,7 +41,9 @@ struct AuthRequestCtx {
   bool running = false;
 };
 
-void resume_parent(Request& parent) { run_phases(parent); }
+void resume_parent(Request& parent) {
+  run_phases(parent);
+}
 
 const SubrequestHooks kHooks{subrequest_keep_header, subrequest_discard_body, resume_parent};
 

@@ -321,9 +321,10 @@ bool write_header(Request& r) {
                      h.content_encoding.size() + h.etag.size() + h.content_range.size() +
                      3 * h.location.size() + h.location_query.size() +
                      h.reason.size() + add_headers_length(r, h.add_headers, h.status) +
-                     (h.www_authenticate.empty() ? 0 : 20 + h.www_authenticate.size()) +
-                     20 * static_cast<std::size_t>(
-                              std::count(h.www_authenticate.begin(), h.www_authenticate.end(), '\n'));
+                     (h.www_authenticate.empty() ? 0 : 20 + h.www_authenticate.size());
+  // auth_request's challenges: a field name for each after the first.
+  need += 20 * static_cast<std::size_t>(
+                   std::count(h.www_authenticate.begin(), h.www_authenticate.end(), '\n'));
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
     if (!h.fields[i].omit) need += h.fields[i].name.size() + h.fields[i].value.size() + 4;
   }
