@@ -16,6 +16,7 @@
 #include "http/core/phases.h"
 #include "http/access/access.h"
 #include "http/access/auth_basic.h"
+#include "http/access/auth_request.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -197,13 +198,10 @@ const HttpModule& access_module() {
 
 namespace {
 
-// allow/deny first, then auth_basic (nginx runs its access handlers in that
-// order). "satisfy all": the first that refuses answers. "satisfy any": the
-// first that lets the client in ends the phase; when none does, a 401 wins
-// over a 403 (the client can still authenticate), and a check that declined
-// (no rules, no match, auth_basic off) refuses nothing.
-int access_handler(Request& r) {
-  const bool any = loc_conf<AccessConf>(*r.loc, access_module()).satisfy_any;
+// allow/deny and auth_basic, before auth_request: 0 or kPhaseDeclined to go
+// on to auth_request with `code` the refusal so far (satisfy any), kPhaseNext
+// when the client is in (satisfy any), or a status that ends the phase.
+int local_checks(Request& r, bool any, int& code) {
   int rc = access_phase(r, !any);
   if (!any) {
     if (rc >= 100) return rc;
@@ -211,8 +209,35 @@ int access_handler(Request& r) {
     return rc >= 100 ? rc : kPhaseDeclined;
   }
   if (rc == 0) return kPhaseNext;
-  int code = rc == 403 ? 403 : 0;
+  code = rc == 403 ? 403 : 0;
   rc = auth_basic_check(r);
+  if (rc == 0) return kPhaseNext;
+  if (rc == 401 || rc == 403) {
+    if (code != 401) code = rc;
+  } else if (rc >= 100) {
+    return rc;
+  }
+  return kPhaseDeclined;
+}
+
+// allow/deny first, then auth_basic, then auth_request (nginx runs its access
+// handlers in that order). "satisfy all": the first that refuses answers.
+// "satisfy any": the first that lets the client in ends the phase; when none
+// does, a 401 wins over a 403 (the client can still authenticate), and a
+// check that declined (no rules, no match, auth_basic off) refuses nothing.
+// auth_request's subrequest suspends the phase; it runs again when the
+// subrequest has ended, and auth_request then gives back its answer and the
+// refusal the local checks had made before it (they are not run twice).
+int access_handler(Request& r) {
+  const bool any = loc_conf<AccessConf>(*r.loc, access_module()).satisfy_any;
+  int code = 0;
+  if (r.waiting_on == nullptr) {
+    const int rc = local_checks(r, any, code);
+    if (rc != kPhaseDeclined) return rc;
+  }
+  const int rc = auth_request_check(r, code);
+  if (rc == kPhaseSuspended) return rc;
+  if (!any) return rc >= 100 ? rc : kPhaseDeclined;
   if (rc == 0) return kPhaseNext;
   if (rc == 401 || rc == 403) {
     if (code != 401) code = rc;

@@ -3,6 +3,7 @@
 #include "http/core/filters.h"
 
 #include "http/core/request.h"
+#include "http/core/subrequest.h"
 
 namespace vigil::http {
 
@@ -27,6 +28,9 @@ bool HeaderFilterChain::contains(HeaderFilter f) const {
 }
 
 int send_header(Request& r) {
+  // A subrequest's head goes to its parent's hook, not to the client (the
+  // built-in header filters leave subrequests alone, as nginx's do).
+  if (r.parent != nullptr) return r.sub_hooks->header(r);
   if (r.accel_fields != nullptr && r.headers_out.fields == nullptr) {
     // An X-Accel-Redirect's kept fields (nginx copies them to headers_out,
     // and its handlers set a Content-Type only where none is).
@@ -58,6 +62,9 @@ bool BodyFilterChain::contains(BodyFilter f) const {
   return false;
 }
 
-int output_filter(Request& r, Chain* in) { return r.hc->srv->filters->body.run(r, in); }
+int output_filter(Request& r, Chain* in) {
+  if (r.parent != nullptr) return r.sub_hooks->body(r, in);
+  return r.hc->srv->filters->body.run(r, in);
+}
 
 }  // namespace vigil::http

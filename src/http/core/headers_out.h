@@ -34,8 +34,9 @@ struct HeadersOut {
   // The server's own Content-Encoding (gzip, gzip_static); a proxied
   // response's stays among `fields`.
   std::string_view content_encoding;
-  // auth_basic's challenge ("Basic realm=..."): kept for an error page, as
-  // nginx keeps it, so a 401 answered by error_page still carries it.
+  // auth_basic's challenge ("Basic realm=..."), or auth_request's (those of
+  // its subrequest, '\n'-separated, one field each): kept for an error page,
+  // as nginx keeps it, so a 401 answered by error_page still carries it.
   std::string_view www_authenticate;
   // add_header's fields for this response (set by its filter; each field
   // still says whether it applies to the status, `always`).

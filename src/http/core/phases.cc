@@ -30,6 +30,11 @@ void run_phases(Request& r) {
   const PhaseEngine& engine = *r.srv->phases;
   while (r.phase_step < engine.size()) {
     const PhaseEngine::Step& s = engine.step(r.phase_step);
+    if (s.phase == HttpPhase::kAccess && r.parent != nullptr) {
+      // A subrequest's access is its parent's (nginx skips the phase too).
+      r.phase_step = s.next;
+      continue;
+    }
     const int rc = s.handler(r);
     switch (rc) {
       case kPhaseDeclined:

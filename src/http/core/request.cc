@@ -18,6 +18,7 @@
 #include "http/core/counters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/core/subrequest.h"
 #include "http/core/worker.h"
 #include "http/proxy/proxy.h"
 #include "http/rewrite/rewrite.h"
@@ -410,6 +411,12 @@ void finalize_request(Request& r) {
   Connection& c = *r.c;
   if (r.phase == Phase::kDone) return;
   r.phase = Phase::kDone;
+  if (r.parent != nullptr) {
+    // A subrequest: no log line (nginx's log_subrequest off), the
+    // connection is its parent's; the parent hears of the end.
+    subrequest_ended(r);
+    return;
+  }
 
   const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
   for (const auto& conf : loc.access_logs) write_access_log(r, *conf);
@@ -437,6 +444,14 @@ void finalize_request(Request& r) {
 }
 
 void terminate_request(Request& r, int status) {
+  if (r.parent != nullptr) {
+    // A subrequest that cannot complete its response: its parent decides
+    // (the client connection is not the subrequest's to close).
+    if (status != 0 && !r.sub_header_sent) r.status = status;
+    r.sub_failed = true;
+    finalize_request(r);
+    return;
+  }
   if (status != 0 && (r.status == 0 || r.c->sent == r.sent_start)) r.status = status;
   r.c->error = 1;
   finalize_request(r);
@@ -555,7 +570,7 @@ bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool clo
 
 void finalize_error(Request& r, int status) {
   if (r.phase == Phase::kDone) return;
-  if (r.hbuf.start != nullptr) {
+  if (r.hbuf.start != nullptr || r.sub_header_sent) {
     // A header is already on its way: nothing else can be said.
     terminate_request(r, status);
     return;

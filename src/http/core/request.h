@@ -39,6 +39,7 @@
 namespace vigil::http {
 
 struct Request;
+struct SubrequestHooks;
 class HttpWorker;
 struct CachedFile;
 struct OpenFileInfo;
@@ -284,6 +285,20 @@ struct Request {
   // The upstream request while it runs (http/upstream/upstream.h; the
   // protocol's state, proxy::ProxyState, derives from it).
   upstream_core::Upstream* upstream = nullptr;
+
+  // Subrequests (subrequest.h). In a subrequest: its parent, the parent's
+  // hooks for its response, and its depth (1 for a main request's). In a
+  // parent: the subrequest it waits for, and the event posted to resume it
+  // once that subrequest has ended (the subrequest's memory stays until the
+  // parent has read its result and releases it).
+  Request* parent = nullptr;
+  const SubrequestHooks* sub_hooks = nullptr;
+  Request* waiting_on = nullptr;
+  Event sub_done;
+  std::uint32_t sub_generation = 0;  // c->generation when sub_done was armed
+  std::uint8_t sub_depth = 0;
+  bool sub_header_sent = false;  // the subrequest's head reached its parent's hook
+  bool sub_failed = false;       // it was terminated (no complete response)
 
   // The request's own event handlers (nginx's r->read_event_handler and
   // r->write_event_handler). The transport owns the client connection's

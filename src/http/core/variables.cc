@@ -226,9 +226,12 @@ bool var_cookie(const Request& r, std::string_view name, VarSink& s) {
   return false;
 }
 
-bool var_request_method(const Request& r, std::string_view, VarSink& s) {
-  if (r.line.method_name.empty()) return false;
-  s.put(r.line.method_name);
+bool var_request_method(const Request& req, std::string_view, VarSink& s) {
+  // The client's method, in a subrequest too (nginx's r->main).
+  const Request* r = &req;
+  while (r->parent != nullptr) r = r->parent;
+  if (r->line.method_name.empty()) return false;
+  s.put(r->line.method_name);
   return true;
 }
 
@@ -328,6 +331,29 @@ bool fields_in_text(std::string_view text, std::string_view name, VarSink& s) {
 // $sent_http_NAME: the response's fields as the head writer wrote them
 // (nothing before the head is written).
 bool var_sent_http(const Request& r, std::string_view name, VarSink& s) {
+  if (r.parent != nullptr) {
+    // A subrequest's head is not written: its fields as its parent got them
+    // (a relayed response's, its type, a challenge).
+    if (!r.sub_header_sent) return false;
+    const HeadersOut& h = r.headers_out;
+    if (same_lower("content-type", name) && !h.content_type.empty()) {
+      s.put(h.content_type);
+      return true;
+    }
+    if (same_lower("www-authenticate", name) && !h.www_authenticate.empty()) {
+      s.put(h.www_authenticate);
+      return true;
+    }
+    bool found = false;
+    for (std::uint32_t i = 0; i < h.nfields; ++i) {
+      const HeaderField& f = h.fields[i];
+      if (f.omit || !same_lower(f.name, name)) continue;
+      if (found) s.put(", ");
+      s.put(f.value);
+      found = true;
+    }
+    return found;
+  }
   if (r.header_size <= 0 || r.hbuf.start == nullptr) return false;
   std::string_view head(r.hbuf.start, static_cast<std::size_t>(r.header_size));
   const std::size_t first = head.find("\r\n");

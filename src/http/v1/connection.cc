@@ -17,6 +17,7 @@
 #include "http/access/limit_conn.h"
 #include "http/core/counters.h"
 #include "http/core/request.h"
+#include "http/core/subrequest.h"
 #include "http/core/worker.h"
 #include "http/gzip/gzip.h"
 #include "http/static/open_file_cache.h"
@@ -56,6 +57,8 @@ void release_buffer(HttpConnection& hc) {
 void free_request(Request& r) {
   HttpConnection& hc = *r.hc;
   BufferCache& cache = hc.worker->buffers();
+  // A subrequest it waits for (or whose end is posted) goes first.
+  release_subrequest(r);
   if (r.realip_saved_addr != nullptr) {
     // realip replaced the client's address for this request only.
     r.c->peer_addr = r.realip_saved_addr;
@@ -64,7 +67,7 @@ void free_request(Request& r) {
     r.realip_saved_addr = nullptr;
   }
   if (r.nlimit_conn != 0) limit_conn_release_all(r);
-  r.c->write->delayed = 0;
+  if (r.parent == nullptr) r.c->write->delayed = 0;
   upstream_core::release(r);
   release_gzip(r);
   if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
@@ -91,7 +94,7 @@ void free_request(Request& r) {
   if (r.stat_reading) counters->reading.add(-1);
   if (r.stat_writing) counters->writing.add(-1);
   r.stat_reading = r.stat_writing = false;
-  hc.request = nullptr;
+  if (hc.request == &r) hc.request = nullptr;
   hc.worker->put_request(&r);
 }
 

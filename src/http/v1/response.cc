@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -321,6 +322,9 @@ bool write_header(Request& r) {
                      3 * h.location.size() + h.location_query.size() +
                      h.reason.size() + add_headers_length(r, h.add_headers, h.status) +
                      (h.www_authenticate.empty() ? 0 : 20 + h.www_authenticate.size());
+  // auth_request's challenges: a field name for each after the first.
+  need += 20 * static_cast<std::size_t>(
+                   std::count(h.www_authenticate.begin(), h.www_authenticate.end(), '\n'));
   for (std::uint32_t i = 0; i < h.nfields; ++i) {
     if (!h.fields[i].omit) need += h.fields[i].name.size() + h.fields[i].value.size() + 4;
   }
@@ -390,10 +394,14 @@ bool write_header(Request& r) {
   }
   if (r.chunked_out) o.put("Transfer-Encoding: chunked\r\n");
   if (h.allow) o.put("Allow: GET, HEAD\r\n");
-  if (!h.www_authenticate.empty()) {
+  // One field per challenge (auth_request passes on every one its
+  // subrequest got, '\n'-separated: a field value holds no LF).
+  for (std::string_view rest = h.www_authenticate; !rest.empty();) {
+    const std::size_t nl = rest.find('\n');
     o.put("WWW-Authenticate: ");
-    o.put(h.www_authenticate);
+    o.put(rest.substr(0, nl));
     o.put("\r\n");
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
   }
   if (h.upgrade) {
     o.put("Connection: upgrade\r\n");
