@@ -38,6 +38,7 @@ std::span<const HttpModule* const> http_modules() {
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &gzip_module(),
+      &brotli_module(),     &zstd_module(),
       &filters_module(),
   };
   return kModules;
