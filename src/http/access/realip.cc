@@ -177,6 +177,23 @@ ForwardedAddr forwarded_addr(::sockaddr_storage& addr, std::string_view list,
   }
 }
 
+ForwardedAddr forwarded_for(const Request& r, ::sockaddr_storage& addr,
+                            const std::vector<AccessRule>& trusted, bool recursive) {
+  // Every X-Forwarded-For field, the last first (each proxy may have added
+  // a field of its own rather than extend the list).
+  ForwardedAddr rc = ForwardedAddr::kDeclined;
+  bool found = false;
+  for (std::uint32_t i = r.nfields; i-- > 0;) {
+    if (!iequals(r.fields[i].name, "x-forwarded-for")) continue;
+    rc = forwarded_addr(addr, r.fields[i].value, trusted, recursive);
+    if (!recursive) break;
+    if (rc == ForwardedAddr::kDeclined && found) return ForwardedAddr::kDone;
+    if (rc != ForwardedAddr::kOk) break;
+    found = true;
+  }
+  return rc;
+}
+
 namespace {
 
 void replace_addr(Request& r, const ::sockaddr_storage& addr) {
@@ -204,20 +221,7 @@ int realip_handler(Request& r) {
               std::min<std::size_t>(r.c->peer_addrlen, sizeof(::sockaddr_storage)));
   ForwardedAddr rc = ForwardedAddr::kDeclined;
   if (conf.source == RealIpSource::kXForwardedFor) {
-    // Every X-Forwarded-For field, the last first (each proxy may have added
-    // a field of its own rather than extend the list).
-    bool found = false;
-    for (std::uint32_t i = r.nfields; i-- > 0;) {
-      if (!iequals(r.fields[i].name, "x-forwarded-for")) continue;
-      rc = forwarded_addr(addr, r.fields[i].value, conf.from, conf.recursive);
-      if (!conf.recursive) break;
-      if (rc == ForwardedAddr::kDeclined && found) {
-        rc = ForwardedAddr::kDone;
-        break;
-      }
-      if (rc != ForwardedAddr::kOk) break;
-      found = true;
-    }
+    rc = forwarded_for(r, addr, conf.from, conf.recursive);
   } else if (conf.source != RealIpSource::kProxyProtocol) {
     const std::string_view name =
         conf.source == RealIpSource::kXRealIp ? std::string_view("x-real-ip") : conf.header;

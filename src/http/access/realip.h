@@ -30,6 +30,12 @@ enum class ForwardedAddr : std::uint8_t { kDeclined, kOk, kDone };
 ForwardedAddr forwarded_addr(::sockaddr_storage& addr, std::string_view list,
                              const std::vector<AccessRule>& trusted, bool recursive);
 
+struct Request;
+// forwarded_addr over the request's X-Forwarded-For fields, the last field
+// first (realip's X-Forwarded-For and geo's `proxy`).
+ForwardedAddr forwarded_for(const Request& r, ::sockaddr_storage& addr,
+                            const std::vector<AccessRule>& trusted, bool recursive);
+
 class HttpModule;
 class PhaseEngine;
 

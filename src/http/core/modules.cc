@@ -16,6 +16,7 @@
 #include "http/empty_gif/empty_gif.h"
 #include "http/filters/add_header.h"
 #include "http/filters/expires.h"
+#include "http/geo/geo.h"
 #include "http/gzip/gzip.h"
 #include "http/map/map.h"
 #include "http/proxy/proxy_conf.h"
@@ -32,12 +33,14 @@ std::span<const HttpModule* const> http_modules() {
   // Modules with confs of their own, registered with the configuration after
   // "http" (server/modules.cc), in this order.
   static const HttpModule* const kModules[] = {
-      &map_module(),        &split_clients_module(), &realip_module(),    &rewrite_module(),
-      &limit_req_module(),
-      &limit_conn_module(), &access_module(),      &auth_basic_module(), &auth_request_module(),
+      &map_module(),        &geo_module(),         &split_clients_module(),
+      &realip_module(),     &rewrite_module(),     &limit_req_module(),
+      &limit_conn_module(), &access_module(),      &auth_basic_module(),
+      &auth_request_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &gzip_module(),
+      &brotli_module(),     &zstd_module(),
       &filters_module(),
   };
   return kModules;

@@ -1,6 +1,7 @@
-// gzip, gzip_static's test and gunzip (gzip.h). The header filters decide and
-// rewrite the head; one body filter runs zlib over the body, deflating or
-// inflating, into at most gzip_buffers (gunzip_buffers) output buffers that
+// gzip, brotli, zstd, their static files' test and gunzip (gzip.h). The
+// header filters decide and rewrite the head; one body filter runs the coder
+// over the body (zlib deflating or inflating, brotli's or zstd's encoder),
+// into at most *_buffers (gunzip_buffers) output buffers that
 // it passes on together and reuses once the writer has sent them. Input it
 // cannot take yet (the output buffers are full and unsent) stays in the
 // producer's buffers, which are empty only once zlib has read them: the
@@ -9,8 +10,11 @@
 // piece at a time.
 #include "http/gzip/gzip.h"
 
+#include <brotli/encode.h>
 #include <unistd.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: the worker's memory
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -57,36 +61,42 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// A qvalue (RFC 9110 §12.4.2) above zero; a malformed one counts as zero,
-// as nginx declines it.
-bool qvalue_positive(std::string_view q) {
-  if (q.empty() || q.size() > 5) return false;
-  if (q[0] != '0' && q[0] != '1') return false;
-  if (q.size() == 1) return q[0] == '1';
-  if (q[1] != '.') return false;
-  bool nonzero = false;
-  for (std::size_t i = 2; i < q.size(); ++i) {
-    if (q[i] < '0' || q[i] > '9') return false;
-    if (q[0] == '1' && q[i] != '0') return false;
-    nonzero = nonzero || q[i] != '0';
+// A qvalue (RFC 9110 §12.4.2) in thousandths; a malformed one counts as
+// zero, as nginx declines it.
+int qvalue(std::string_view q) {
+  if (q.empty() || q.size() > 5) return 0;
+  if (q[0] != '0' && q[0] != '1') return 0;
+  if (q.size() == 1) return q[0] == '1' ? 1000 : 0;
+  if (q[1] != '.') return 0;
+  int value = 0;
+  int scale = 100;
+  for (std::size_t i = 2; i < q.size(); ++i, scale /= 10) {
+    if (q[i] < '0' || q[i] > '9') return 0;
+    if (q[0] == '1' && q[i] != '0') return 0;
+    value += (q[i] - '0') * scale;
   }
-  return q[0] == '1' || nonzero;
+  return q[0] == '1' ? 1000 : value;
 }
 
 // ---- the configuration ----------------------------------------------------------------
 
-Status set_types(const DirectiveCall& call, GzipConf& conf) {
-  conf.types = {"text/html"};
-  conf.any_type = false;
+// gzip_types, brotli_types, zstd_types.
+Status parse_types(const DirectiveCall& call, std::vector<std::string>& types, bool& any_type) {
+  types = {"text/html"};
+  any_type = false;
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     if (call.arg(i) == "*") {
-      conf.any_type = true;
+      any_type = true;
       continue;
     }
     std::string t = lowered(call.arg(i));
-    if (t != "text/html") conf.types.push_back(std::move(t));
+    if (t != "text/html") types.push_back(std::move(t));
   }
   return Status::ok();
+}
+
+Status set_types(const DirectiveCall& call, GzipConf& conf) {
+  return parse_types(call, conf.types, conf.any_type);
 }
 
 Status set_proxied(const DirectiveCall& call, GzipConf& conf) {
@@ -157,6 +167,22 @@ Status merge_gzip(const ConfInit& ctx, const GzipConf& parent, GzipConf& child) 
   return Status::ok();
 }
 
+// brotli_* and zstd_*: what a level does not set is its parent's.
+Status merge_coding(const ConfInit& ctx, std::string_view prefix, const CodingConf& parent,
+                    CodingConf& child) {
+  const std::string p(prefix);
+  if (!ctx.is_set(p + "_types")) {
+    child.types = parent.types;
+    child.any_type = parent.any_type;
+  }
+  if (!ctx.is_set(p + "_buffers")) {
+    child.bufs_num = parent.bufs_num;
+    child.bufs_size = parent.bufs_size;
+  }
+  if (!ctx.is_set(p + "_window")) child.window = parent.window;
+  return Status::ok();
+}
+
 // ---- the request's state -----------------------------------------------------------
 
 // Input buffers one request may have handed over and not yet had read.
@@ -164,8 +190,11 @@ constexpr std::uint32_t kMaxInput = 128;
 
 struct GzipCtx {
   z_stream zs;
+  BrotliEncoderState* br = nullptr;
+  ZSTD_CCtx* zc = nullptr;
+  Coding coding = Coding::kGzip;
   bool inflate = false;  // gunzip
-  bool zinit = false;    // zs is set up (deflateEnd/inflateEnd owed)
+  bool zinit = false;    // the coder is set up (its end owed)
   bool busy = false;     // output passed on and not yet sent
   bool done = false;     // the stream is finished and its end passed on
   bool last_seen = false;    // the producer's last buffer was read
@@ -173,7 +202,14 @@ struct GzipCtx {
   bool member_end = false;     // gunzip: a gzip member ended
   bool inflate_more = false;   // gunzip: inflate filled the output, it may hold more
   int level = 1;
+  std::size_t window = 0;    // brotli_window
   std::int64_t length = -1;  // the body's length before coding (window size)
+  // The coder's input not yet read and room left in the current output
+  // buffer (each coder's own fields are set from these at each call).
+  const unsigned char* in_ptr = nullptr;
+  std::size_t in_len = 0;
+  unsigned char* out_ptr = nullptr;
+  std::size_t out_len = 0;
   std::size_t block_size = 0;
   // Output: `out_cap` buffers of `out_size`, taken as needed and reused.
   std::uint32_t out_cap = 0;
@@ -220,6 +256,19 @@ void z_free(voidpf opaque, voidpf address) {
   std::memcpy(&total, p, sizeof total);
   static_cast<BufferCache*>(opaque)->put(p, total);
 }
+
+// The same for brotli and zstd.
+void* cache_alloc(void* opaque, std::size_t size) {
+  auto* cache = static_cast<BufferCache*>(opaque);
+  if (size > (std::size_t{1} << 31)) return nullptr;
+  char* p = cache->get(size + kZHeader);
+  if (p == nullptr) return nullptr;
+  const std::size_t total = size + kZHeader;
+  std::memcpy(p, &total, sizeof total);
+  return p + kZHeader;
+}
+
+void cache_free(void* opaque, void* address) { z_free(opaque, address); }
 
 // The request's context with room for `num` output buffers and an ETag of
 // `etag_len` + 2 bytes; null when no memory could be had.
@@ -282,13 +331,13 @@ std::string_view content_encoding(HeadersOut& h) {
   return f != nullptr ? f->value : std::string_view{};
 }
 
-bool type_ok(const GzipConf& conf, std::string_view type) {
-  if (conf.any_type) return true;
+bool type_ok(const std::vector<std::string>& types, bool any_type, std::string_view type) {
+  if (any_type) return true;
   const std::size_t semi = type.find(';');
   if (semi != std::string_view::npos) type = type.substr(0, semi);
   type = trim(type);
   if (type.empty()) return false;
-  for (const std::string& t : conf.types) {
+  for (const std::string& t : types) {
     if (iequals(t, type)) return true;
   }
   return false;
@@ -346,7 +395,89 @@ void log_z(Request& r, const char* what, int rc, const z_stream& zs) {
             zs.msg != nullptr ? zs.msg : "");
 }
 
+// The coder's memory goes back (it is finished, or the request ends).
+void coder_end(GzipCtx& x) {
+  if (!x.zinit) return;
+  switch (x.coding) {
+    case Coding::kBrotli:
+      BrotliEncoderDestroyInstance(x.br);
+      x.br = nullptr;
+      break;
+    case Coding::kZstd:
+      ZSTD_freeCCtx(x.zc);
+      x.zc = nullptr;
+      break;
+    default:
+      if (x.inflate) {
+        ::inflateEnd(&x.zs);
+      } else {
+        ::deflateEnd(&x.zs);
+      }
+      break;
+  }
+  x.zinit = false;
+}
+
+// The largest window (log2) a body of x.length bytes needs, at most `max`
+// and at least `min`; `max` when the length is not known.
+int window_bits(const GzipCtx& x, int max, int min) {
+  int bits = max;
+  if (x.length > 0) {
+    while (bits > min && x.length <= (std::int64_t{1} << (bits - 1))) --bits;
+  }
+  return bits;
+}
+
+bool brotli_start(Request& r, GzipCtx& x) {
+  x.br = BrotliEncoderCreateInstance(cache_alloc, cache_free, &r.hc->worker->buffers());
+  if (x.br == nullptr) {
+    VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu BrotliEncoderCreateInstance() failed",
+              static_cast<unsigned long long>(r.c->number));
+    return false;
+  }
+  int lgwin = BROTLI_MIN_WINDOW_BITS;
+  while (lgwin < BROTLI_MAX_WINDOW_BITS && (std::size_t{1} << lgwin) < x.window) ++lgwin;
+  lgwin = window_bits(x, lgwin, BROTLI_MIN_WINDOW_BITS);
+  bool ok = BrotliEncoderSetParameter(x.br, BROTLI_PARAM_QUALITY, static_cast<std::uint32_t>(x.level)) &&
+            BrotliEncoderSetParameter(x.br, BROTLI_PARAM_LGWIN, static_cast<std::uint32_t>(lgwin));
+  if (ok && x.length > 0 && x.length < (std::int64_t{1} << 30)) {
+    ok = BrotliEncoderSetParameter(x.br, BROTLI_PARAM_SIZE_HINT, static_cast<std::uint32_t>(x.length));
+  }
+  x.zinit = true;
+  if (!ok) {
+    VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu BrotliEncoderSetParameter() failed",
+              static_cast<unsigned long long>(r.c->number));
+  }
+  return ok;
+}
+
+bool zstd_start(Request& r, GzipCtx& x) {
+  const ZSTD_customMem mem = {cache_alloc, cache_free, &r.hc->worker->buffers()};
+  x.zc = ZSTD_createCCtx_advanced(mem);
+  if (x.zc == nullptr) {
+    VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu ZSTD_createCCtx_advanced() failed",
+              static_cast<unsigned long long>(r.c->number));
+    return false;
+  }
+  x.zinit = true;
+  std::size_t rc = ZSTD_CCtx_setParameter(x.zc, ZSTD_c_compressionLevel, x.level);
+  // A known length goes in the frame and lets zstd size its tables to it.
+  if (!ZSTD_isError(rc) && x.length > 0) {
+    rc = ZSTD_CCtx_setPledgedSrcSize(x.zc, static_cast<unsigned long long>(x.length));
+  }
+  if (ZSTD_isError(rc)) {
+    VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu zstd setup failed: %s",
+              static_cast<unsigned long long>(r.c->number), ZSTD_getErrorName(rc));
+    return false;
+  }
+  return true;
+}
+
 bool z_start(Request& r, GzipCtx& x) {
+  x.in_len = 0;
+  x.out_len = 0;
+  if (x.coding == Coding::kBrotli) return brotli_start(r, x);
+  if (x.coding == Coding::kZstd) return zstd_start(r, x);
   int rc;
   if (x.inflate) {
     rc = ::inflateInit2(&x.zs, MAX_WBITS + 16);
@@ -374,27 +505,28 @@ bool z_start(Request& r, GzipCtx& x) {
   return true;
 }
 
-// Points zlib at the next output buffer; false when none could be had.
+// Points the coder at the next output buffer; false when none could be had.
 bool next_out(Request& r, GzipCtx& x) {
   if (x.nout > 0) x.out[x.nout - 1].last = x.out[x.nout - 1].end;
   char*& mem = x.out_mem[x.nout];
   if (mem == nullptr) {
     mem = r.hc->worker->buffers().get(x.out_size);
     if (mem == nullptr) {
-      VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu no memory for a gzip buffer",
-                static_cast<unsigned long long>(r.c->number));
+      VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu no memory for a %s buffer",
+                static_cast<unsigned long long>(r.c->number),
+                x.inflate ? "gunzip" : coding_name(x.coding).data());
       return false;
     }
   }
   x.out[x.nout].reset(mem, x.out_size);
-  x.zs.next_out = reinterpret_cast<Bytef*>(mem);
-  x.zs.avail_out = static_cast<uInt>(x.out_size);
+  x.out_ptr = reinterpret_cast<unsigned char*>(mem);
+  x.out_len = x.out_size;
   ++x.nout;
   return true;
 }
 
-// Points zlib at the next input bytes: a memory buffer's, or a piece of a
-// file range read into rbuf. Buffers found empty are dropped, noting a last
+// Points the coder at the next input bytes: a memory buffer's, or a piece of
+// a file range read into rbuf. Buffers found empty are dropped, noting a last
 // or flush mark. False on a read error.
 bool take_input(Request& r, GzipCtx& x) {
   x.cur = nullptr;
@@ -421,14 +553,13 @@ bool take_input(Request& r, GzipCtx& x) {
         return false;
       }
       b->file_pos += got;
-      x.zs.next_in = reinterpret_cast<Bytef*>(x.rbuf);
-      x.zs.avail_in = static_cast<uInt>(got);
+      x.in_ptr = reinterpret_cast<unsigned char*>(x.rbuf);
+      x.in_len = static_cast<std::size_t>(got);
       return true;
     }
     if (!b->in_file && b->pos < b->last) {
-      const std::size_t n = static_cast<std::size_t>(b->last - b->pos);
-      x.zs.next_in = reinterpret_cast<Bytef*>(b->pos);
-      x.zs.avail_in = n > 0x40000000 ? 0x40000000 : static_cast<uInt>(n);
+      x.in_ptr = reinterpret_cast<unsigned char*>(b->pos);
+      x.in_len = static_cast<std::size_t>(b->last - b->pos);
       x.cur = b;
       return true;
     }
@@ -440,28 +571,125 @@ bool take_input(Request& r, GzipCtx& x) {
   return true;
 }
 
-// Runs zlib until the output buffers are full (kSend), the stream or a flush
-// is complete (kSend), or the input is used up (kNeedInput: what was made
-// waits for more).
+// One call of the coder. kStepEnd: the stream is complete (kFinish);
+// kStepFlushed: everything read is in the output (kFlush).
+enum class Op : std::uint8_t { kProcess, kFlush, kFinish };
+enum class Step : std::uint8_t { kMore, kFlushed, kEnd, kFailed };
+
+Step zlib_step(Request& r, GzipCtx& x, Op op) {
+  z_stream& zs = x.zs;
+  zs.next_in = const_cast<Bytef*>(x.in_ptr);
+  zs.avail_in = x.in_len > 0x40000000 ? 0x40000000u : static_cast<uInt>(x.in_len);
+  const uInt given = zs.avail_in;
+  zs.next_out = x.out_ptr;
+  zs.avail_out = x.out_len > 0x40000000 ? 0x40000000u : static_cast<uInt>(x.out_len);
+  const uInt room = zs.avail_out;
+  int rc;
+  if (x.inflate) {
+    rc = ::inflate(&zs, Z_NO_FLUSH);
+  } else {
+    rc = ::deflate(&zs, op == Op::kFinish ? Z_FINISH : op == Op::kFlush ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+  }
+  x.in_ptr += given - zs.avail_in;
+  x.in_len -= given - zs.avail_in;
+  x.out_ptr += room - zs.avail_out;
+  x.out_len -= room - zs.avail_out;
+  if (x.inflate) {
+    x.inflate_more = rc == Z_OK && x.out_len == 0;
+    if (rc == Z_STREAM_END) {
+      x.member_end = true;
+      return Step::kMore;
+    }
+    if ((rc == Z_BUF_ERROR && x.in_len > 0 && x.out_len > 0) || (rc != Z_OK && rc != Z_BUF_ERROR)) {
+      log_z(r, "inflate", rc, zs);
+      return Step::kFailed;
+    }
+    return Step::kMore;
+  }
+  if (rc == Z_STREAM_END) return Step::kEnd;
+  if (rc != Z_OK && rc != Z_BUF_ERROR) {
+    log_z(r, "deflate", rc, zs);
+    return Step::kFailed;
+  }
+  return op == Op::kFlush && x.out_len != 0 ? Step::kFlushed : Step::kMore;
+}
+
+Step brotli_step(Request& r, GzipCtx& x, Op op) {
+  const BrotliEncoderOperation bop = op == Op::kFinish  ? BROTLI_OPERATION_FINISH
+                                     : op == Op::kFlush ? BROTLI_OPERATION_FLUSH
+                                                        : BROTLI_OPERATION_PROCESS;
+  if (!BrotliEncoderCompressStream(x.br, bop, &x.in_len, &x.in_ptr, &x.out_len, &x.out_ptr,
+                                   nullptr)) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu BrotliEncoderCompressStream() failed",
+              static_cast<unsigned long long>(r.c->number));
+    return Step::kFailed;
+  }
+  if (op == Op::kFinish && BrotliEncoderIsFinished(x.br)) return Step::kEnd;
+  if (op == Op::kFlush && x.in_len == 0 && !BrotliEncoderHasMoreOutput(x.br)) return Step::kFlushed;
+  return Step::kMore;
+}
+
+Step zstd_step(Request& r, GzipCtx& x, Op op) {
+  ZSTD_inBuffer in = {x.in_ptr, x.in_len, 0};
+  ZSTD_outBuffer out = {x.out_ptr, x.out_len, 0};
+  const std::size_t left = ZSTD_compressStream2(
+      x.zc, &out, &in,
+      op == Op::kFinish ? ZSTD_e_end : op == Op::kFlush ? ZSTD_e_flush : ZSTD_e_continue);
+  if (ZSTD_isError(left)) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu ZSTD_compressStream2() failed: %s",
+              static_cast<unsigned long long>(r.c->number), ZSTD_getErrorName(left));
+    return Step::kFailed;
+  }
+  x.in_ptr += in.pos;
+  x.in_len -= in.pos;
+  x.out_ptr += out.pos;
+  x.out_len -= out.pos;
+  if (left == 0 && op == Op::kFinish) return Step::kEnd;
+  if (left == 0 && op == Op::kFlush) return Step::kFlushed;
+  return Step::kMore;
+}
+
+Step step(Request& r, GzipCtx& x, Op op) {
+  Step st;
+  switch (x.coding) {
+    case Coding::kBrotli:
+      st = brotli_step(r, x, op);
+      break;
+    case Coding::kZstd:
+      st = zstd_step(r, x, op);
+      break;
+    default:
+      st = zlib_step(r, x, op);
+      break;
+  }
+  if (x.cur != nullptr) {
+    x.cur->pos = reinterpret_cast<char*>(const_cast<unsigned char*>(x.in_ptr));
+  }
+  return st;
+}
+
+// Runs the coder until the output buffers are full (kSend), the stream or a
+// flush is complete (kSend), or the input is used up (kNeedInput: what was
+// made waits for more).
 int produce(Request& r, GzipCtx& x) {
   for (;;) {
-    if (x.zs.avail_out == 0) {
+    if (x.out_len == 0) {
       if (x.nout == x.out_cap) return kSend;
       if (!next_out(r, x)) return kFailed;
     }
-    if (x.zs.avail_in == 0 && !take_input(r, x)) return kFailed;
-    int flush = Z_NO_FLUSH;
-    if (x.zs.avail_in == 0 && !x.inflate_more) {
+    if (x.in_len == 0 && !take_input(r, x)) return kFailed;
+    Op op = Op::kProcess;
+    if (x.in_len == 0 && !x.inflate_more) {
       if (x.last_seen) {
-        flush = Z_FINISH;
+        op = Op::kFinish;
       } else if (x.flush_pending) {
-        flush = Z_SYNC_FLUSH;
+        op = Op::kFlush;
       } else {
         return kNeedInput;
       }
       if (x.inflate) {
         // The body ended (or a flush): what was inflated goes out.
-        if (flush == Z_SYNC_FLUSH) {
+        if (op == Op::kFlush) {
           x.flush_pending = false;
           return kSend;
         }
@@ -474,39 +702,22 @@ int produce(Request& r, GzipCtx& x) {
         return kSend;
       }
     }
-    if (x.inflate) {
-      if (x.member_end && x.zs.avail_in > 0) {
-        // Another gzip member follows (a concatenation is one body).
-        if (::inflateReset(&x.zs) != Z_OK) return kFailed;
-        x.member_end = false;
-      }
-      const int rc = ::inflate(&x.zs, Z_NO_FLUSH);
-      if (x.cur != nullptr) x.cur->pos = reinterpret_cast<char*>(x.zs.next_in);
-      x.inflate_more = rc == Z_OK && x.zs.avail_out == 0;
-      if (rc == Z_STREAM_END) {
-        x.member_end = true;
-      } else if (rc == Z_BUF_ERROR && x.zs.avail_in > 0 && x.zs.avail_out > 0) {
-        log_z(r, "inflate", rc, x.zs);
+    if (x.inflate && x.member_end && x.in_len > 0) {
+      // Another gzip member follows (a concatenation is one body).
+      if (::inflateReset(&x.zs) != Z_OK) return kFailed;
+      x.member_end = false;
+    }
+    switch (step(r, x, op)) {
+      case Step::kFailed:
         return kFailed;
-      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        log_z(r, "inflate", rc, x.zs);
-        return kFailed;
-      }
-      continue;
-    }
-    const int rc = ::deflate(&x.zs, flush);
-    if (x.cur != nullptr) x.cur->pos = reinterpret_cast<char*>(x.zs.next_in);
-    if (rc == Z_STREAM_END) {
-      x.done = true;
-      return kSend;
-    }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      log_z(r, "deflate", rc, x.zs);
-      return kFailed;
-    }
-    if (flush == Z_SYNC_FLUSH && x.zs.avail_out != 0) {
-      x.flush_pending = false;
-      return kSend;
+      case Step::kEnd:
+        x.done = true;
+        return kSend;
+      case Step::kFlushed:
+        x.flush_pending = false;
+        return kSend;
+      case Step::kMore:
+        break;
     }
   }
 }
@@ -514,7 +725,7 @@ int produce(Request& r, GzipCtx& x) {
 // The chain of this round's output; the last buffer ends the body when the
 // stream is done.
 Chain* output_chain(GzipCtx& x) {
-  if (x.nout > 0) x.out[x.nout - 1].last = reinterpret_cast<char*>(x.zs.next_out);
+  if (x.nout > 0) x.out[x.nout - 1].last = reinterpret_cast<char*>(x.out_ptr);
   std::uint32_t k = 0;
   for (std::uint32_t i = 0; i < x.nout; ++i) {
     if (x.out[i].empty() && !(x.done && i + 1 == x.nout)) continue;
@@ -541,34 +752,77 @@ Chain* output_chain(GzipCtx& x) {
 void sent(GzipCtx& x) {
   x.busy = false;
   x.nout = 0;
-  x.zs.avail_out = 0;
+  x.out_len = 0;
 }
 
 }  // namespace
 
 // ---- public ---------------------------------------------------------------------------------
 
-bool accepts_gzip(std::string_view value) {
+int coding_q(std::string_view value, std::string_view coding) {
   ListReader list(value);
   std::string_view element;
   while (list.next(element)) {
     const std::size_t semi = element.find(';');
-    if (!iequals(trim(element.substr(0, semi)), "gzip")) continue;
-    if (semi == std::string_view::npos) return true;
+    if (!iequals(trim(element.substr(0, semi)), coding)) continue;
+    if (semi == std::string_view::npos) return 1000;
     std::string_view params = element.substr(semi + 1);
-    bool ok = true;
+    int q = 1000;
     while (!params.empty()) {
       const std::size_t next = params.find(';');
       const std::string_view p = trim(params.substr(0, next));
       params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
       if (p.size() >= 2 && (p[0] == 'q' || p[0] == 'Q') && trim(p.substr(1)).starts_with('=')) {
-        const std::string_view q = trim(trim(p.substr(1)).substr(1));
-        ok = qvalue_positive(q);
+        q = qvalue(trim(trim(p.substr(1)).substr(1)));
       }
     }
-    return ok;
+    return q;
   }
-  return false;
+  return -1;
+}
+
+bool accepts_gzip(std::string_view value) { return coding_q(value, "gzip") > 0; }
+
+Coding choose_coding(std::string_view value, unsigned offered) {
+  // In the order that wins a tie.
+  static constexpr Coding kOrder[] = {Coding::kBrotli, Coding::kZstd, Coding::kGzip};
+  Coding best = Coding::kNone;
+  int best_q = 0;
+  for (Coding c : kOrder) {
+    if ((offered & coding_bit(c)) == 0) continue;
+    const int q = coding_q(value, coding_name(c));
+    if (q > best_q) {
+      best = c;
+      best_q = q;
+    }
+  }
+  return best;
+}
+
+std::string_view coding_name(Coding c) {
+  switch (c) {
+    case Coding::kGzip:
+      return "gzip";
+    case Coding::kBrotli:
+      return "br";
+    case Coding::kZstd:
+      return "zstd";
+    default:
+      return {};
+  }
+}
+
+std::string_view coding_suffix(Coding c) {
+  switch (c) {
+    case Coding::kGzip:
+      return ".gz";
+    case Coding::kBrotli:
+      return ".br";
+    case Coding::kZstd:
+      return ".zst";
+    default:
+      return {};
+  }
 }
 
 bool is_msie6(std::string_view ua) {
@@ -579,17 +833,28 @@ bool is_msie6(std::string_view ua) {
   return v == '4' || v == '5' || (v == '6' && ua.find("SV1", msie + 8) == std::string_view::npos);
 }
 
-bool gzip_ok(const Request& r, const GzipConf& conf) {
-  bool found = false;
-  std::string_view ae;
+namespace {
+
+// The request's Accept-Encoding; false when it has none.
+bool accept_encoding(const Request& r, std::string_view& ae) {
   for (std::uint32_t i = 0; i < r.nfields; ++i) {
     if (r.fields[i].id == HeaderId::kAcceptEncoding) {
       ae = r.fields[i].value;
-      found = true;
-      break;
+      return true;
     }
   }
-  if (!found || !accepts_gzip(ae)) return false;
+  return false;
+}
+
+}  // namespace
+
+bool gzip_ok(const Request& r, const GzipConf& conf) {
+  std::string_view ae;
+  if (!accept_encoding(r, ae) || !accepts_gzip(ae)) return false;
+  return coding_allowed(r, conf);
+}
+
+bool coding_allowed(const Request& r, const GzipConf& conf) {
   if (conf.disable_msie6 && is_msie6(r.user_agent)) return false;
   if (r.line.version < conf.http_version) return false;
   if (has_request_field(r, HeaderId::kOther, "via")) {
@@ -658,21 +923,39 @@ int gzip_header_filter(Request& r) {
   if (const GzipCtx* x = ctx_of(r); x != nullptr && x->inflate) return 0;
   forget_earlier_head(r);
   const GzipConf& conf = gzip_conf(*r.loc);
+  const CodingConf& br = brotli_conf(*r.loc);
+  const CodingConf& zs = zstd_conf(*r.loc);
   HeadersOut& h = r.headers_out;
   // As nginx: 200, 403 and 404, not already coded, long enough when the
   // length is known, of a listed type. A HEAD gets the head a GET would.
-  if (!conf.enable || (h.status != 200 && h.status != 403 && h.status != 404) ||
-      !content_encoding(h).empty() ||
-      (h.content_length != -1 && h.content_length < static_cast<std::int64_t>(conf.min_length)) ||
-      !type_ok(conf, h.content_type)) {
+  if ((!conf.enable && !br.enable && !zs.enable) ||
+      (h.status != 200 && h.status != 403 && h.status != 404) || !content_encoding(h).empty()) {
     return 0;
   }
+  auto fits = [&](const std::vector<std::string>& types, bool any_type, std::size_t min_length) {
+    return (h.content_length == -1 || h.content_length >= static_cast<std::int64_t>(min_length)) &&
+           type_ok(types, any_type, h.content_type);
+  };
+  unsigned offered = 0;
+  if (conf.enable && fits(conf.types, conf.any_type, conf.min_length)) {
+    offered |= coding_bit(Coding::kGzip);
+  }
+  if (br.enable && fits(br.types, br.any_type, br.min_length)) offered |= coding_bit(Coding::kBrotli);
+  if (zs.enable && fits(zs.types, zs.any_type, zs.min_length)) offered |= coding_bit(Coding::kZstd);
+  if (offered == 0) return 0;
   r.gzip_vary = true;
-  if (!gzip_ok(r, conf)) return 0;
-  GzipCtx* x = start_ctx(r, conf.bufs_num, conf.bufs_size, etag_room(h), false);
+  std::string_view ae;
+  if (!accept_encoding(r, ae) || !coding_allowed(r, conf)) return 0;
+  const Coding coding = choose_coding(ae, offered);
+  if (coding == Coding::kNone) return 0;
+  const CodingConf* cc = coding == Coding::kBrotli ? &br : coding == Coding::kZstd ? &zs : nullptr;
+  GzipCtx* x = cc != nullptr ? start_ctx(r, cc->bufs_num, cc->bufs_size, etag_room(h), false)
+                             : start_ctx(r, conf.bufs_num, conf.bufs_size, etag_room(h), false);
   if (x == nullptr) return 500;
-  x->level = conf.level;
-  h.content_encoding = "gzip";
+  x->coding = coding;
+  x->level = cc != nullptr ? cc->level : conf.level;
+  x->window = br.window;
+  h.content_encoding = coding_name(coding);
   recode_head(r, *x);
   return 0;
 }
@@ -712,15 +995,8 @@ int gzip_body_filter(Request& r, Chain* in, BodyFilterNext next) {
       return in == nullptr ? next(r, nullptr) : kBodyOk;
     }
     Chain* out = output_chain(*x);
-    if (x->done && x->zinit) {
-      // The stream's memory goes back now; the output waits in the buffers.
-      if (x->inflate) {
-        ::inflateEnd(&x->zs);
-      } else {
-        ::deflateEnd(&x->zs);
-      }
-      x->zinit = false;
-    }
+    // The stream's memory goes back now; the output waits in the buffers.
+    if (x->done) coder_end(*x);
     if (out == nullptr) {
       sent(*x);
       continue;
@@ -737,13 +1013,7 @@ void release_gzip(Request& r) {
   auto* x = static_cast<GzipCtx*>(slot);
   if (x == nullptr) return;
   BufferCache& cache = r.hc->worker->buffers();
-  if (x->zinit) {
-    if (x->inflate) {
-      ::inflateEnd(&x->zs);
-    } else {
-      ::deflateEnd(&x->zs);
-    }
-  }
+  coder_end(*x);
   for (std::uint32_t i = 0; i < x->out_cap; ++i) cache.put(x->out_mem[i], x->out_size);
   if (x->rbuf != nullptr) cache.put(x->rbuf, x->rbuf_size);
   const std::size_t size = x->block_size;
@@ -752,20 +1022,70 @@ void release_gzip(Request& r) {
   slot = nullptr;
 }
 
-bool gzip_static_wanted(Request& r) {
-  const GzipConf& conf = gzip_conf(*r.loc);
-  if (conf.gzip_static == GzipStatic::kOff) return false;
-  if (conf.gzip_static == GzipStatic::kAlways) return true;
-  // on: the .gz is looked for when it may be sent, or when its existence
-  // decides Vary.
-  return conf.vary || gzip_ok(r, conf);
+namespace {
+
+GzipStatic static_mode(const HttpLocConf& loc, Coding c) {
+  switch (c) {
+    case Coding::kBrotli:
+      return brotli_conf(loc).static_mode;
+    case Coding::kZstd:
+      return zstd_conf(loc).static_mode;
+    default:
+      return gzip_conf(loc).gzip_static;
+  }
 }
 
-bool gzip_static_found(Request& r) {
-  const GzipConf& conf = gzip_conf(*r.loc);
-  if (conf.gzip_static == GzipStatic::kAlways) return true;
+}  // namespace
+
+std::size_t static_codings(Request& r, Coding (&out)[3]) {
+  static constexpr Coding kAll[] = {Coding::kBrotli, Coding::kZstd, Coding::kGzip};
+  const HttpLocConf& loc = *r.loc;
+  unsigned on = 0;
+  for (Coding c : kAll) {
+    if (static_mode(loc, c) != GzipStatic::kOff) on |= coding_bit(c);
+  }
+  if (on == 0) return 0;
+  std::size_t n = 0;
+  auto listed = [&](Coding c) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i] == c) return true;
+    }
+    return false;
+  };
+  const GzipConf& conf = gzip_conf(loc);
+  std::string_view ae;
+  if (accept_encoding(r, ae) && coding_allowed(r, conf)) {
+    // The client's codings, its preferred first.
+    for (unsigned left = on; n < 3;) {
+      const Coding c = choose_coding(ae, left);
+      if (c == Coding::kNone) break;
+      out[n++] = c;
+      left &= ~coding_bit(c);
+    }
+  }
+  // gzip_static on with gzip_vary: the .gz's existence decides Vary.
+  if (conf.gzip_static == GzipStatic::kOn && conf.vary && !listed(Coding::kGzip)) {
+    out[n++] = Coding::kGzip;
+  }
+  for (Coding c : kAll) {
+    if (static_mode(loc, c) == GzipStatic::kAlways && !listed(c)) out[n++] = c;
+  }
+  return n;
+}
+
+bool static_coding_found(Request& r, Coding coding) {
+  if (static_mode(*r.loc, coding) == GzipStatic::kAlways) return true;
   r.gzip_vary = true;
-  return gzip_ok(r, conf);
+  std::string_view ae;
+  return accept_encoding(r, ae) && coding_q(ae, coding_name(coding)) > 0 &&
+         coding_allowed(r, gzip_conf(*r.loc));
+}
+
+bool vary_accept_encoding(const HttpLocConf& loc) {
+  const CodingConf& br = brotli_conf(loc);
+  const CodingConf& zs = zstd_conf(loc);
+  return gzip_conf(loc).vary || br.enable || zs.enable || br.static_mode == GzipStatic::kOn ||
+         zs.static_mode == GzipStatic::kOn;
 }
 
 const HttpModule& gzip_module() {
@@ -802,9 +1122,76 @@ const HttpModule& gzip_module() {
   return *module;
 }
 
+namespace {
+
+// brotli_* or zstd_* (`name`), `level` its default level in [min, max].
+HttpModule* coding_module(const char* module_name, std::string_view name, int level, int min,
+                          int max, bool window) {
+  auto* m = new HttpModule(module_name);  // never destroyed: used until exit
+  const std::string prefix(name);
+  auto conf = m->add_loc_conf<CodingConf>(
+      {}, [prefix](const ConfInit& ctx, const CodingConf& parent, CodingConf& child) {
+        return merge_coding(ctx, prefix, parent, child);
+      });
+  constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
+  Module& c = m->conf();
+  c.add(prefix, kAny, Arity::on_off(), conf.flag(&CodingConf::enable, false));
+  c.add(prefix + "_comp_level", kAny, Arity::exactly(1),
+        conf.number(&CodingConf::level, level, min, max));
+  c.add(prefix + "_types", kAny, Arity::one_or_more(),
+        conf.custom([](const DirectiveCall& call, CodingConf& cc) {
+          return parse_types(call, cc.types, cc.any_type);
+        }));
+  c.add(prefix + "_min_length", kAny, Arity::exactly(1),
+        conf.size(&CodingConf::min_length, std::size_t{20}));
+  c.add(prefix + "_buffers", kAny, Arity::exactly(2),
+        conf.custom([](const DirectiveCall& call, CodingConf& cc) {
+          return parse_bufs(call, cc.bufs_num, cc.bufs_size);
+        }));
+  c.add(prefix + "_static", kAny, Arity::exactly(1),
+        conf.one_of(&CodingConf::static_mode, GzipStatic::kOff,
+                    {{"off", GzipStatic::kOff}, {"on", GzipStatic::kOn},
+                     {"always", GzipStatic::kAlways}}));
+  if (window) {
+    // 1k..16m, a power of two (brotli's window is 2^10..2^24 bytes).
+    c.add(prefix + "_window", kAny, Arity::exactly(1),
+          conf.custom([](const DirectiveCall& call, CodingConf& cc) {
+            auto size = parse_size(call.arg(0));
+            if (!size || *size < 1024 || *size > (std::size_t{1} << 24) ||
+                (*size & (*size - 1)) != 0) {
+              return call.invalid_value(0, ", it must be a power of two from 1k to 16m");
+            }
+            cc.window = static_cast<std::size_t>(*size);
+            return Status::ok();
+          }));
+  }
+  return m;
+}
+
+}  // namespace
+
+const HttpModule& brotli_module() {
+  static const HttpModule* module = coding_module("http_brotli", "brotli", 6, 0, 11, true);
+  return *module;
+}
+
+const HttpModule& zstd_module() {
+  static const HttpModule* module =
+      coding_module("http_zstd", "zstd", 1, 1, ZSTD_maxCLevel(), false);
+  return *module;
+}
+
+const CodingConf& brotli_conf(const HttpLocConf& loc) {
+  return loc_conf<CodingConf>(loc, brotli_module());
+}
+
+const CodingConf& zstd_conf(const HttpLocConf& loc) {
+  return loc_conf<CodingConf>(loc, zstd_module());
+}
+
 bool uses_gzip(const HttpServers& servers) {
   for (const HttpLocConf* loc : servers.locations) {
-    if (gzip_conf(*loc).enable) return true;
+    if (gzip_conf(*loc).enable || brotli_conf(*loc).enable || zstd_conf(*loc).enable) return true;
   }
   return false;
 }

@@ -136,10 +136,10 @@ namespace {
 
 // Serves the open file `ref` (what `info` says of it) with the conditional
 // and range rules of RFC 9110 §13 and §14. Takes ownership of ref. Returns 0
-// or a status. `gzipped`: the file is a gzip_static FILE.gz, sent as FILE
-// with Content-Encoding: gzip.
+// or a status. `encoding`: the file is a precompressed FILE.gz (.br, .zst),
+// sent as FILE with this Content-Encoding.
 int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_view ext,
-               bool gzipped = false) {
+               std::string_view encoding = {}) {
   const HttpLocConf& loc = *r.loc;
   char etag_buf[48];
   const std::string_view etag(etag_buf, format_etag(info, etag_buf));
@@ -157,7 +157,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   h = fresh;
   h.content_type = content_type_for(loc, ext);
   h.content_length = size;
-  if (gzipped) h.content_encoding = "gzip";
+  if (!encoding.empty()) h.content_encoding = encoding;
   if (r.status != 0) {
     // An error_page: the page, whole, with the error's status.
     h.status = r.status;
@@ -235,26 +235,33 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   return 0;
 }
 
-// gzip_static: serves the file name[0, len) + ".gz" in place of the file
-// when there is one and it should be sent (gzip.h); kNoGz when not, else
-// what serve_file answered. `name` has room for `cap` bytes and is
-// NUL-terminated at `len` again on return.
+// gzip_static, brotli_static, zstd_static: serves the file name[0, len) +
+// ".gz" (".br", ".zst") in place of the file when there is one and it
+// should be sent (gzip.h: the client's preferred coding first); kNoGz when
+// none, else what serve_file answered. `name` has room for `cap` bytes and
+// is NUL-terminated at `len` again on return.
 constexpr int kNoGz = -1;
 int serve_gzip_static(Request& r, char* name, std::size_t len, std::size_t cap,
                       std::string_view ext) {
-  if (len + 4 > cap || !gzip_static_wanted(r)) return kNoGz;
-  OpenFileInfo info;
-  FileRef ref;
-  std::memcpy(name + len, ".gz", 4);
-  open_file(r, *r.loc, std::string_view(name, len + 3), info, ref);
-  if (info.err != 0 && info.err != ENOENT && info.err != ENOTDIR && info.err != ENAMETOOLONG) {
-    log_open_error(r, name, info);  // then the file itself is tried, as nginx does
+  Coding codings[3];
+  const std::size_t n = static_codings(r, codings);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string_view suffix = coding_suffix(codings[i]);
+    if (len + suffix.size() + 1 > cap) continue;
+    OpenFileInfo info;
+    FileRef ref;
+    std::memcpy(name + len, suffix.data(), suffix.size());
+    name[len + suffix.size()] = '\0';
+    open_file(r, *r.loc, std::string_view(name, len + suffix.size()), info, ref);
+    if (info.err != 0 && info.err != ENOENT && info.err != ENOTDIR && info.err != ENAMETOOLONG) {
+      log_open_error(r, name, info);  // then the next, and the file itself, are tried, as nginx does
+    }
+    name[len] = '\0';
+    if (info.err == 0 && info.is_file && static_coding_found(r, codings[i])) {
+      return serve_file(r, ref, info, ext, coding_name(codings[i]));
+    }
+    if (info.err == 0) drop(r, ref);
   }
-  name[len] = '\0';
-  if (info.err == 0 && info.is_file && gzip_static_found(r)) {
-    return serve_file(r, ref, info, ext, true);
-  }
-  if (info.err == 0) drop(r, ref);
   return kNoGz;
 }
 

@@ -358,7 +358,7 @@ bool write_header(Request& r) {
     o.put(h.content_encoding);
     o.put("\r\n");
   }
-  if (r.gzip_vary && gzip_conf(loc).vary) o.put("Vary: Accept-Encoding\r\n");
+  if (r.gzip_vary && vary_accept_encoding(loc)) o.put("Vary: Accept-Encoding\r\n");
   if (!h.content_range.empty()) {
     o.put("Content-Range: ");
     o.put(h.content_range);

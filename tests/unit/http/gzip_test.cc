@@ -47,6 +47,35 @@ TEST(AcceptEncoding, GzipWithAPositiveQuality) {
   EXPECT_FALSE(accepts_gzip("deflate, gzip;q=0, br"));
 }
 
+TEST(AcceptEncoding, QualitiesInThousandths) {
+  EXPECT_EQ(coding_q("gzip, br", "br"), 1000);
+  EXPECT_EQ(coding_q("gzip, BR;q=0.5", "br"), 500);
+  EXPECT_EQ(coding_q("br;q=0.123", "br"), 123);
+  EXPECT_EQ(coding_q("br;q=0.05", "br"), 50);
+  EXPECT_EQ(coding_q("br;q=1.000", "br"), 1000);
+  EXPECT_EQ(coding_q("br;q=0", "br"), 0);
+  EXPECT_EQ(coding_q("br;q=1.5", "br"), 0) << "malformed: refused";
+  EXPECT_EQ(coding_q("br;q=0.1234", "br"), 0) << "malformed: refused";
+  EXPECT_EQ(coding_q("brotli, zstdx", "br"), -1);
+  EXPECT_EQ(coding_q("*", "zstd"), -1) << "* names no coding";
+  EXPECT_EQ(coding_q("", "gzip"), -1);
+}
+
+TEST(AcceptEncoding, ChooseTheHighestQualityTiesToBrThenZstd) {
+  const unsigned all = coding_bit(Coding::kGzip) | coding_bit(Coding::kBrotli) |
+                       coding_bit(Coding::kZstd);
+  EXPECT_EQ(choose_coding("gzip, deflate, br, zstd", all), Coding::kBrotli);
+  EXPECT_EQ(choose_coding("gzip, zstd", all), Coding::kZstd);
+  EXPECT_EQ(choose_coding("gzip;q=0.9, br;q=0.8, zstd;q=0.7", all), Coding::kGzip);
+  EXPECT_EQ(choose_coding("gzip;q=0.5, br;q=0.5, zstd;q=0.7", all), Coding::kZstd);
+  EXPECT_EQ(choose_coding("br;q=0, zstd;q=0, gzip;q=0", all), Coding::kNone);
+  EXPECT_EQ(choose_coding("identity", all), Coding::kNone);
+  EXPECT_EQ(choose_coding("br, gzip", coding_bit(Coding::kGzip)), Coding::kGzip)
+      << "only what is offered";
+  EXPECT_EQ(choose_coding("br", coding_bit(Coding::kGzip) | coding_bit(Coding::kZstd)),
+            Coding::kNone);
+}
+
 TEST(AcceptEncoding, Msie6IsNginxsTest) {
   EXPECT_TRUE(is_msie6("Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.0)"));
   EXPECT_TRUE(is_msie6("Mozilla/4.0 (compatible; MSIE 5.5; Windows 98)"));
@@ -107,6 +136,52 @@ TEST_F(GzipConfTest, FormsDefaultsAndInheritance) {
   EXPECT_TRUE(servers->filters.header.contains(gzip_header_filter));
   EXPECT_TRUE(servers->filters.header.contains(gunzip_header_filter));
   EXPECT_TRUE(servers->filters.body.contains(gzip_body_filter));
+}
+
+TEST_F(GzipConfTest, BrotliAndZstdFormsDefaultsAndInheritance) {
+  const HttpServers* servers = this->servers(
+      "brotli on; brotli_types text/plain; zstd_comp_level 7; brotli_window 64k;\n"
+      "server { listen 127.0.0.1:1;\n"
+      " location /a { }\n"
+      " location /b { brotli off; zstd on; brotli_comp_level 11; brotli_window 1m;\n"
+      "   brotli_buffers 8 16k; zstd_min_length 1k; zstd_types *; }\n"
+      " location /c { brotli_static always; zstd_static on; }\n"
+      "}");
+  ASSERT_NE(servers, nullptr);
+  const HttpSrvConf& srv = *servers->servers[0];
+  const CodingConf& a = brotli_conf(find_location(srv, "/a"));
+  EXPECT_TRUE(a.enable);
+  EXPECT_EQ(a.level, 6) << "ngx_brotli's default";
+  EXPECT_EQ(a.window, 64u * 1024) << "inherited";
+  EXPECT_EQ(a.min_length, 20u);
+  ASSERT_EQ(a.types.size(), 2u);
+  EXPECT_EQ(a.types[1], "text/plain");
+  const CodingConf& za = zstd_conf(find_location(srv, "/a"));
+  EXPECT_FALSE(za.enable);
+  EXPECT_EQ(za.level, 7);
+  const CodingConf& b = brotli_conf(find_location(srv, "/b"));
+  EXPECT_FALSE(b.enable);
+  EXPECT_EQ(b.level, 11);
+  EXPECT_EQ(b.window, 1024u * 1024);
+  EXPECT_EQ(b.bufs_num, 8u);
+  EXPECT_EQ(b.bufs_size, 16384u);
+  EXPECT_EQ(b.types.size(), 2u) << "inherited";
+  const CodingConf& zb = zstd_conf(find_location(srv, "/b"));
+  EXPECT_TRUE(zb.enable);
+  EXPECT_EQ(zb.min_length, 1024u);
+  EXPECT_TRUE(zb.any_type);
+  EXPECT_EQ(brotli_conf(find_location(srv, "/c")).static_mode, GzipStatic::kAlways);
+  EXPECT_EQ(brotli_conf(find_location(srv, "/c")).window, 64u * 1024);
+  EXPECT_EQ(zstd_conf(find_location(srv, "/c")).static_mode, GzipStatic::kOn);
+  EXPECT_EQ(zstd_conf(find_location(srv, "/c")).level, 7);
+  EXPECT_TRUE(servers->filters.header.contains(gzip_header_filter)) << "brotli on is enough";
+  EXPECT_TRUE(servers->filters.body.contains(gzip_body_filter));
+  for (const char* bad : {"brotli_comp_level 12;", "zstd_comp_level 0;", "brotli_window 1000k;",
+                          "brotli_window 512;", "zstd maybe;", "brotli_static sometimes;"}) {
+    const std::string err = error(bad);
+    EXPECT_NE(err.find("invalid value"), std::string::npos) << bad << ": " << err;
+    EXPECT_NE(err.find("vigil.conf:"), std::string::npos) << bad << ": " << err;
+  }
 }
 
 TEST_F(GzipConfTest, UnusedFiltersAreNotInTheChains) {
@@ -181,6 +256,8 @@ class GzipBodyFilter : public ::testing::Test {
     c_.log = &log_;
     loc_.module_confs.assign(kMaxHttpModules, nullptr);
     loc_.module_confs[gzip_module().index()] = &conf_;
+    loc_.module_confs[brotli_module().index()] = &brotli_;  // off
+    loc_.module_confs[zstd_module().index()] = &zstd_;      // off
     g_out.clear();
     g_last = false;
     g_busy_calls = 0;
@@ -235,6 +312,8 @@ class GzipBodyFilter : public ::testing::Test {
   Log log_;
   HttpLocConf loc_;
   GzipConf conf_;
+  CodingConf brotli_;
+  CodingConf zstd_;
   HeaderField field_;
   Request r_;
 };

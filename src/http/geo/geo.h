@@ -1,0 +1,9 @@
+#pragma once
+// geo [$address] $variable { ... } (geo.cc).
+
+namespace vigil::http {
+
+class HttpModule;
+const HttpModule& geo_module();
+
+}  // namespace vigil::http
