@@ -426,8 +426,8 @@ void pop3_command(Session& s, const Command& cmd) {
       // RFC 1734's list of the SASL mechanisms.
       reply(s, "+OK methods supported:\r\n");
       unsigned m = s.conf->pop3_auth;
-      if (m & kAuthLogin) reply(s, "LOGIN\r\n");
       if (m & kAuthPlain) reply(s, "PLAIN\r\n");
+      if (m & kAuthLogin) reply(s, "LOGIN\r\n");
       if (m & kAuthCramMd5) reply(s, "CRAM-MD5\r\n");
       if (m & kAuthExternal) reply(s, "EXTERNAL\r\n");
       return reply(s, ".\r\n");
