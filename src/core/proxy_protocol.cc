@@ -30,7 +30,7 @@ bool parse_port(std::string_view s, std::uint16_t& port) {
 // An address of `family` in the exact form inet_pton takes.
 bool parse_ip(std::string_view s, int family, sockaddr_storage& ss) {
   char buf[INET6_ADDRSTRLEN];
-  if (s.empty() || s.size() >= sizeof buf) return false;
+  if (s.empty() || s.size() >= sizeof buf || s.find('\0') != std::string_view::npos) return false;
   std::memcpy(buf, s.data(), s.size());
   buf[s.size()] = '\0';
   ss = {};
@@ -78,6 +78,12 @@ ProxyProtocolResult parse_v1(std::string_view in, ProxyProtocolHeader& out, cons
     return ProxyProtocolResult::kError;
   }
   std::string_view line = in.substr(kV1Prefix.size(), lf - 1 - kV1Prefix.size());
+  // A NUL would end the text early for inet_pton: "2001:db8::\0..." must not
+  // pass as "2001:db8::".
+  if (line.find('\0') != std::string_view::npos) {
+    reason = "invalid character";
+    return ProxyProtocolResult::kError;
+  }
   out = ProxyProtocolHeader{};
   out.version = 1;
   out.length = lf + 1;

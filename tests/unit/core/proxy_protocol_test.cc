@@ -105,6 +105,14 @@ TEST(ProxyProtocolV1, MalformedLinesAreRefused) {
   }
 }
 
+TEST(ProxyProtocolV1, ANulInsideAnAddressIsRefused) {
+  // inet_pton would stop at the NUL and take "2001:db8::" (found by the fuzzer).
+  const std::string line("PROXY TCP6 2001:db8::\0\0001 2001:db8::2 123 5678\r\n", 47);
+  ProxyProtocolHeader h;
+  EXPECT_EQ(parse(line, h), R::kError);
+  EXPECT_EQ(parse(std::string("PROXY UNKNOWN \0\r\n", 17), h), R::kError);
+}
+
 TEST(ProxyProtocolV1, LongerThan107BytesIsRefusedWithOrWithoutItsEnd) {
   ProxyProtocolHeader h;
   std::string s = "PROXY UNKNOWN " + std::string(92, 'x') + "\r\n";  // 108 bytes
