@@ -156,7 +156,13 @@ std::size_t accept_connections(Event& ev) {
     }
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);  // "" when out of memory
-    loop.backend().init_io(*c);
+    // A PROXY protocol header is read with readiness I/O: a ring receive
+    // would take the bytes after it too (event/proxy_protocol.h).
+    if (ls->proxy_protocol) {
+      loop.backend().Backend::init_io(*c);
+    } else {
+      loop.backend().init_io(*c);
+    }
     c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
     c->local_addrlen = ls->addrlen;
 

@@ -92,9 +92,12 @@ bool keep(Connection& c, const ProxyProtocolHeader& h) {
   return true;
 }
 
-// Reads what the socket has: peeks, consumes only header bytes. True when
-// the reader finished (done ran).
-bool read_some(Connection& c) {
+enum class Step { kFinished, kMore, kWait };
+
+// Reads what the socket has: peeks, consumes only header bytes. kFinished:
+// `done` ran; kMore: header bytes were taken, the socket may have more;
+// kWait: nothing more now, the read event is registered.
+Step read_some(Connection& c) {
   Reader* r = reader_of(c);
   char buf[kProxyProtocolMax];
   if (r->have > 0) std::memcpy(buf, r->partial, r->have);
@@ -106,9 +109,9 @@ bool read_some(Connection& c) {
     c.read->ready = 0;
     if (!c.loop->handle_read_event(*c.read)) {
       finish(c, false);
-      return true;
+      return Step::kFinished;
     }
-    return false;
+    return Step::kWait;
   }
   if (n <= 0) {
     c.error = n < 0 ? 1 : 0;
@@ -118,7 +121,7 @@ bool read_some(Connection& c) {
               n < 0 ? "recv() failed" : "client closed connection",
               static_cast<int>(c.addr_text.size()), c.addr_text.data());
     finish(c, false);
-    return true;
+    return Step::kFinished;
   }
   const std::size_t total = r->have + static_cast<std::size_t>(n);
   ProxyProtocolHeader h;
@@ -131,7 +134,7 @@ bool read_some(Connection& c) {
               printable(std::string_view(buf, total)).c_str(), reason,
               static_cast<int>(c.addr_text.size()), c.addr_text.data());
     finish(c, false);
-    return true;
+    return Step::kFinished;
   }
   // Every byte up to the header's end (or all of them, while it is not
   // complete) is the header's: take them off the socket.
@@ -148,17 +151,17 @@ bool read_some(Connection& c) {
               static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
               c.addr_text.data());
     finish(c, false);
-    return true;
+    return Step::kFinished;
   }
   if (res == ProxyProtocolResult::kDone) {
     if (!keep(c, h)) {
       VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for the PROXY protocol header",
                 static_cast<unsigned long long>(c.number));
       finish(c, false);
-      return true;
+      return Step::kFinished;
     }
     finish(c, true);
-    return true;
+    return Step::kFinished;
   }
   if (r->partial == nullptr) {
     r->partial = static_cast<char*>(c.arena->alloc(kProxyProtocolMax, 1));
@@ -166,12 +169,12 @@ bool read_some(Connection& c) {
       VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for the PROXY protocol header",
                 static_cast<unsigned long long>(c.number));
       finish(c, false);
-      return true;
+      return Step::kFinished;
     }
   }
   std::memcpy(r->partial + r->have, buf + r->have, take);
   r->have = total;
-  return false;
+  return Step::kMore;
 }
 
 void read_handler(Event& rev) {
@@ -187,8 +190,9 @@ void read_handler(Event& rev) {
     finish(c, false);
     return;
   }
-  while (!read_some(c)) {
-    if (!c.read->ready) return;  // waits for more
+  // Until the header is read or the socket has nothing more (then the
+  // read event is registered and brings the rest).
+  while (read_some(c) == Step::kMore) {
   }
 }
 

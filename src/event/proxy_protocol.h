@@ -8,8 +8,9 @@
 // The reader peeks at the socket and consumes only bytes that belong to the
 // header, so whatever follows it stays in the kernel for the protocol (or for
 // OpenSSL). A header split over several segments is waited for, within the
-// timeout. Under io_uring the connection leaves the ring for readiness I/O
-// (as TLS does): the header must not be received into a ring buffer.
+// timeout. Under io_uring such a connection never enters the ring (the
+// accept gives it readiness I/O): the header must not be received into a
+// ring buffer with what follows it.
 
 #include <netinet/in.h>
 

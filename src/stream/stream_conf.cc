@@ -66,7 +66,8 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     for (const StreamListen& l : srv->listens) {
       for (const StreamSrvConf* other : fin.servers) {
         for (const StreamListen& o : other->listens) {
-          if (o.addr_text == l.addr_text) {
+          // Port 0 (the kernel picks one per socket) never collides.
+          if (o.addr_text == l.addr_text && !l.addr_text.ends_with(":0")) {
             return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" +
                                  srv->where);
           }
