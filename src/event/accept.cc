@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/fault.h"
+#include "event/proxy_protocol.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
@@ -57,6 +58,15 @@ void back_off_accept(EventLoop& loop, Event& ev) {
 // every connection. Every 16 accept rounds (or whenever it is loaded, as
 // accept_disabled says) a worker deletes and re-adds its registration, which
 // moves it to the back of the queue (nginx's ngx_reorder_accept_events).
+// The header of a "listen ... proxy_protocol" connection was read (or not).
+void proxy_protocol_done(Connection& c, bool ok) {
+  if (!ok) {
+    close_connection(c);
+    return;
+  }
+  c.listening->handler(c);
+}
+
 void reorder_accept_event(EventLoop& loop, Connection& lc, Event& ev) {
   if (!(loop.accept_flags() & kEvExclusive) || lc.listening->reuseport || !ev.active) return;
   if (lc.requests++ % 16 != 0 && loop.accept_disabled <= 0) return;
@@ -146,7 +156,13 @@ std::size_t accept_connections(Event& ev) {
     }
     c->peer_addrlen = len;
     c->addr_text = address_text(*c->arena, c->peer_addr);  // "" when out of memory
-    loop.backend().init_io(*c);
+    // A PROXY protocol header is read with readiness I/O: a ring receive
+    // would take the bytes after it too (event/proxy_protocol.h).
+    if (ls->proxy_protocol) {
+      loop.backend().Backend::init_io(*c);
+    } else {
+      loop.backend().init_io(*c);
+    }
     c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
     c->local_addrlen = ls->addrlen;
 
@@ -174,6 +190,15 @@ std::size_t accept_connections(Event& ev) {
     if (ev.deferred_accept) {
       c->read->ready = 1;
       c->read->available = -1;
+    }
+    if (ls->proxy_protocol) {
+      // The PROXY protocol header first; the protocol's handler once it is read.
+      if (Status st = proxy_protocol_read(*c, ls->proxy_protocol_timeout, proxy_protocol_done);
+          !st) {
+        VIGIL_LOG(log, kAlert, 0, "%s", st.message().c_str());
+        pool.close_connection(*c);
+      }
+      continue;
     }
     ls->handler(*c);
   } while (ev.available);

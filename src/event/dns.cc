@@ -201,7 +201,10 @@ Parse parse_reply(const std::uint8_t* p, std::size_t n, std::uint16_t id, std::s
         moved = true;
         continue;
       }
-      if (type != qtype) continue;
+      if (type != qtype) {
+        out.other_types = true;
+        continue;
+      }
       if (type == kTypeA && rdlen == 4 && out.naddrs < kMaxAddrs) {
         Address& a = out.addrs[out.naddrs++];
         a.family = AF_INET;

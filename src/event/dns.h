@@ -67,6 +67,10 @@ struct Reply {
   // The first PTR name (a PTR question).
   char ptr[kMaxName + 1] = {};
   std::size_t ptr_len = 0;
+  // Records for the question's name (or its CNAME chain) came, but none of
+  // the asked type nor a CNAME (a DNAME owned by the name itself, say): the
+  // reply does not answer the question.
+  bool other_types = false;
 };
 
 // Parses the reply in [p, p+n) to the query (id, name, qtype). Answers are

@@ -39,6 +39,8 @@ Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
       l.default_server = true;
     } else if (a == "ssl") {
       l.ssl = true;  // an address property: any listen of the address may say it
+    } else if (a == "proxy_protocol") {
+      l.proxy_protocol = true;  // an address property, as "ssl"
     } else if (a == "reuseport") {
       l.reuseport = true;
       l.has_options = true;
@@ -110,6 +112,7 @@ void apply_listen_options(const ListenArgs& l, Listening& ls) {
   ls.sndbuf = l.sndbuf;
   ls.ipv6only = l.ipv6only;
   ls.keepalive = l.so_keepalive;
+  ls.proxy_protocol = l.proxy_protocol;
 }
 
 }  // namespace vigil

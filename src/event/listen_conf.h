@@ -3,7 +3,7 @@
 // (http, stream): an address and the socket options nginx accepts after it.
 //   listen address:port[-port] [ssl] [reuseport] [deferred] [bind] [backlog=N]
 //          [rcvbuf=size] [sndbuf=size] [ipv6only=on|off] [so_keepalive=on|off]
-//          [default_server];
+//          [proxy_protocol] [default_server];
 
 #include <sys/socket.h>
 
@@ -21,6 +21,9 @@ struct ListenArgs {
   std::string addr_text;  // normalised "127.0.0.1:8080"
   bool default_server = false;
   bool ssl = false;  // "ssl": TLS on every connection of the address
+  // "proxy_protocol": a PROXY protocol header before anything else (an
+  // address property, as "ssl").
+  bool proxy_protocol = false;
   // Socket options: protocols allow only one listen per address to set them
   // (nginx's "duplicate listen options").
   bool has_options = false;

@@ -652,6 +652,15 @@ void Resolver::follow_cname(Node& n) {
 
 void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
   Node& n = *qr.node;
+  if (state == 0 && reply != nullptr && qr.qtype == dns::kTypePtr && reply->ptr_len == 0 &&
+      reply->cname_len == 0 && reply->other_types) {
+    // Records of other types only: no answer to the question, and no
+    // "no such name" either (RFC 1034 §3.6.2, RFC 6672 §2.3: a DNAME does not
+    // rename its own owner). A failure of the server, as nginx ends it (its
+    // resolver drops the reply and times out).
+    VIGIL_LOG(*n.log, kError, 0, "no PTR type in DNS response for \"%s\"", qr.qname.c_str());
+    state = dns::kServFail;
+  }
   if (state == 0 && reply != nullptr) {
     if (reply->naddrs > 0 || reply->ptr_len > 0) {
       if (reply->ttl < n.ttl) n.ttl = reply->ttl;

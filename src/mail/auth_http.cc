@@ -21,6 +21,7 @@
 #include <string>
 
 #include "codec/response_parser.h"
+#include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "mail/counters.h"
 #include "mail/session_internal.h"
@@ -137,6 +138,13 @@ void build_auth_request(Session& s) {
   r += "Auth-Login-Attempt: " + std::to_string(s.attempts + 1) + "\r\n";
   r += "Client-IP: " + s.client_addr + "\r\n";
   r += "Client-Host: " + s.host + "\r\n";
+  if (const ProxyProtocolInfo* pp = s.c->proxy_protocol; pp != nullptr && !pp->src_addr.empty()) {
+    // What the PROXY protocol header said ("listen ... proxy_protocol").
+    r += "Proxy-Protocol-Addr: " + std::string(pp->src_addr) + "\r\n";
+    r += "Proxy-Protocol-Port: " + std::string(pp->src_port_text) + "\r\n";
+    r += "Proxy-Protocol-Server-Addr: " + std::string(pp->dst_addr) + "\r\n";
+    r += "Proxy-Protocol-Server-Port: " + std::string(pp->dst_port_text) + "\r\n";
+  }
   if (s.proto == Protocol::kSmtp) r += "Auth-SMTP-Helo: " + escape(s.helo) + "\r\n";
   if (s.method == "none") {
     // The envelope (smtp_auth none); a line has no CR or LF to escape.

@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 
+#include "core/proxy_protocol.h"
 #include "mail/session_internal.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -282,38 +283,15 @@ bool backend_line(Session& s, std::string_view line) {
 }
 
 // "PROXY TCP4 <client> <local> <client port> <local port>\r\n" for the
-// client's connection (haproxy's proxy-protocol.txt, version 1), "PROXY
-// UNKNOWN" for another family.
+// client's connection (haproxy's proxy-protocol.txt, version 1; the client
+// as set_real_ip_from may have set it), "PROXY UNKNOWN" for another family.
 std::string proxy_protocol_v1(const Connection& c) {
   sockaddr_storage local{};
   socklen_t len = sizeof local;
-  const sockaddr* peer = c.peer_addr;
-  if (peer == nullptr || ::getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
-      local.ss_family != peer->sa_family ||
-      (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)) {
+  if (::getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
     return "PROXY UNKNOWN\r\n";
   }
-  char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-  unsigned sport = 0, dport = 0;
-  if (peer->sa_family == AF_INET) {
-    const auto* p = reinterpret_cast<const sockaddr_in*>(peer);
-    const auto* l = reinterpret_cast<const sockaddr_in*>(&local);
-    ::inet_ntop(AF_INET, &p->sin_addr, src, sizeof src);
-    ::inet_ntop(AF_INET, &l->sin_addr, dst, sizeof dst);
-    sport = ntohs(p->sin_port);
-    dport = ntohs(l->sin_port);
-  } else {
-    const auto* p = reinterpret_cast<const sockaddr_in6*>(peer);
-    const auto* l = reinterpret_cast<const sockaddr_in6*>(&local);
-    ::inet_ntop(AF_INET6, &p->sin6_addr, src, sizeof src);
-    ::inet_ntop(AF_INET6, &l->sin6_addr, dst, sizeof dst);
-    sport = ntohs(p->sin6_port);
-    dport = ntohs(l->sin6_port);
-  }
-  char buf[160];
-  int n = std::snprintf(buf, sizeof buf, "PROXY %s %s %s %u %u\r\n",
-                        peer->sa_family == AF_INET ? "TCP4" : "TCP6", src, dst, sport, dport);
-  return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  return proxy_protocol_v1_line(c.peer_addr, reinterpret_cast<const sockaddr*>(&local));
 }
 
 void backend_handler(Event& ev) {

@@ -190,6 +190,7 @@ Status init_final(const ConfInit& ctx, MailFinalConf& fin) {
 
 Status merge_srv(const ConfInit& ctx, const MailSrvConf& parent, MailSrvConf& child) {
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
+  if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!child.imap_caps_set) child.imap_capabilities = parent.imap_capabilities;
   if (!child.pop3_caps_set) child.pop3_capabilities = parent.pop3_capabilities;
   if (!child.smtp_caps_set) child.smtp_capabilities = parent.smtp_capabilities;
@@ -225,6 +226,13 @@ Module* make_mail_module() {
   m->add("xclient", kAny, Arity::on_off(), srv.flag(&MailSrvConf::xclient, true));
   m->add("proxy_smtp_auth", kAny, Arity::on_off(), srv.flag(&MailSrvConf::proxy_smtp_auth, false));
   m->add("proxy_protocol", kAny, Arity::on_off(), srv.flag(&MailSrvConf::proxy_protocol, false));
+  m->add("set_real_ip_from", kAny, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, MailSrvConf& conf) {
+           std::string error;
+           if (!parse_cidr_or_host(call.arg(0), conf.realip_from, error)) return call.error(error);
+           return Status::ok();
+         }))
+      .multiple = true;
   m->add("smtp_greeting_delay", kAny, Arity::exactly(1),
          srv.msec(&MailSrvConf::smtp_greeting_delay, 0));
   m->add("resolver", kAny, Arity::one_or_more(),

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/conf/loader.h"
+#include "core/cidr.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "event/resolver.h"
@@ -83,6 +84,9 @@ struct MailSrvConf {
   bool auth_http_pass_client_cert = false;
   bool proxy_smtp_auth = false;
   bool proxy_protocol = false;  // a PROXY protocol v1 header to the backend first
+  // set_real_ip_from: the addresses whose PROXY protocol header (on "listen
+  // ... proxy_protocol") names the client.
+  std::vector<Cidr> realip_from;
   Starttls starttls = Starttls::kOff;
   unsigned imap_auth = kAuthPlain;
   unsigned pop3_auth = kAuthPlain | kAuthLogin;

@@ -23,6 +23,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       // buffers are blocks of their own (session.cc).
       ls->pool_size = 128;
       ls->handler = init_connection;
+      ls->proxy_protocol_timeout = srv->timeout;  // nginx's mail reads the header within "timeout"
       ls->servers = srv->ports[i].get();
       out.push_back(std::move(ls));
     }

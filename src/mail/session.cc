@@ -30,6 +30,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/cidr.h"
+#include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "mail/counters.h"
 #include "mail/mail_conf.h"
@@ -424,8 +426,8 @@ void pop3_command(Session& s, const Command& cmd) {
       // RFC 1734's list of the SASL mechanisms.
       reply(s, "+OK methods supported:\r\n");
       unsigned m = s.conf->pop3_auth;
-      if (m & kAuthLogin) reply(s, "LOGIN\r\n");
       if (m & kAuthPlain) reply(s, "PLAIN\r\n");
+      if (m & kAuthLogin) reply(s, "LOGIN\r\n");
       if (m & kAuthCramMd5) reply(s, "CRAM-MD5\r\n");
       if (m & kAuthExternal) reply(s, "EXTERNAL\r\n");
       return reply(s, ".\r\n");
@@ -881,6 +883,19 @@ void init_connection(Connection& c) {
   const auto* port = static_cast<const MailPort*>(c.listening->servers);
   const MailSrvConf* conf = port->conf;
   if (conf->error_log != nullptr) c.log = conf->error_log;
+  // set_real_ip_from: a trusted peer's PROXY protocol header names the
+  // client for the whole session (Client-IP, the backend's PROXY line,
+  // XCLIENT, the logs), as nginx's mail realip.
+  const ProxyProtocolInfo* pp = c.proxy_protocol;
+  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf->realip_from, c.peer_addr)) {
+    auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
+    if (sa != nullptr) {
+      std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
+      c.peer_addr = sa;
+      c.peer_addrlen = pp->header.addrlen;
+      c.addr_text = pp->src_addr;
+    }
+  }
   VIGIL_LOG(*c.log, kInfo, 0, "*%llu client %.*s connected to %s",
             static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
             c.addr_text.data(), c.listening->addr_text.c_str());

@@ -19,6 +19,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       apply_listen_options(l, *ls);
       ls->tcp_nodelay = srv->tcp_nodelay;  // a proxy forwards small writes as they come
       ls->handler = init_connection;
+      ls->proxy_protocol_timeout = srv->proxy_protocol_timeout;
       ls->servers = srv;
       out.push_back(std::move(ls));
     }

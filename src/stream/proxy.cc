@@ -12,6 +12,9 @@
 #include <new>
 #include <string>
 
+#include "core/cidr.h"
+#include "core/proxy_protocol.h"
+#include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
 #include "core/rate_limit.h"
@@ -262,9 +265,35 @@ bool is_ipv4_literal(std::string_view name) {
   return ::inet_pton(AF_INET, text, &a) == 1;
 }
 
+// proxy_protocol on: "PROXY TCP4 <client> <local> <client port> <local
+// port>" in one piece before anything else (before TLS, too). The client is
+// the session's peer, as realip may have set it; the local address is the
+// one the client reached.
+bool send_proxy_protocol(Session& s) {
+  Connection& c = *s.client;
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  const sockaddr* dst = nullptr;
+  if (::getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    dst = reinterpret_cast<const sockaddr*>(&local);
+  }
+  const std::string h = proxy_protocol_v1_line(c.peer_addr, dst);
+  const long n = s.upstream->send(*s.upstream, h.data(), h.size());
+  if (n != static_cast<long>(h.size())) {
+    VIGIL_LOG(*c.log, kError, n < 0 ? errno : 0,
+              "could not send PROXY protocol header at once to upstream %s, client: %.*s",
+              s.peer.name.c_str(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
+    return false;
+  }
+  return true;
+}
+
 // The TCP connection to the upstream is up: relay, or first a TLS handshake.
 void connected(Session& s) {
   const StreamSrvConf& conf = *s.conf;
+  if (conf.proxy_protocol && !send_proxy_protocol(s)) {
+    return next_upstream(s, "sending the PROXY protocol header failed", 0);
+  }
   if (!conf.proxy_ssl.enable) return start_relay(s);
   const std::string_view name =
       ssl_host(conf.proxy_ssl.name.empty() ? conf.proxy_pass : conf.proxy_ssl.name);
@@ -333,9 +362,26 @@ void connect_upstream(Session& s) {
 
 // The `hash` key of the session: the key as written with the stream
 // variables $remote_addr, $remote_port, $server_addr, $server_port,
-// $binary_remote_addr, $proxy_protocol_addr and $proxy_protocol_port
+// $binary_remote_addr, $proxy_protocol_addr, $proxy_protocol_port,
+// $proxy_protocol_server_addr and $proxy_protocol_server_port
 // substituted, built in the connection's arena.
-std::string_view hash_key(Connection& c, const std::string& key) {
+// The connection's own address before set_real_ip_from replaced it
+// ($realip_remote_addr, $realip_remote_port); empty: not replaced.
+struct RealIpOriginal {
+  std::string_view addr;
+  std::string_view port;
+};
+
+std::string_view port_text(Connection& c, const sockaddr* sa) {
+  const int port = sockaddr_port(sa);
+  if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) return {};
+  char buf[8];
+  const int n = std::snprintf(buf, sizeof buf, "%d", port);
+  char* p = c.arena->dup(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  return p == nullptr ? std::string_view() : std::string_view(p, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
+std::string_view hash_key(Connection& c, const std::string& key, const RealIpOriginal& orig = {}) {
   if (key.find('$') == std::string::npos) return key;
   // addr_text is the client's address without the port (as nginx's); the
   // listener's text is "host:port".
@@ -372,13 +418,22 @@ std::string_view hash_key(Connection& c, const std::string& key) {
     std::string_view value;
   };
   // Longest names first: $remote_addr must not match inside $remote_address.
-  // No listener reads a PROXY protocol header, so its variables are empty
-  // (as nginx's for a connection that came without one).
-  const Var vars[] = {{"binary_remote_addr", binary}, {"proxy_protocol_addr", {}},
-                      {"proxy_protocol_port", {}},    {"remote_addr", remote_host},
+  // The PROXY protocol's are empty for a connection that came without a
+  // header (as nginx's).
+  const ProxyProtocolInfo* pp = c.proxy_protocol;
+  const Var vars[] = {{"binary_remote_addr", binary},
+                      {"proxy_protocol_addr", pp ? pp->src_addr : std::string_view()},
+                      {"proxy_protocol_port", pp ? pp->src_port_text : std::string_view()},
+                      {"proxy_protocol_server_addr", pp ? pp->dst_addr : std::string_view()},
+                      {"proxy_protocol_server_port", pp ? pp->dst_port_text : std::string_view()},
+                      {"realip_remote_addr", orig.addr.empty() ? remote_host : orig.addr},
+                      {"realip_remote_port", orig.addr.empty() ? remote_port : orig.port},
+                      {"remote_addr", remote_host},
                       {"remote_port", remote_port},   {"server_addr", local},
                       {"server_port", local_port}};
-  std::size_t cap = key.size() + 256;
+  // Room for every variable's longest value (an IPv6 address).
+  const std::size_t cap =
+      key.size() + 64 * static_cast<std::size_t>(std::count(key.begin(), key.end(), '$'));
   char* out = static_cast<char*>(c.arena->alloc(cap, 1));
   if (out == nullptr) return key;
   std::size_t len = 0;
@@ -411,8 +466,78 @@ std::string_view hash_key(Connection& c, const std::string& key) {
 
 namespace {
 
+// "return text": the text with its variables, then the connection closes
+// (nginx's ngx_stream_return_module).
+struct ReturnState {
+  const char* pos = nullptr;
+  std::size_t left = 0;
+};
+
+void return_handler(Event& ev) {
+  Connection& c = *ev.owner<Connection>();
+  auto& st = *static_cast<ReturnState*>(c.data);
+  const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+  if (ev.timedout || c.close) {
+    if (ev.timedout) {
+      VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out",
+                static_cast<unsigned long long>(c.number));
+    }
+    c.loop->pool().close_connection(c);
+    return;
+  }
+  if (!ev.write) return;
+  while (st.left > 0) {
+    const long n = c.send(c, st.pos, st.left);
+    if (n == kIoAgain) {
+      if (!c.write->timer_set) c.loop->add_timer(*c.write, conf->proxy_timeout);
+      if (!c.loop->handle_write_event(*c.write)) c.loop->pool().close_connection(c);
+      return;
+    }
+    if (n < 0) {
+      c.loop->pool().close_connection(c);
+      return;
+    }
+    st.pos += n;
+    st.left -= static_cast<std::size_t>(n);
+  }
+  c.loop->pool().close_connection(c);
+}
+
+void start_return(Connection& c, const StreamSrvConf& conf, const RealIpOriginal& orig) {
+  auto* st = c.arena->make<ReturnState>();
+  if (st == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream return",
+              static_cast<unsigned long long>(c.number));
+    c.loop->pool().close_connection(c);
+    return;
+  }
+  const std::string_view text = hash_key(c, conf.return_text, orig);
+  st->pos = text.data();
+  st->left = text.size();
+  c.data = st;
+  c.read->handler = return_handler;
+  c.write->handler = return_handler;
+  return_handler(*c.write);
+}
+
 void start_session(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+  // set_real_ip_from: a trusted peer's PROXY protocol header names the
+  // client from here on (nginx's ngx_stream_realip_module).
+  RealIpOriginal orig;
+  const ProxyProtocolInfo* pp = c.proxy_protocol;
+  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf->realip_from, c.peer_addr)) {
+    auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
+    if (sa != nullptr) {
+      orig.addr = c.addr_text;
+      orig.port = port_text(c, c.peer_addr);
+      std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
+      c.peer_addr = sa;
+      c.peer_addrlen = pp->header.addrlen;
+      c.addr_text = pp->src_addr;
+    }
+  }
+  if (conf->has_return) return start_return(c, *conf, orig);
   std::size_t n = conf->proxy_buffer_size;
   char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
   auto* s = c.arena->make<Session>();
@@ -430,7 +555,7 @@ void start_session(Connection& c) {
   std::string_view key;
   if (group.method == upstream::Method::kHash ||
       group.method == upstream::Method::kConsistentHash) {
-    key = hash_key(c, group.hash_key);
+    key = hash_key(c, group.hash_key, orig);
   }
   s->balancer.init(group, *c.loop, conf->proxy_next_upstream_tries, key, c.peer_addr);
   s->balancer.attach(s->peer);

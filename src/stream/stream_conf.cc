@@ -51,17 +51,23 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     if (srv == nullptr) return Status::error("internal error: stream server without conf");
     if (srv->where.empty()) srv->where = child->where();
     if (srv->listens.empty()) return Status::error("no \"listen\" is defined for server" + child->where());
-    if (srv->proxy_pass.empty()) {
-      return Status::error("no handler for server: \"proxy_pass\" is missing" + child->where());
+    if (srv->has_return && !srv->proxy_pass.empty()) {
+      return Status::error("\"return\" and \"proxy_pass\" in one server" + child->where());
     }
-    const auto* set = child->find_set("proxy_pass");
-    auto group = fin.upstreams->find_or_add(srv->proxy_pass, 0, set ? set->where : srv->where);
-    if (!group) return group.status();
-    srv->upstream = group.value();
+    if (!srv->has_return) {
+      if (srv->proxy_pass.empty()) {
+        return Status::error("no handler for server: \"proxy_pass\" is missing" + child->where());
+      }
+      const auto* set = child->find_set("proxy_pass");
+      auto group = fin.upstreams->find_or_add(srv->proxy_pass, 0, set ? set->where : srv->where);
+      if (!group) return group.status();
+      srv->upstream = group.value();
+    }
     for (const StreamListen& l : srv->listens) {
       for (const StreamSrvConf* other : fin.servers) {
         for (const StreamListen& o : other->listens) {
-          if (o.addr_text == l.addr_text) {
+          // Port 0 (the kernel picks one per socket) never collides.
+          if (o.addr_text == l.addr_text && !l.addr_text.ends_with(":0")) {
             return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" +
                                  srv->where);
           }
@@ -104,6 +110,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
+  if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   return Status::ok();
 }
 
@@ -135,6 +142,23 @@ Module* make_stream_module() {
          srv.size(&StreamSrvConf::proxy_download_rate, 0));
   m->add("proxy_half_close", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_half_close, false));
+  m->add("return", kStreamSrvConf, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           conf.return_text = call.arg(0);
+           conf.has_return = true;
+           return Status::ok();
+         }));
+  m->add("set_real_ip_from", kAny, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           std::string error;
+           if (!parse_cidr_or_host(call.arg(0), conf.realip_from, error)) return call.error(error);
+           return Status::ok();
+         }))
+      .multiple = true;
+  m->add("proxy_protocol", kAny, Arity::on_off(),
+         srv.flag(&StreamSrvConf::proxy_protocol, false));
+  m->add("proxy_protocol_timeout", kAny, Arity::exactly(1),
+         srv.msec(&StreamSrvConf::proxy_protocol_timeout, 30000));
   m->add("proxy_next_upstream", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_next_upstream, true));
   m->add("proxy_next_upstream_tries", kAny, Arity::exactly(1),

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cidr.h"
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
@@ -59,6 +60,15 @@ struct StreamSrvConf {
   socklen_t bind_len = 0;
   bool bind_transparent = false;  // TCP_NODELAY on the client's and the upstream's sockets
   bool proxy_half_close = false;  // off: the first side's EOF ends the session (nginx)
+  // proxy_protocol: a PROXY protocol v1 header to the upstream first.
+  bool proxy_protocol = false;
+  // proxy_protocol_timeout: for reading the header on "listen ... proxy_protocol".
+  Msec proxy_protocol_timeout = 30000;
+  // set_real_ip_from: peers whose PROXY protocol header names the client.
+  std::vector<Cidr> realip_from;
+  // return: the text (with variables) sent instead of proxying.
+  std::string return_text;
+  bool has_return = false;
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   upstream::Group* upstream = nullptr;     // resolved once the block is read
   std::string where;

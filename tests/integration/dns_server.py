@@ -20,7 +20,8 @@ Names (any other name: NXDOMAIN):
   ttl0.test     A 127.0.0.1 with TTL 0 (never cached)
   half.test     A: SERVFAIL; AAAA ::1
   zc.test       A: no record; AAAA: CNAME a.test only
-  1.0.0.127.in-addr.arpa  PTR a.test
+  1.0.0.127.in-addr.arpa  PTR a.test (with the argument "ptr-dname": a
+                          DNAME owned by that name instead, no PTR)
 """
 
 import socket
@@ -28,7 +29,8 @@ import struct
 import sys
 import threading
 
-A, CNAME, PTR, AAAA = 1, 5, 12, 28
+A, CNAME, PTR, AAAA, DNAME = 1, 5, 12, 28, 39
+PTR_DNAME = "ptr-dname" in sys.argv[1:]
 TYPES = {A: "A", CNAME: "CNAME", PTR: "PTR", AAAA: "AAAA"}
 
 
@@ -99,6 +101,8 @@ def answers(name, qtype, transport):
             recs.append(rr("a.test", A, 60, ip4))
         return 0, recs, False, False
     if name == "1.0.0.127.in-addr.arpa" and qtype == PTR:
+        if PTR_DNAME:
+            return 0, [rr(name, DNAME, 60, encode_name("a.test"))], False, False
         return 0, [rr(name, PTR, 60, encode_name("a.test"))], False, False
     return 3, [], False, False
 

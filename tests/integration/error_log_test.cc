@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "integration/http_harness.h"
+#include "vigil/version.h"
 
 namespace vigil::test {
 namespace {
@@ -297,6 +298,39 @@ TEST_F(ErrorLog, MailServerLevel) {
   EXPECT_EQ(mail.find("connected to 127.0.0.1" + one), std::string::npos) << mail;
   EXPECT_EQ(server_.output().find("mail imap session of"), std::string::npos) << server_.output();
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// Every main-level error_log gets the start-up line, which names Vigil and
+// its version, not nginx (docs/compatibility.md: the "error global"
+// assertions of stream_error_log.t and mail_error_log.t look for
+// "nginx/<version>" there), with stream and mail blocks as with http.
+TEST_F(ErrorLog, EveryGlobalLogNamesVigilAtStart) {
+  for (const char* master : {"off", "on"}) {
+    VigilServer server;
+    ASSERT_TRUE(server.start_raw(
+        std::string("daemon off;\nmaster_process ") + master +
+            ";\nworker_processes 1;\nerror_log stderr info;\nerror_log logs/glob.log info;\n"
+            "error_log logs/glob2.log info;\npid logs/vigil.pid;\n"
+            "events { worker_connections 64; }\n"
+            "stream {\n server { listen 127.0.0.1:0; proxy_pass 127.0.0.1:1; }\n}\n"
+            "mail {\n auth_http 127.0.0.1:1/auth;\n"
+            " server { listen 127.0.0.1:0; protocol imap; }\n}\n",
+        "started"))
+        << server.output();
+    const std::string want = std::string("vigil/") + VIGIL_VERSION_STRING + " started";
+    for (const char* file : {"logs/glob.log", "logs/glob2.log"}) {
+      std::string text;
+      EXPECT_TRUE(wait_until(
+          [&] {
+            text = server.read(file);
+            return text.find(want) != std::string::npos;
+          },
+          3000))
+          << master << " " << file << ": " << text;
+      EXPECT_EQ(text.find("nginx/"), std::string::npos) << text;
+    }
+    EXPECT_EQ(server.stop(), 0);
+  }
 }
 
 }  // namespace

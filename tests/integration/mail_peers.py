@@ -67,6 +67,10 @@ class AuthHandler(BaseHTTPRequestHandler):
                     h.get("Auth-SSL-Fingerprint", "-"), cert_sha1))
             if pem and cert_sha1 != h.get("Auth-SSL-Fingerprint"):
                 user = "certificate mismatch"
+        if h.get("Proxy-Protocol-Addr"):
+            emit("AUTH-PP addr=%s port=%s server=%s:%s"
+                 % (h.get("Proxy-Protocol-Addr"), h.get("Proxy-Protocol-Port"),
+                    h.get("Proxy-Protocol-Server-Addr"), h.get("Proxy-Protocol-Server-Port")))
         ok = False
         if method in ("plain", "login") and user == "alice" and password == "secret":
             ok = True
@@ -260,9 +264,26 @@ def imap_login(port, tls=None, cert=None):
     m.logout()
 
 
+class ImapWithProxyHeader(imaplib.IMAP4):
+    """imaplib over a connection that starts with a PROXY protocol header."""
+    header = b""
+
+    def _create_socket(self, timeout):
+        sock = super()._create_socket(timeout)
+        sock.sendall(self.header)
+        return sock
+
+
 def scenario(name, port, args):
     if name == "imap":
         imap_login(port)
+    elif name == "imap_proxy_protocol":
+        # args: the header, with "\\r\\n" for its CRLF.
+        ImapWithProxyHeader.header = args[0].replace("\\r\\n", "\r\n").encode()
+        m = ImapWithProxyHeader("127.0.0.1", port)
+        typ, data = m.login("alice", "secret")
+        check(typ == "OK", "login %r" % (data,))
+        m.logout()
     elif name == "imap_ssl":
         imap_login(port, "ssl")
     elif name == "imap_starttls":

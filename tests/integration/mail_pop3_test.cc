@@ -44,12 +44,27 @@ TEST_F(MailPop3, CapaAndAuthList) {
   const std::string caps = "+OK Capability list follows\r\nTOP\r\nUSER\r\nSASL PLAIN LOGIN\r\n.\r\n";
   EXPECT_EQ(read_n(c.fd(), caps.size(), 3000), caps);
   ASSERT_TRUE(c.send("AUTH\r\n"));
-  const std::string list = "+OK methods supported:\r\nLOGIN\r\nPLAIN\r\n.\r\n";
+  // nginx's order, CAPA's too: PLAIN, LOGIN, CRAM-MD5, EXTERNAL.
+  const std::string list = "+OK methods supported:\r\nPLAIN\r\nLOGIN\r\n.\r\n";
   EXPECT_EQ(read_n(c.fd(), list.size(), 3000), list);
   ASSERT_TRUE(c.send("PASS before-user\r\n"));
   EXPECT_EQ(read_n(c.fd(), 22, 3000), "-ERR invalid command\r\n");
   ASSERT_TRUE(c.send("QUIT\r\n"));
   EXPECT_EQ(read_n(c.fd(), 100, 3000), "+OK\r\n");
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(MailPop3, AuthListsEveryMechanismInNginxsOrder) {
+  ASSERT_TRUE(start_pop3("  pop3_auth plain apop cram-md5 external;\n")) << server_.output();
+  Client c(server_.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send("AUTH\r\n"));
+  // apop is no SASL mechanism; plain brings LOGIN.
+  const std::string list =
+      "+OK methods supported:\r\nPLAIN\r\nLOGIN\r\nCRAM-MD5\r\nEXTERNAL\r\n.\r\n";
+  std::string got = read_n(c.fd(), 1024, 3000);
+  got.erase(0, got.find("+OK methods"));  // after the greeting
+  EXPECT_EQ(got, list);
   EXPECT_EQ(server_.stop(), 0);
 }
 

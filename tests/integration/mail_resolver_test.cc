@@ -54,6 +54,22 @@ TEST_F(MailResolver, AnUnansweredLookupIsTemporarilyUnavailable) {
       << server_.output();
 }
 
+// A reply whose only record for the reverse name is a DNAME (which renames
+// the names below its owner, not the owner: RFC 6672 §2.3) answers nothing:
+// a temporary failure, as nginx ends it, not "no such name".
+TEST_F(MailResolver, AReplyWithoutAPtrRecordIsTemporarilyUnavailable) {
+  Process dname({"python3", kDnsServer, "ptr-dname"});
+  ASSERT_TRUE(dname.wait_for_output("DNS ", 15000)) << dname.output();
+  std::smatch m;
+  const std::string out = dname.output();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("DNS (\\d+)"))) << out;
+  ASSERT_TRUE(start_smtp("  resolver 127.0.0.1:" + std::string(m[1]) + ";\n")) << server_.output();
+  expect_client("smtp", server_.port());
+  EXPECT_TRUE(peers_saw("client=127.0.0.1 host=[TEMPUNAVAIL]")) << peers_output();
+  EXPECT_TRUE(server_.wait_output("no PTR type in DNS response for \"1.0.0.127.in-addr.arpa\""))
+      << server_.output();
+}
+
 TEST_F(MailResolver, WithoutAResolverTheNameIsUnavailable) {
   ASSERT_TRUE(start_smtp("")) << server_.output();
   expect_client("smtp", server_.port());

@@ -33,6 +33,7 @@ class EventLoop;
 class Listening;
 class Log;
 struct TlsConnection;
+struct ProxyProtocolInfo;
 
 // >0 bytes, 0 EOF, kIoAgain (-2) would block, kIoError (-1) error (c.error set).
 using RecvFn = long (*)(Connection& c, char* buf, std::size_t size);
@@ -79,6 +80,9 @@ class Connection {
 
   Buf* buffer = nullptr;  // the protocol's read buffer: the protocol owns it
   TlsConnection* ssl = nullptr;  // TLS state (src/event/tls/tls.h); freed by close_connection
+  // The PROXY protocol header received before anything else, in the arena
+  // (src/event/proxy_protocol.h); null when the listener reads none.
+  ProxyProtocolInfo* proxy_protocol = nullptr;
   QueueNode queue;        // the pool's reusable (idle) list
 
   // Bumped by ConnectionPool::get on every reuse of the slot; backends tag

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "vigil/core/clock.h"
 #include "vigil/core/result.h"
 #include "vigil/event/event.h"
 
@@ -33,6 +34,11 @@ class Listening {
   bool deferred_accept = false;  // TCP_DEFER_ACCEPT
   bool reuseport = false;        // SO_REUSEPORT: one socket per worker
   bool ipv6only = true;
+  // "listen ... proxy_protocol": every accepted connection starts with a
+  // PROXY protocol header (src/event/proxy_protocol.h), read within
+  // proxy_protocol_timeout before `handler` is called.
+  bool proxy_protocol = false;
+  Msec proxy_protocol_timeout = 60000;
 
   Handler handler = nullptr;  // called with every accepted connection
   // The protocol's configuration for this address, not owned: it must live

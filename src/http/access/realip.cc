@@ -12,9 +12,11 @@
 // (before limit_req and limit_conn) with the location's, and acts once per
 // request, as nginx's.
 //
-// PROXY protocol: Vigil's HTTP listeners do not read it, so
-// "real_ip_header proxy_protocol" is accepted and never changes an address
-// (nginx's behaviour for a connection without PROXY data).
+// "real_ip_header proxy_protocol" takes the source address and port of the
+// PROXY protocol header read on a "listen ... proxy_protocol" address
+// (event/proxy_protocol.h), when the connection comes from a trusted
+// address; a connection without one (or whose header carried no address)
+// keeps its own.
 #include "http/access/realip.h"
 
 #include <arpa/inet.h>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "codec/tokens.h"
+#include "event/proxy_protocol.h"
 #include "http/access/access.h"
 #include "http/core/conf.h"
 #include "http/core/module.h"
@@ -222,7 +225,14 @@ int realip_handler(Request& r) {
   ForwardedAddr rc = ForwardedAddr::kDeclined;
   if (conf.source == RealIpSource::kXForwardedFor) {
     rc = forwarded_for(r, addr, conf.from, conf.recursive);
-  } else if (conf.source != RealIpSource::kProxyProtocol) {
+  } else if (conf.source == RealIpSource::kProxyProtocol) {
+    const ProxyProtocolInfo* pp = r.c->proxy_protocol;
+    if (pp != nullptr && pp->header.family != AF_UNSPEC &&
+        any_rule_matches(conf.from, r.c->peer_addr)) {
+      std::memcpy(&addr, &pp->header.src, sizeof addr);
+      rc = ForwardedAddr::kOk;
+    }
+  } else {
     const std::string_view name =
         conf.source == RealIpSource::kXRealIp ? std::string_view("x-real-ip") : conf.header;
     for (std::uint32_t i = 0; i < r.nfields; ++i) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
 #include "http/core/request.h"
@@ -32,7 +33,11 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
     ls->handler = init_connection;
     // An idle connection keeps the peer's address and its HttpConnection in
     // its arena, nothing else (buffers and requests come back to the worker).
-    ls->pool_size = kConnectionArenaSize + (l.ssl ? sizeof(TlsConnection) : 0);
+    ls->pool_size = kConnectionArenaSize + (l.ssl ? sizeof(TlsConnection) : 0) +
+                    (l.proxy_protocol ? sizeof(ProxyProtocolInfo) + 64 : 0);
+    // The PROXY protocol header is read within the default server's
+    // client_header_timeout (nginx's).
+    ls->proxy_protocol_timeout = addr->default_server->client_header_timeout;
     ls->servers = addr.get();
     out.push_back(std::move(ls));
   }

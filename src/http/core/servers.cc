@@ -159,15 +159,18 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
           return Status::error("a duplicate listen " + l.addr_text + l.where);
         }
         addr->listen.ssl = addr->listen.ssl || l.ssl;
+        addr->listen.proxy_protocol = addr->listen.proxy_protocol || l.proxy_protocol;
         if (l.has_options) {
           if (addr->listen.has_options) {
             return Status::error("duplicate listen options for " + l.addr_text + l.where);
           }
           const bool def = addr->listen.default_server;
           const bool ssl = addr->listen.ssl;
+          const bool proxy_protocol = addr->listen.proxy_protocol;
           addr->listen = l;
           addr->listen.default_server = def;
           addr->listen.ssl = ssl;
+          addr->listen.proxy_protocol = proxy_protocol;
         }
       }
       if (l.default_server) {

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "codec/head_writer.h"
 #include "http/core/request.h"
@@ -85,6 +86,17 @@ bool var_host(const Request& r, std::string_view, VarSink& s) {
 bool var_remote_addr(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr) return false;
   s.put(r.c->addr_text);
+  return true;
+}
+
+// $proxy_protocol_addr, $proxy_protocol_port, $proxy_protocol_server_addr,
+// $proxy_protocol_server_port: from the PROXY protocol header of a
+// "listen ... proxy_protocol" connection; not found without one.
+template <std::string_view ProxyProtocolInfo::*Field>
+bool var_proxy_protocol(const Request& r, std::string_view, VarSink& s) {
+  const ProxyProtocolInfo* pp = r.c != nullptr ? r.c->proxy_protocol : nullptr;
+  if (pp == nullptr) return false;
+  s.put(pp->*Field);
   return true;
 }
 
@@ -549,6 +561,10 @@ constexpr VarSpec kCoreVariables[] = {
     {"remote_addr", var_remote_addr},
     {"binary_remote_addr", var_binary_remote_addr},
     {"remote_port", var_remote_port},
+    {"proxy_protocol_addr", var_proxy_protocol<&ProxyProtocolInfo::src_addr>},
+    {"proxy_protocol_port", var_proxy_protocol<&ProxyProtocolInfo::src_port_text>},
+    {"proxy_protocol_server_addr", var_proxy_protocol<&ProxyProtocolInfo::dst_addr>},
+    {"proxy_protocol_server_port", var_proxy_protocol<&ProxyProtocolInfo::dst_port_text>},
     {"server_addr", var_server_addr},
     {"server_port", var_server_port},
     {"server_name", var_server_name},
