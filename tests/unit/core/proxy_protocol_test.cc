@@ -33,7 +33,9 @@ R parse(std::string_view in, ProxyProtocolHeader& h) {
   const char* reason = nullptr;
   R r = parse_proxy_protocol(in, h, reason);
   EXPECT_NE(reason, nullptr);
-  if (r == R::kError) EXPECT_STRNE(reason, "");
+  if (r == R::kError) {
+    EXPECT_STRNE(reason, "");
+  }
   return r;
 }
 
