@@ -308,6 +308,37 @@ TEST_F(ProxyErrors, InterceptedErrorThatClosesStillGetsItsErrorPage) {
   EXPECT_TRUE(c.closed_within(3000));
 }
 
+// The page of an intercepted error runs through the phases as any
+// error_page: its location's access rules apply (a denied page is 403), a
+// named location answers, and a proxied page is proxied (the first
+// backend's connection is let go first).
+TEST_F(ProxyErrors, InterceptedErrorPageRunsThroughThePhases) {
+  server_.write("html/closed.html", "secret\n");
+  Backend nf([](BackendConn& c, const BackendRequest& req) {
+    if (req.target == "/page") return c.send(backend_response(200, "proxied page\n"));
+    return c.send(backend_response(404, "backend's 404"));
+  });
+  ASSERT_TRUE(start("location /deny { proxy_pass http://" + nf.address() +
+                    "; proxy_intercept_errors on; error_page 404 /closed.html; }\n"
+                    "location = /closed.html { deny all; }\n"
+                    "location /named { proxy_pass http://" + nf.address() +
+                    "; proxy_intercept_errors on; error_page 404 @fallback; }\n"
+                    "location @fallback { return 200 \"named\\n\"; }\n"
+                    "location /prox { proxy_pass http://" + nf.address() +
+                    "; proxy_intercept_errors on; error_page 404 = /page; }\n"
+                    "location = /page { proxy_pass http://" + nf.address() + "; }"))
+      << server_.output();
+  Response r = request(simple_get("/deny"));
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.body.find("secret"), std::string::npos);
+  r = request(simple_get("/named"));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, "named\n");
+  r = request(simple_get("/prox"));
+  EXPECT_EQ(r.status, 200);  // "=": the page's own status
+  EXPECT_EQ(r.body, "proxied page\n");
+}
+
 TEST_F(ProxyErrors, ClientGoingAwayAbortsTheUpstreamRequest) {
   std::atomic<bool> saw_close{false};
   Backend slow([&](BackendConn& c, const BackendRequest&) {

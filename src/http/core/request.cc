@@ -500,11 +500,6 @@ bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool clo
     send_special(r, is_redirect(page.overwrite) ? page.overwrite : 302);
     return true;
   }
-  // A response of the upstream may still be attached to the request: the
-  // page is then served the short way, by the page's location's return or
-  // its files (a proxied or named page needs the phases, which start it).
-  const bool short_way = r.upstream != nullptr;
-  if (short_way && named) return false;
   // A redirect's Location stays for a page that sets none (nginx's does).
   r.headers_out.restart_for(status);
   r.body_offset = 0;
@@ -530,39 +525,13 @@ bool error_page_redirect(Request& r, const ErrorPage& page, int status, bool clo
     send_special(r, 500);
     return true;
   }
-  if (!short_way) {
-    r.uri_redirected = true;
-    r.uri_changed = false;
-    r.phase_step = r.srv->phases->start(HttpPhase::kServerRewrite);
-    run_phases(r);
-    return true;
-  }
-  const std::string_view uri = r.uri;
-  const LocationMatch m = match_location(r, uri);
-  r.loc = m.loc;
-  r.if_content = nullptr;
-  use_error_log(*r.c, *r.loc);
-  if (m.error) {
-    r.status = 0;
-    send_special(r, 500);
-    return true;
-  }
-  std::string_view ext;
-  if (auto slash = uri.rfind('/'), dot = uri.rfind('.');
-      dot != std::string_view::npos && dot > slash + 1) {
-    ext = uri.substr(dot + 1);
-  }
-  const int rc = m.redirect                           ? auto_redirect(r)
-                 : location_return(*r.loc) != nullptr ? send_return(r, ext)
-                                                      : static_handler(r, uri, ext);
-  if (rc == 0) return true;
-  if (rc == kPhaseJump) {  // an index file in another location
-    run_phases(r);
-    return true;
-  }
-  r.status = 0;
-  // The page's location answered with a status of its own: that one is sent.
-  if (rc >= 100) send_special(r, rc);
+  // Through the phases, as nginx's: the page's location checks its access
+  // rules and may proxy (a response of the upstream still attached, after
+  // proxy_intercept_errors, is let go when the next one starts).
+  r.uri_redirected = true;
+  r.uri_changed = false;
+  r.phase_step = r.srv->phases->start(HttpPhase::kServerRewrite);
+  run_phases(r);
   return true;
 }
 

@@ -356,6 +356,10 @@ void answer(Upstream& u, int status) {
 void answer_intercepted(Upstream& u, int status) {
   Request& r = *u.r;
   u.stage = Stage::kDone;
+  // The backend's body is not wanted: its connection goes now (the
+  // error_page runs through the phases and may wait), its head stays for
+  // $upstream_http_* until the request ends.
+  close_upstream(u, false);
   if (!r.body.done) r.lingering = true;
   r.read_event_handler = block_reading;
   r.write_event_handler = write_handler;
