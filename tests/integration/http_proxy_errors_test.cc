@@ -339,6 +339,23 @@ TEST_F(ProxyErrors, InterceptedErrorPageRunsThroughThePhases) {
   EXPECT_EQ(r.body, "proxied page\n");
 }
 
+// A body the proxy already read (request buffering off) is the page's
+// $request_body, not read a second time (nginx-tests'
+// proxy_request_buffering.t, "body in error page").
+TEST_F(ProxyErrors, InterceptedErrorPageSeesTheBodyAlreadyRead) {
+  Backend nf([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(404, "backend's 404"));
+  });
+  ASSERT_TRUE(start("proxy_request_buffering off;\n"
+                    "location /e { proxy_pass http://" + nf.address() +
+                    "; proxy_intercept_errors on; error_page 404 /page; }\n"
+                    "location = /page { return 200 \"[$request_body]\\n\"; }"))
+      << server_.output();
+  Response r = request("GET /e HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, "[0123456789]\n");
+}
+
 TEST_F(ProxyErrors, ClientGoingAwayAbortsTheUpstreamRequest) {
   std::atomic<bool> saw_close{false};
   Backend slow([&](BackendConn& c, const BackendRequest&) {

@@ -368,7 +368,10 @@ int read_request_body(Request& r) {
 }
 
 int discard_request_body(Request& r) {
-  if (r.body.discarded) return kPhaseNext;
+  // A body already taken (read by a handler before an internal redirect,
+  // an error_page after a proxied response) is not read again, as nginx's:
+  // what was not read of it closes the connection (r.lingering).
+  if (r.body.discarded || r.body.started) return kPhaseNext;
   // As nginx: whoever takes the body, to read or to throw away, first says
   // "100 Continue" to a client that asked, with a body or without one.
   if (!send_continue(r)) {
