@@ -647,6 +647,26 @@ TEST_F(ProxyRequest, VariablesFindAnImplicitGroup) {
 // the backend's Content-Type, Set-Cookie, Cache-Control... kept and its
 // other fields dropped, $upstream_http_* still readable; a location reached
 // so may proxy again; proxy_ignore_headers X-Accel-Redirect passes it by.
+// X-Accel-Limit-Rate: the backend sets this response's limit_rate (in bytes
+// per second; $limit_rate shows it), unless proxy_ignore_headers names it.
+TEST_F(ProxyRequest, XAccelLimitRate) {
+  Backend b([](BackendConn& c, const BackendRequest&) {
+    return c.send(backend_response(200, "body", "X-Accel-Limit-Rate: 65536\r\n"));
+  });
+  const std::string up = "http://" + b.address();
+  ASSERT_TRUE(start("location /on { proxy_pass " + up + "; add_header X-Rate $limit_rate; }\n"
+                    "location /off { proxy_pass " + up +
+                    "; proxy_ignore_headers X-Accel-Limit-Rate; add_header X-Rate $limit_rate; }\n"))
+      << server_.output();
+  Response r = request(simple_get("/on"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "body");
+  EXPECT_EQ(r.header("x-rate"), "65536");
+  EXPECT_EQ(r.header("x-accel-limit-rate"), "");  // hidden, as the other X-Accel-* fields
+  r = request(simple_get("/off"));
+  EXPECT_EQ(r.header("x-rate"), "0");
+}
+
 TEST_F(ProxyRequest, XAccelRedirect) {
   Backend b([](BackendConn& c, const BackendRequest& r) {
     if (r.target.starts_with("/second")) {

@@ -161,20 +161,23 @@ Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) 
   return Status::ok();
 }
 
-// proxy_ignore_headers field ...: nginx's names. Only X-Accel-Redirect
-// means anything here (the other X-Accel-* fields are not acted on anyway,
-// and Expires, Cache-Control, Set-Cookie and Vary only matter to a cache).
+// proxy_ignore_headers field ...: nginx's names. X-Accel-Redirect and
+// X-Accel-Limit-Rate mean something here (the other X-Accel-* fields are not
+// acted on anyway, and Expires, Cache-Control, Set-Cookie and Vary only
+// matter to a cache).
 Status set_ignore_headers(const DirectiveCall& call, ProxyConf& p) {
   static constexpr const char* kNames[] = {
       "X-Accel-Redirect", "X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering",
       "X-Accel-Charset",  "Expires",         "Cache-Control",      "Set-Cookie",
       "Vary"};
   p.ignore_accel_redirect = false;
+  p.ignore_accel_limit_rate = false;
   for (std::size_t i = 0; i < call.arg_count(); ++i) {
     bool known = false;
     for (const char* n : kNames) known = known || iequals(call.arg(i), n);
     if (!known) return call.invalid_value(i);
     if (iequals(call.arg(i), "X-Accel-Redirect")) p.ignore_accel_redirect = true;
+    if (iequals(call.arg(i), "X-Accel-Limit-Rate")) p.ignore_accel_limit_rate = true;
   }
   return Status::ok();
 }
@@ -284,7 +287,11 @@ const std::vector<Inherit>& inherited() {
       {"proxy_pass_request_body", VIGIL_COPY(pass_request_body)},
       {"proxy_hide_header", VIGIL_COPY(hide_headers)},
       {"proxy_pass_header", VIGIL_COPY(pass_headers)},
-      {"proxy_ignore_headers", VIGIL_COPY(ignore_accel_redirect)},
+      {"proxy_ignore_headers",
+       [](const ProxyConf& a, ProxyConf& b) {
+         b.ignore_accel_redirect = a.ignore_accel_redirect;
+         b.ignore_accel_limit_rate = a.ignore_accel_limit_rate;
+       }},
       {"proxy_connect_timeout", VIGIL_COPY(connect_timeout)},
       {"proxy_send_timeout", VIGIL_COPY(send_timeout)},
       {"proxy_read_timeout", VIGIL_COPY(read_timeout)},

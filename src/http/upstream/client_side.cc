@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/conf/values.h"
 #include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/request_vars.h"
@@ -219,6 +220,21 @@ bool safe_path(std::string_view path, char* out, std::size_t& n) {
 }
 
 }  // namespace
+
+void accel_limit_rate(Upstream& u) {
+  if (u.conf->ignore_accel_limit_rate) return;
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    if (!iequals(u.fields[i].name, "x-accel-limit-rate")) continue;
+    // As nginx's: bytes per second in decimal, for the rest of this
+    // response whatever location it ends in; anything else is ignored.
+    const auto v = parse_number(u.fields[i].value);
+    if (v && *v >= 0) {
+      u.r->limit_rate = static_cast<std::uint64_t>(*v);
+      u.r->limit_rate_set = true;
+    }
+    return;
+  }
+}
 
 bool accel_redirect(Upstream& u) {
   Request& r = *u.r;

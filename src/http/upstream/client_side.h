@@ -37,6 +37,9 @@ int read_client_body(Upstream& u);
 // the status send_header answered (500: out of memory).
 int send_client_head(Upstream& u, bool upgrade);
 
+// X-Accel-Limit-Rate in the backend's response (unless *_ignore_headers
+// names it): this response's limit_rate, in bytes per second.
+void accel_limit_rate(Upstream& u);
 // X-Accel-Redirect in the backend's response (unless *_ignore_headers
 // names it): the backend is let go, the fields nginx keeps for the new
 // response (Content-Type, Set-Cookie, Content-Disposition, Cache-Control,

@@ -54,6 +54,7 @@ struct UpstreamConf {
   std::vector<std::string> pass_headers;  // lower case
   // *_ignore_headers X-Accel-Redirect: the field is not acted on.
   bool ignore_accel_redirect = false;
+  bool ignore_accel_limit_rate = false;  // X-Accel-Limit-Rate
   Msec connect_timeout = 60000;
   Msec send_timeout = 60000;
   Msec read_timeout = 60000;

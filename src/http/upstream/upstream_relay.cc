@@ -86,6 +86,7 @@ void on_head(Upstream& u) {
     answer_intercepted(u, status);
     return;
   }
+  accel_limit_rate(u);
   if (accel_redirect(u)) return;
 
   if (u.resp.body == BodyKind::kNone ||
