@@ -1,5 +1,7 @@
 #include "stream/stream_conf.h"
 
+#include <cctype>
+
 #include <utility>
 
 #include "core/error_logs.h"
@@ -9,6 +11,35 @@
 namespace vigil::stream {
 
 namespace {
+
+// The variables stream `return` knows (proxy.cc fills them in); any other
+// is an error at load, as nginx's 'unknown "x" variable', rather than text
+// sent as written.
+Status check_return_variables(std::string_view text) {
+  static constexpr std::string_view kKnown[] = {
+      "binary_remote_addr",  "proxy_protocol_addr",        "proxy_protocol_port",
+      "proxy_protocol_server_addr", "proxy_protocol_server_port", "realip_remote_addr",
+      "realip_remote_port",  "remote_addr",                "remote_port",
+      "server_addr",         "server_port"};
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    std::string_view rest = text.substr(i + 1);
+    const bool braced = rest.starts_with('{');
+    if (braced) rest.remove_prefix(1);
+    std::size_t n = 0;
+    while (n < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[n])) != 0 || rest[n] == '_')) ++n;
+    const std::string_view name = rest.substr(0, n);
+    if (name.empty() || (braced && !rest.substr(n).starts_with('}'))) {
+      return Status::error("invalid variable name in \"" + std::string(text) + "\"");
+    }
+    bool known = false;
+    for (std::string_view k : kKnown) known = known || k == name;
+    if (!known) return Status::error("unknown \"" + std::string(name) + "\" variable");
+    i += n;
+  }
+  return Status::ok();
+}
+
 
 constexpr int kSrvSpec = 0;
 // add_directives' specs come next (the upstream blocks and their GroupSet),
@@ -144,6 +175,7 @@ Module* make_stream_module() {
          srv.flag(&StreamSrvConf::proxy_half_close, false));
   m->add("return", kStreamSrvConf, Arity::exactly(1),
          srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           if (Status st = check_return_variables(call.arg(0)); !st) return call.error(st.message());
            conf.return_text = call.arg(0);
            conf.has_return = true;
            return Status::ok();

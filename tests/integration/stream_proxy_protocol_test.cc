@@ -58,6 +58,19 @@ class StreamProxyProtocol : public ::testing::Test {
   }
 };
 
+// A variable stream `return` does not know is an error at load (nginx's
+// words), never text sent as written.
+TEST_F(StreamProxyProtocol, ReturnRefusesUnknownVariables) {
+  const auto fails = [&](const std::string& ret, const std::string& what) {
+    EXPECT_FALSE(server_.start_raw(
+        "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
+        "events {}\nstream {\n server {\n  listen 127.0.0.1:0;\n  return \"" + ret + "\";\n }\n}\n"));
+    EXPECT_NE(server_.output().find(what), std::string::npos) << server_.output();
+  };
+  fails("$ssl_session_reused", "unknown \"ssl_session_reused\" variable");
+  fails("${remote_addr", "invalid variable name");
+}
+
 TEST_F(StreamProxyProtocol, ReturnShowsTheHeaderOnItsListenerOnly) {
   ASSERT_TRUE(server_.start_raw(
       "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
