@@ -335,9 +335,11 @@ TEST_F(HttpRewrite, MapComputesOncePerRequest) {
 TEST(HttpMapConf, ErrorsNameTheFileAndLine) {
   VigilServer server;
   const auto fails = [&](const std::string& http, const std::string& what) {
-    EXPECT_FALSE(server.start(http + "\nserver { listen 127.0.0.1:" + std::to_string(free_port()) +
-                              "; }"));
-    EXPECT_NE(server.output().find(what), std::string::npos) << server.output();
+    server.write("conf/t.conf", "events {}\nhttp {\n" + http + "\nserver { listen 127.0.0.1:" +
+                                    std::to_string(free_port()) + "; }\n}\n");
+    const auto [rc, out] = run({kVigil, "-p", server.dir(), "-c", "conf/t.conf", "-t"});
+    EXPECT_NE(rc, 0) << http;
+    EXPECT_NE(out.find(what), std::string::npos) << out;
   };
   fails("map $uri $a { ~( x; }", "pcre2_compile() failed");
   fails("map $uri $a { default x; default y; }", "duplicate default map parameter");

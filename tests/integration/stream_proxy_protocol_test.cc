@@ -62,10 +62,11 @@ class StreamProxyProtocol : public ::testing::Test {
 // words), never text sent as written.
 TEST_F(StreamProxyProtocol, ReturnRefusesUnknownVariables) {
   const auto fails = [&](const std::string& ret, const std::string& what) {
-    EXPECT_FALSE(server_.start_raw(
-        "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
-        "events {}\nstream {\n server {\n  listen 127.0.0.1:0;\n  return \"" + ret + "\";\n }\n}\n"));
-    EXPECT_NE(server_.output().find(what), std::string::npos) << server_.output();
+    server_.write("conf/t.conf", "events {}\nstream {\n server {\n  listen 127.0.0.1:0;\n  return \"" +
+                                     ret + "\";\n }\n}\n");
+    const auto [rc, out] = run({kVigil, "-p", server_.dir(), "-c", "conf/t.conf", "-t"});
+    EXPECT_NE(rc, 0) << ret;
+    EXPECT_NE(out.find(what), std::string::npos) << out;
   };
   fails("$ssl_session_reused", "unknown \"ssl_session_reused\" variable");
   fails("${remote_addr", "invalid variable name");
