@@ -260,6 +260,14 @@ class VigilServer : public ServerProcess {
   std::string output() { return log(); }
 };
 
+// `vigil -t` on a configuration whose http block is `http` and one server
+// on a free port, written into s's prefix: the exit code and the output.
+inline std::pair<int, std::string> check_http_conf(VigilServer& s, const std::string& http) {
+  s.write("conf/t.conf", "events {}\nhttp {\n" + http + "\nserver { listen 127.0.0.1:" +
+                             std::to_string(free_port()) + "; }\n}\n");
+  return run({kVigil, "-p", s.dir(), "-c", "conf/t.conf", "-t"});
+}
+
 // One request on a fresh connection.
 inline Response get(int port, const std::string& request, bool head_only = false) {
   Client c(port);

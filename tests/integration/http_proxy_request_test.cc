@@ -633,11 +633,11 @@ TEST_F(ProxyRequest, VariablesFindAnImplicitGroup) {
   Backend b;
   const std::string port = std::to_string(b.port());
   ASSERT_TRUE(start("location /fixed { proxy_pass http://localhost:" + port + "; }\n"
-                    "location /var { proxy_pass http://$arg_b/stub; }\n"))
+                    "location /var { proxy_pass http://$arg_b/target; }\n"))
       << server_.output();
   Response r = request(simple_get("/var?b=localhost:" + port));
   EXPECT_EQ(r.status, 200) << server_.output();
-  EXPECT_EQ(r.body, "backend GET /stub");
+  EXPECT_EQ(r.body, "backend GET /target");
   // Another port of the same name has no group and no resolver.
   EXPECT_EQ(request(simple_get("/var?b=localhost:1")).status, 502);
 }

@@ -335,9 +335,7 @@ TEST_F(HttpRewrite, MapComputesOncePerRequest) {
 TEST(HttpMapConf, ErrorsNameTheFileAndLine) {
   VigilServer server;
   const auto fails = [&](const std::string& http, const std::string& what) {
-    server.write("conf/t.conf", "events {}\nhttp {\n" + http + "\nserver { listen 127.0.0.1:" +
-                                    std::to_string(free_port()) + "; }\n}\n");
-    const auto [rc, out] = run({kVigil, "-p", server.dir(), "-c", "conf/t.conf", "-t"});
+    const auto [rc, out] = check_http_conf(server, http);
     EXPECT_NE(rc, 0) << http;
     EXPECT_NE(out.find(what), std::string::npos) << out;
   };
