@@ -7,9 +7,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -45,6 +47,21 @@ inline long long ms_left(std::chrono::steady_clock::time_point deadline) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                std::chrono::steady_clock::now())
       .count();
+}
+
+// A blocking connection to the unix-domain socket at `path`; -1 on failure.
+inline int connect_unix(const std::string& path) {
+  sockaddr_un sun{};
+  if (path.size() >= sizeof sun.sun_path) return -1;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd == -1) return -1;
+  sun.sun_family = AF_UNIX;
+  std::memcpy(sun.sun_path, path.data(), path.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) == -1) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // A blocking TCP connection to 127.0.0.1:port; -1 on failure.

@@ -50,6 +50,11 @@ bool parse_network(std::string_view text, Cidr& c) {
 
 bool parse_cidr_or_host(std::string_view text, std::vector<Cidr>& out, std::string& error) {
   Cidr c;
+  if (text == "unix:") {
+    c.family = AF_UNIX;  // every unix-domain peer
+    out.push_back(c);
+    return true;
+  }
   if (parse_network(text, c)) {
     out.push_back(c);
     return true;
@@ -100,6 +105,11 @@ bool cidr_match(const std::vector<Cidr>& list, const sockaddr* sa) {
       family = AF_INET;
       a += 12;
     }
+  } else if (family == AF_UNIX) {
+    for (const Cidr& c : list) {
+      if (c.family == AF_UNIX) return true;
+    }
+    return false;
   } else {
     return false;
   }

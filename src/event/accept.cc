@@ -166,7 +166,12 @@ std::size_t accept_connections(Event& ev) {
     c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
     c->local_addrlen = ls->addrlen;
 
-    if (ls->tcp_nodelay && sa.ss_family != AF_UNIX) {
+    if (sa.ss_family == AF_UNIX) {
+      // No TCP options on a unix-domain socket (nginx's "disabled" state):
+      // keep-alive and tcp_nopush leave it alone.
+      c->tcp_nodelay = 2;
+      c->tcp_nopush = 2;
+    } else if (ls->tcp_nodelay) {
       int one = 1;
       if (::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == -1) {
         VIGIL_LOG(log, kAlert, errno, "setsockopt(TCP_NODELAY) failed");

@@ -10,6 +10,7 @@ namespace {
 // "host:first-last" (a port range): the two ports and the text before them;
 // false when `text` names one port.
 bool split_range(std::string_view text, std::string_view& host, int& first, int& last) {
+  if (text.starts_with("unix:")) return false;  // a path: any '-' is its own
   const std::size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || text.find(']', colon) != std::string_view::npos) {
     return false;
@@ -80,6 +81,10 @@ Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
     } else {
       return call.error("invalid parameter \"" + a + "\"");
     }
+  }
+  if (l.reuseport && l.text.starts_with("unix:")) {
+    // One path is one socket: the workers cannot each bind a copy.
+    return call.error("reuseport is not supported for the unix domain socket \"" + l.text + "\"");
   }
   std::string_view host;
   int first = 0;

@@ -1,7 +1,7 @@
 #pragma once
 // The "listen" directive's arguments, shared by every protocol module
 // (http, stream): an address and the socket options nginx accepts after it.
-//   listen address:port[-port] [ssl] [reuseport] [deferred] [bind] [backlog=N]
+//   listen address:port[-port] | unix:path [ssl] [reuseport] [deferred] [bind] [backlog=N]
 //          [rcvbuf=size] [sndbuf=size] [ipv6only=on|off] [so_keepalive=on|off]
 //          [proxy_protocol] [default_server];
 

@@ -5,9 +5,12 @@
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 
@@ -74,12 +77,47 @@ Status set_int_option(int fd, int level, int name, int value, const char* what,
 
 }  // namespace
 
+// "unix:/path": a unix-domain stream socket at that path.
+Status Listening::set_unix_address(std::string_view text) {
+  const std::string_view path = text.substr(5);
+  sockaddr_un sun{};
+  if (path.empty()) return Status::error("no path in the unix domain socket " + quoted(text));
+  if (path.size() >= sizeof sun.sun_path) {
+    return Status::error("too long path in the unix domain socket " + quoted(text));
+  }
+  if (path.find('\0') != std::string_view::npos) {
+    return Status::error("invalid path in the unix domain socket " + quoted(text));
+  }
+  sun.sun_family = AF_UNIX;
+  std::memcpy(sun.sun_path, path.data(), path.size());
+  addr = {};
+  std::memcpy(&addr, &sun, sizeof sun);
+  addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  addr_text = std::string(text);
+  return Status::ok();
+}
+
+std::string_view Listening::unix_path() const {
+  if (addr.ss_family != AF_UNIX) return {};
+  const char* path = reinterpret_cast<const sockaddr_un*>(&addr)->sun_path;
+  return {path, ::strnlen(path, sizeof(sockaddr_un::sun_path))};
+}
+
+void Listening::remove_unix_file() const {
+  const std::string_view path = unix_path();
+  if (path.empty() || path.front() != '/') return;  // nothing on disk (abstract or relative)
+  if (::unlink(std::string(path).c_str()) == -1 && errno != ENOENT && log != nullptr) {
+    VIGIL_LOG(*log, kCrit, errno, "unlink() %s failed", addr_text.c_str());
+  }
+}
+
 Status Listening::set_address(std::string_view text) {
   std::string_view host;
   std::string_view port_text;
   bool bracketed = false;
 
   if (text.empty()) return Status::error("empty listen address");
+  if (text.starts_with("unix:")) return set_unix_address(text);
 
   if (all_digits(text)) {
     // "8080": every IPv4 address, as nginx's "listen 8080".
@@ -186,8 +224,12 @@ Status Listening::open(int tries) {
     return st;
   };
 
-  Status st = set_int_option(s, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR", addr_text);
-  if (!st) return fail(std::move(st));
+  const bool unix_socket = family == AF_UNIX;
+  Status st = Status::ok();
+  if (!unix_socket) {
+    st = set_int_option(s, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR", addr_text);
+    if (!st) return fail(std::move(st));
+  }
   if (reuseport) {
     st = set_int_option(s, SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT", addr_text);
     if (!st) return fail(std::move(st));
@@ -220,7 +262,23 @@ Status Listening::open(int tries) {
     sleep_ms(kBindRetryMs);
   }
 
-  if (::listen(s, backlog) != 0) return fail(Status::sys("listen() to " + addr_text));
+  if (unix_socket) {
+    // Workers run as another user (nobody): the socket file is made
+    // writable for everyone, as nginx's; who may connect is the
+    // directory's business.
+    const std::string path(unix_path());
+    if (::chmod(path.c_str(), 0666) == -1) {
+      Status cs = Status::sys("chmod() \"" + path + "\"");
+      remove_unix_file();
+      return fail(std::move(cs));
+    }
+  }
+
+  if (::listen(s, backlog) != 0) {
+    Status ls = Status::sys("listen() to " + addr_text);
+    remove_unix_file();
+    return fail(std::move(ls));
+  }
 
   // Port 0 asked the kernel for a port: record the one it gave, so the
   // address logged ("listening on 127.0.0.1:41235") is the one clients use,
@@ -228,7 +286,7 @@ Status Listening::open(int tries) {
   in_port_t* bound_port = addr.ss_family == AF_INET6
                               ? &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
                               : &reinterpret_cast<sockaddr_in*>(&addr)->sin_port;
-  if (*bound_port == 0) {
+  if (!unix_socket && *bound_port == 0) {
     sockaddr_storage got{};
     socklen_t got_len = sizeof got;
     if (::getsockname(s, reinterpret_cast<sockaddr*>(&got), &got_len) != 0) {
@@ -239,7 +297,7 @@ Status Listening::open(int tries) {
     addr_text = addr_text.substr(0, addr_text.rfind(':') + 1) + std::to_string(ntohs(*bound_port));
   }
 
-  if (deferred_accept) {
+  if (deferred_accept && !unix_socket) {
     st = set_int_option(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, kDeferAcceptSeconds, "TCP_DEFER_ACCEPT",
                         addr_text);
     if (!st) return fail(std::move(st));

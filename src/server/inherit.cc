@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,6 +35,10 @@ std::string address_text(const sockaddr_storage& ss) {
     ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
     return "[" + std::string(host) + "]:" + std::to_string(ntohs(a.sin6_port));
   }
+  if (ss.ss_family == AF_UNIX) {
+    const auto& a = reinterpret_cast<const sockaddr_un&>(ss);
+    return "unix:" + std::string(a.sun_path, ::strnlen(a.sun_path, sizeof a.sun_path));
+  }
   return "unix";
 }
 
@@ -45,15 +50,16 @@ int int_option(int fd, int level, int name) {
 }
 
 // A Listening describing the socket `fd` already is; null (fd closed) when it
-// is not a listening TCP socket.
+// is not a listening stream socket (TCP or unix-domain).
 std::unique_ptr<Listening> describe(int fd, Log& log) {
   auto ls = std::make_unique<Listening>();
   socklen_t len = sizeof ls->addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ls->addr), &len) == -1 ||
-      (ls->addr.ss_family != AF_INET && ls->addr.ss_family != AF_INET6) ||
+      (ls->addr.ss_family != AF_INET && ls->addr.ss_family != AF_INET6 &&
+       ls->addr.ss_family != AF_UNIX) ||
       int_option(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
       int_option(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) {
-    VIGIL_LOG(log, kAlert, errno, "inherited descriptor %d is not a listening TCP socket, closed",
+    VIGIL_LOG(log, kAlert, errno, "inherited descriptor %d is not a listening stream socket, closed",
               fd);
     (void)::close(fd);
     return nullptr;

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cstring>
 #include <string>
@@ -30,6 +31,11 @@ bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
     const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
     return x.sin6_port == y.sin6_port &&
            std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+  }
+  if (a.ss_family == AF_UNIX) {
+    const auto& x = reinterpret_cast<const sockaddr_un&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_un&>(b);
+    return std::strncmp(x.sun_path, y.sun_path, sizeof x.sun_path) == 0;
   }
   return false;
 }
@@ -75,7 +81,7 @@ void apply_changed_options(Listening& now, const Listening& before, Log& log) {
 
 bool same_listener(const Listening& a, int a_worker, const Listening& b, int b_worker) {
   // Port 0 asks the kernel for any port: a new one every time.
-  if (port_value(a.addr) == 0) return false;
+  if (a.addr.ss_family != AF_UNIX && port_value(a.addr) == 0) return false;
   return a_worker == b_worker && a.reuseport == b.reuseport && a.ipv6only == b.ipv6only &&
          same_address(a.addr, b.addr);
 }
@@ -126,7 +132,10 @@ Status ListenerSet::open(ListenerSet* previous, int tries, Log& log) {
   std::vector<bool> taken(previous ? previous->entries_.size() : 0, false);
   std::vector<Listening*> opened;
   auto undo = [&opened](Status s) {
-    for (Listening* ls : opened) ls->close();
+    for (Listening* ls : opened) {
+      ls->remove_unix_file();
+      ls->close();
+    }
     return s;
   };
 
@@ -176,6 +185,13 @@ Status ListenerSet::open(ListenerSet* previous, int tries, Log& log) {
 void ListenerSet::close_all() {
   for (ListenerEntry& e : entries_) {
     if (e.ls) e.ls->close();
+  }
+}
+
+void ListenerSet::remove_unix_files() const {
+  for (const ListenerEntry& e : entries_) {
+    // Only a socket still held: one handed on to a new cycle was moved out.
+    if (e.ls && e.ls->fd != -1) e.ls->remove_unix_file();
   }
 }
 

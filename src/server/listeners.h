@@ -48,6 +48,11 @@ class ListenerSet {
 
   // Closes every descriptor still held.
   void close_all();
+  // Unlinks the files of the unix-domain sockets still held (before
+  // close_all(), when they are given up for good, as nginx's master does:
+  // at its exit unless a new binary took them, and on a reload for those
+  // the new configuration does not name).
+  void remove_unix_files() const;
   // In a worker after fork: closes the other workers' reuseport clones, so a
   // socket the master closes later is really closed (its queue not orphaned).
   void close_others(int worker);

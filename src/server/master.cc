@@ -407,7 +407,12 @@ void Master::stop(bool graceful) {
   }
   for (Child& c : children_) c.retiring = true;
   // The workers hold their own copies; ours would only keep the sockets
-  // accepting into queues nobody will read.
+  // accepting into queues nobody will read. The files of unix-domain
+  // sockets go too, unless another master still uses them: the new binary
+  // of an upgrade, or the old master of an upgrade given up (this process
+  // is still its child).
+  const bool shared = new_binary_ != 0 || (upgrade_parent_ != 0 && ::getppid() == upgrade_parent_);
+  if (!shared) cycle_->listeners.remove_unix_files();
   cycle_->listeners.close_all();
 }
 
@@ -449,7 +454,8 @@ void Master::reload() {
   std::unique_ptr<Cycle> old = std::exchange(cycle_, std::move(made).value());
   // What the new cycle did not take over is closed before the fork, so the
   // new workers do not inherit it; the old workers keep their copies until
-  // they stop.
+  // they stop. A unix-domain socket not configured any more loses its file.
+  old->listeners.remove_unix_files();
   old->listeners.close_all();
 
   const std::string& pid_path = cycle_->conf->core().pid_path;
@@ -484,8 +490,9 @@ void Master::reload() {
 
 }  // namespace master_detail
 
-int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log) {
-  master_detail::Master master(std::move(cycle), options, log);
+int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log,
+               bool upgraded) {
+  master_detail::Master master(std::move(cycle), options, log, upgraded ? ::getppid() : 0);
   return master.run();
 }
 

@@ -26,6 +26,8 @@ struct Cycle;
 
 // Runs the master until it is stopped; returns the process exit code. Writes
 // the pid file (and moves it if a reload changes `pid`), removes it at exit.
-int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log);
+// `upgraded`: started by an old master's USR2, which is this process's parent.
+int run_master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log,
+               bool upgraded = false);
 
 }  // namespace vigil

@@ -42,8 +42,10 @@ inline constexpr int kMasterSignals[] = {SIGCHLD, SIGALRM, SIGTERM, SIGINT,  SIG
 
 class Master {
  public:
-  Master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log)
-      : cycle_(std::move(cycle)), options_(options), log_(log) {}
+  // `upgrade_parent`: the old master that started this one (USR2), or 0.
+  Master(std::unique_ptr<Cycle> cycle, const ConfLoadOptions& options, Log& log,
+         pid_t upgrade_parent = 0)
+      : cycle_(std::move(cycle)), options_(options), log_(log), upgrade_parent_(upgrade_parent) {}
   ~Master();
   Master(const Master&) = delete;
   Master& operator=(const Master&) = delete;
@@ -102,6 +104,7 @@ class Master {
   bool killed_ = false;
   bool failed_ = false;       // every worker could not start: exit non-zero
   pid_t new_binary_ = 0;      // the master started by USR2, while it runs
+  pid_t upgrade_parent_ = 0;  // the old master that started this one, or 0
   bool noaccepting_ = false;  // WINCH stopped the workers; HUP starts them again
   std::int64_t kill_at_ = 0;
   bool slot_used_[kMaxWorkers] = {};

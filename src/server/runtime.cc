@@ -57,6 +57,7 @@ int run_single(Cycle& cycle, Log& log) {
     VIGIL_LOG(log, kAlert, s.err(), "%s", s.message().c_str());
   }
   const int rc = run_worker(ctx, log);
+  cycle.listeners.remove_unix_files();
   remove_pid_file(pid_path, pid);
   return rc == 0 ? 0 : 1;
 }
@@ -97,7 +98,7 @@ int run_server(std::unique_ptr<Configuration> conf, const ConfLoadOptions& optio
   if (daemon && !upgraded) {
     if (Status s = daemonize(); !s) return fail(log, s);
   }
-  if (cycle->master) return run_master(std::move(cycle), options, log);
+  if (cycle->master) return run_master(std::move(cycle), options, log, upgraded);
   return run_single(*cycle, log);
 }
 

@@ -87,6 +87,8 @@ inline void parse_response_head(Response& r) {
 class Client {
  public:
   explicit Client(int port) : fd_(connect_loopback(port)) {}
+  // A client of the unix-domain socket at `unix_path`.
+  explicit Client(const std::string& unix_path) : fd_(connect_unix(unix_path)) {}
   ~Client() { close(); }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

@@ -97,6 +97,8 @@ class Connection {
   unsigned reusable : 1 = 0;  // may be closed when the pool runs short
   unsigned close : 1 = 0;     // close it as soon as the handler sees this
   unsigned shared : 1 = 0;    // fd not ours: close_connection neither unregisters nor closes it
+  // TCP_NODELAY / TCP_CORK: 0 not set, 1 set, 2 not applicable (a
+  // unix-domain socket).
   unsigned tcp_nodelay : 2 = 0;
   unsigned tcp_nopush : 2 = 0;
   unsigned ring : 1 = 0;  // recv/send go through the backend's io_uring (Backend::init_io)

@@ -56,8 +56,14 @@ class Listening {
   Connection* connection = nullptr;
   bool inherited = false;  // received from the previous master (reload)
 
-  // Parses "127.0.0.1:8080", "[::1]:8080", "*:8080", "8080" into addr/addr_text.
+  // Parses "127.0.0.1:8080", "[::1]:8080", "*:8080", "8080" or
+  // "unix:/path" into addr/addr_text.
   Status set_address(std::string_view text);
+  // The path of a unix-domain listener; empty for any other.
+  std::string_view unix_path() const;
+  // Unlinks the socket file of a unix-domain listener (its master, when the
+  // socket is given up for good: not on a binary upgrade).
+  void remove_unix_file() const;
   // socket(), SO_REUSEADDR (+ SO_REUSEPORT), bind() (retried `tries` times,
   // 500 ms apart, on EADDRINUSE), listen(). Leaves fd nonblocking, close-on-exec.
   // On port 0 the kernel's choice is written back into addr and addr_text.
@@ -65,6 +71,9 @@ class Listening {
   void close();
   // The port actually bound (after binding port 0).
   int port() const;
+
+ private:
+  Status set_unix_address(std::string_view text);
 };
 
 }  // namespace vigil

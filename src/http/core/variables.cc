@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -55,6 +56,17 @@ bool server_addr(const Request& r, char* text, std::size_t cap, std::size_t& len
   sockaddr_storage ss{};
   const sockaddr* sa = c->local_addr;
   bool wildcard = false;
+  if (sa->sa_family == AF_UNIX) {
+    // "unix:/path", as nginx's.
+    const char* path = reinterpret_cast<const sockaddr_un*>(sa)->sun_path;
+    const std::size_t n = ::strnlen(path, sizeof(sockaddr_un::sun_path));
+    if (n + 6 > cap) return false;
+    std::memcpy(text, "unix:", 5);
+    std::memcpy(text + 5, path, n);
+    text[n + 5] = '\0';
+    len = n + 5;
+    return true;
+  }
   if (sa->sa_family == AF_INET) {
     wildcard = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
   } else if (sa->sa_family == AF_INET6) {
@@ -124,7 +136,7 @@ bool var_remote_port(const Request& r, std::string_view, VarSink& s) {
 }
 
 bool var_server_addr(const Request& r, std::string_view, VarSink& s) {
-  char text[INET6_ADDRSTRLEN];
+  char text[128];  // an IPv6 address, or "unix:" and a socket path (up to 107 bytes)
   std::size_t len = 0;
   if (!server_addr(r, text, sizeof text, len)) return false;
   s.put({text, len});
@@ -133,7 +145,8 @@ bool var_server_addr(const Request& r, std::string_view, VarSink& s) {
 
 bool var_server_port(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr || r.c->local_addr == nullptr) return false;
-  s.put_uint(port_of(r.c->local_addr));
+  // A unix-domain listener has no port: empty, as nginx's.
+  if (const std::uint16_t port = port_of(r.c->local_addr); port != 0) s.put_uint(port);
   return true;
 }
 
