@@ -4,7 +4,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,10 +124,7 @@ void start_relay(Session& s) {
   std::string().swap(s.auth_req);
   std::string().swap(s.auth_resp);
   std::string().swap(s.pending_error);
-  int on = 1;
-  if (u.peer_addr == nullptr || u.peer_addr->sa_family != AF_UNIX) {
-    (void)::setsockopt(u.fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  }
+  // No TCP_NODELAY towards the backend either (see protocol.cc).
   u.read->handler = relay_handler;
   u.write->handler = relay_handler;
   c.read->handler = relay_handler;
