@@ -7,7 +7,8 @@
 # medians of requests/s and of the server's CPU per request, and the bytes on
 # the wire per response (head and coded body with its chunk framing), each
 # body checked to decode to the page (gzip with gunzip, br with python's
-# decoder when there is one, zstd with the zstd tool).
+# decoder when there is one, zstd with the zstd tool). The page fits in the
+# default gzip_buffers, so the gzip rows are libdeflate's whole-body path.
 #
 #   bench/load/brotli.sh [ROUNDS [SECONDS]]     (default 3 rounds of 5 s)
 #

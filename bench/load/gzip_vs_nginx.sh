@@ -6,7 +6,8 @@
 # "Accept-Encoding: gzip", alternately: for each level and round, nginx then
 # Vigil. Reports the medians of requests/s and of the server's CPU per
 # request, and the bytes on the wire per response (head and coded body, as
-# curl receives them) for both.
+# curl receives them) for both. The page fits in the default gzip_buffers
+# (32 x 4k), so Vigil compresses it whole with libdeflate, nginx with zlib.
 #
 #   bench/load/gzip_vs_nginx.sh [ROUNDS [SECONDS]]     (default 3 rounds of 5 s)
 #

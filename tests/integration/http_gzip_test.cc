@@ -1,8 +1,10 @@
 // gzip, gzip_static and gunzip over real sockets: what the head says, and a
 // body that zlib (in the test) decodes back to the file or the proxied
 // response, for static files (sendfile on and off, small and large), proxied
-// responses, and each directive's effect.
+// responses, and each directive's effect; which coder (zlib streaming or
+// libdeflate on a whole body) made a body, told by its bytes.
 #include <gtest/gtest.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include <initializer_list>
@@ -354,6 +356,146 @@ TEST_F(HttpGzip, GunzipDecodesForClientsWithoutGzip) {
   EXPECT_FALSE(r.complete);
   EXPECT_TRUE(server_.wait_output("inflate() failed"));
   EXPECT_EQ(request("/g/t.txt").body, text);
+}
+
+// ---- a whole body through libdeflate -------------------------------------------------
+
+// What libdeflate makes of `in` at `level` (the whole-body path's output).
+std::string libdeflate_gzip(const std::string& in, int level) {
+  libdeflate_compressor* c = libdeflate_alloc_compressor(level);
+  if (c == nullptr) return "<no libdeflate>";
+  std::string out(libdeflate_gzip_compress_bound(c, in.size()), '\0');
+  out.resize(libdeflate_gzip_compress(c, in.data(), in.size(), out.data(), out.size()));
+  libdeflate_free_compressor(c);
+  return out;
+}
+
+// What zlib's deflate makes of `in` at `level` with the window and memory
+// level the filter gives a body of that length (the streaming path's output:
+// zlib's bytes do not depend on how its input and output are cut).
+std::string zlib_gzip(const std::string& in, int level) {
+  int wbits = MAX_WBITS;
+  int memlevel = MAX_MEM_LEVEL - 1;
+  const auto n = static_cast<long long>(in.size());
+  if (n > 0) {
+    while (n < (1LL << (wbits - 1)) - 262) {
+      --wbits;
+      --memlevel;
+    }
+    if (memlevel < 1) memlevel = 1;
+  }
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, wbits + 16, memlevel, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return "<no zlib>";
+  }
+  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return rc == Z_STREAM_END ? out : "<zlib failed>";
+}
+
+// gzip_buffers 4 4k: bodies up to 16 KiB are compressed whole (libdeflate at
+// levels 1..7), longer ones stream through zlib, as do levels 8 and 9 and
+// bodies too short for libdeflate to win. Every body decodes to the file;
+// which coder made it shows in its bytes (the two make different streams).
+TEST_F(HttpGzip, WholeBodiesUpToGzipBuffersGoThroughLibdeflate) {
+  std::string locations;
+  for (int level : {1, 7, 9}) {
+    for (const char* sendfile : {"on", "off"}) {
+      locations += "location /l" + std::to_string(level) + sendfile + "/ { gzip_comp_level " +
+                   std::to_string(level) + "; sendfile " + sendfile + "; }\n";
+    }
+  }
+  ASSERT_TRUE(start("gzip on; gzip_vary on; gzip_min_length 0; gzip_buffers 4 4k;\n" + locations))
+      << server_.output();
+  constexpr std::size_t kCap = 4 * 4096;
+  const std::size_t sizes[] = {0, 1, kCap - 1, kCap, kCap + 1, 3 * kCap};
+  for (int level : {1, 7, 9}) {
+    for (const char* sendfile : {"on", "off"}) {
+      const std::string dir = "l" + std::to_string(level) + sendfile;
+      for (std::size_t size : sizes) {
+        const std::string body = page(size);
+        const std::string name = std::to_string(size) + ".html";
+        server_.write("html/" + dir + "/" + name, body);
+        const std::string where = "/" + dir + "/" + name;
+        Response r = request(where, kAe);
+        ASSERT_TRUE(r.complete) << where;
+        EXPECT_EQ(r.status, 200) << where;
+        EXPECT_EQ(r.header("content-encoding"), "gzip") << where;
+        EXPECT_EQ(r.header("transfer-encoding"), "chunked") << where;
+        EXPECT_FALSE(r.has("content-length")) << where;
+        EXPECT_EQ(r.header("vary"), "Accept-Encoding") << where;
+        EXPECT_EQ(r.header("etag").substr(0, 3), "W/\"") << where;
+        EXPECT_EQ(gunzip(r.body), body) << where;
+        const bool whole = level <= 7 && size >= 8192 && size <= kCap;
+        if (whole) {
+          EXPECT_EQ(r.body, libdeflate_gzip(body, level)) << where << ": compressed whole";
+          EXPECT_NE(r.body, zlib_gzip(body, level)) << where;
+        } else {
+          EXPECT_EQ(r.body, zlib_gzip(body, level)) << where << ": streamed through zlib";
+        }
+        // HEAD: the head a GET gets, no body.
+        Response h = get(port_, "HEAD " + where + " HTTP/1.1\r\nHost: x\r\n" + kAe + "\r\n", true);
+        EXPECT_EQ(h.status, 200) << where;
+        EXPECT_EQ(h.header("content-encoding"), "gzip") << where;
+        EXPECT_EQ(h.header("vary"), "Accept-Encoding") << where;
+        EXPECT_FALSE(h.has("content-length")) << where;
+        EXPECT_EQ(h.header("etag"), r.header("etag")) << where;
+      }
+    }
+  }
+}
+
+// The default gzip_buffers (32 4k): the benchmark's 100 KiB page whole,
+// 200 KiB streamed; a Range still gets the whole coded body; keep-alive
+// requests on one connection reuse the worker's compressor and buffers; a
+// body made in memory (return) is compressed whole too.
+TEST_F(HttpGzip, WholeBodyLimitFollowsGzipBuffersAndMemoryBodies) {
+  const std::string text = page(3000);
+  std::string flat = text;
+  for (char& ch : flat) {
+    if (ch == '\n') ch = ' ';
+  }
+  ASSERT_TRUE(start("gzip on; gzip_comp_level 1;\n"
+                    "location / { }\n"
+                    "location = /mem { default_type text/html; return 200 \"" + flat + "\"; }"))
+      << server_.output();
+  const std::string small = page(100 * 1024);
+  const std::string big = page(200 * 1024);
+  server_.write("html/small.html", small);
+  server_.write("html/big.html", big);
+  Client c(port_);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(simple_get("/small.html", "localhost", kAe)));
+    Response r = c.read_response();
+    ASSERT_TRUE(r.complete) << i;
+    EXPECT_EQ(gunzip(r.body), small) << i;
+    EXPECT_EQ(r.body, libdeflate_gzip(small, 1)) << i;
+    ASSERT_TRUE(c.send(simple_get("/big.html", "localhost", kAe)));
+    r = c.read_response();
+    ASSERT_TRUE(r.complete) << i;
+    EXPECT_EQ(gunzip(r.body), big) << i;
+    EXPECT_EQ(r.body, zlib_gzip(big, 1)) << i;
+  }
+  Response r = request("/small.html", std::string(kAe) + "Range: bytes=0-9\r\n");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.has("content-range"));
+  EXPECT_EQ(r.body, libdeflate_gzip(small, 1));
+  r = request("/mem", kAe);
+  EXPECT_EQ(r.header("content-encoding"), "gzip");
+  EXPECT_EQ(gunzip(r.body), flat);
+  EXPECT_EQ(r.body, libdeflate_gzip(flat, 1));
+  // Without gzip: the file as it is, with its length.
+  r = request("/small.html");
+  EXPECT_FALSE(r.has("content-encoding"));
+  EXPECT_EQ(r.header("content-length"), std::to_string(small.size()));
+  EXPECT_EQ(r.body, small);
 }
 
 }  // namespace

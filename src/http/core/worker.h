@@ -22,6 +22,13 @@ namespace vigil::http {
 
 struct Request;
 
+// The gzip filter's per-worker state (gzip.cc: the whole-body compressors
+// and their buffers, made on first use).
+struct GzipWorker;
+struct GzipWorkerFree {
+  void operator()(GzipWorker* g) const;
+};
+
 // Buffers by size class (client_header_buffer_size, large_client_header_buffers,
 // output buffers). Memory goes back to the list, never to malloc, while the
 // worker runs.
@@ -93,6 +100,7 @@ class HttpWorker {
   int index() const { return index_; }
   // proxy_ssl_session_reuse: the last session per upstream TLS context and server.
   ProxySessions& proxy_sessions() { return proxy_sessions_; }
+  std::unique_ptr<GzipWorker, GzipWorkerFree>& gzip() { return gzip_; }
 
  private:
   static void flush_timer_handler(Event& ev);
@@ -109,6 +117,7 @@ class HttpWorker {
   std::vector<std::unique_ptr<OpenFileCache>> file_caches_;
   Event flush_event_;
   ProxySessions proxy_sessions_;
+  std::unique_ptr<GzipWorker, GzipWorkerFree> gzip_;
 };
 
 // The HTTP worker of `loop` (the loop's HTTP context, set by init_worker in

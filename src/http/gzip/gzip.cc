@@ -7,10 +7,12 @@
 // producer's buffers, which are empty only once zlib has read them: the
 // producer's "do not reuse a buffer until it is empty" rule holds, and a
 // file range (a static file, sendfile or not) is read into memory here, a
-// piece at a time.
+// piece at a time. A gzip body the first call holds whole and that fits in
+// gzip_buffers goes through libdeflate in one call instead (whole_body).
 #include "http/gzip/gzip.h"
 
 #include <brotli/encode.h>
+#include <libdeflate.h>
 #include <unistd.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: the worker's memory
@@ -18,6 +20,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "codec/parse.h"
@@ -668,6 +671,179 @@ Step step(Request& r, GzipCtx& x, Op op) {
   return st;
 }
 
+// ---- gzip of a whole body ---------------------------------------------------------------------
+
+// The shortest body libdeflate compresses whole at each gzip_comp_level (0:
+// never, zlib streams it). From measurements of both on HTML (docs/
+// benchmarks-http.md): libdeflate takes a third to two thirds of zlib's time
+// from 8 KiB up at levels 1..7 (level 1 from 2 KiB) and its output is
+// smaller; below that its per-call table setup costs more than zlib's
+// window-sized one, and at 8 and 9 it is slower up to about 100 KiB.
+constexpr std::int64_t kWholeMin[10] = {0, 2048, 8192, 8192, 8192, 8192, 8192, 8192, 0, 0};
+
+}  // namespace
+
+// The worker's libdeflate compressors (one per level, made on first use and
+// kept) and the buffers a whole body is read into and compressed into: it
+// is done in one synchronous step, so one pair serves every request. They
+// grow to the largest body that used them, at most gzip_buffers' bytes
+// (number * size) of input.
+struct GzipWorker {
+  libdeflate_compressor* comp[10] = {};
+  char* in = nullptr;
+  std::size_t in_size = 0;
+  char* out = nullptr;
+  std::size_t out_size = 0;
+
+  GzipWorker() = default;
+  GzipWorker(const GzipWorker&) = delete;
+  GzipWorker& operator=(const GzipWorker&) = delete;
+  ~GzipWorker() {
+    for (libdeflate_compressor* c : comp) {
+      if (c != nullptr) libdeflate_free_compressor(c);
+    }
+    delete[] in;
+    delete[] out;
+  }
+};
+
+void GzipWorkerFree::operator()(GzipWorker* g) const { delete g; }
+
+namespace {
+
+// `mem` holds at least `need` bytes, kept from an earlier body or made now;
+// false when no memory could be had.
+bool grow(char*& mem, std::size_t& size, std::size_t need) {
+  if (size >= need) return true;
+  const std::size_t cap = (need + 4095) & ~std::size_t{4095};
+  char* p = new (std::nothrow) char[cap];
+  if (p == nullptr) return false;
+  delete[] mem;
+  mem = p;
+  size = cap;
+  return true;
+}
+
+enum class Whole : std::uint8_t { kDone, kDeclined, kFailed };
+
+// gzip of a body the filter's first call holds whole (every byte of the
+// length the head had, and the body's last buffer): a static file, a body
+// made in memory. Compressed with libdeflate in one call into the worker's
+// buffer, then copied into the request's gzip_buffers and marked done.
+// kDeclined leaves the input untouched for zlib: not gzip, a level or a
+// length libdeflate does not win at, a body not all here, more than
+// gzip_buffers (number * size) of it or of its output, no memory for the
+// compressor or the worker's buffers. kFailed: the file could not be read.
+Whole whole_body(Request& r, GzipCtx& x) {
+  if (x.coding != Coding::kGzip || x.inflate || x.level < 1 || x.level > 9) {
+    return Whole::kDeclined;
+  }
+  const std::int64_t min = kWholeMin[x.level];
+  const std::uint64_t cap = std::uint64_t{x.out_cap} * x.out_size;
+  if (min == 0 || x.length < min || static_cast<std::uint64_t>(x.length) > cap) {
+    return Whole::kDeclined;
+  }
+  std::uint64_t have = 0;
+  bool last = false;
+  Buf* only = nullptr;  // the one buffer with bytes, when there is one
+  std::uint32_t with_bytes = 0;
+  for (std::uint32_t i = 0; i < x.in_count; ++i) {
+    Buf* b = x.in[(x.in_head + i) % kMaxInput];
+    if (b->in_file && b->file_last < b->file_pos) return Whole::kDeclined;
+    if (!b->in_file && b->last < b->pos) return Whole::kDeclined;
+    if (!b->empty()) {
+      only = b;
+      ++with_bytes;
+    }
+    have += b->size();
+    last = last || b->last_buf;
+  }
+  if (!last || have != static_cast<std::uint64_t>(x.length)) return Whole::kDeclined;
+  const std::size_t length = static_cast<std::size_t>(x.length);
+
+  std::unique_ptr<GzipWorker, GzipWorkerFree>& gw = r.hc->worker->gzip();
+  if (gw == nullptr) gw.reset(new (std::nothrow) GzipWorker());
+  GzipWorker* g = gw.get();
+  if (g == nullptr) return Whole::kDeclined;
+  libdeflate_compressor*& c = g->comp[x.level];
+  if (c == nullptr) c = libdeflate_alloc_compressor(x.level);
+  const std::size_t bound = c != nullptr ? libdeflate_gzip_compress_bound(c, length) : 0;
+  if (c == nullptr || !grow(g->out, g->out_size, bound)) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu no memory for libdeflate: zlib compresses the body",
+              static_cast<unsigned long long>(r.c->number));
+    return Whole::kDeclined;
+  }
+
+  // The input: the one memory buffer as it is, else every buffer copied or
+  // read, in order, into the worker's buffer.
+  const char* src = nullptr;
+  if (with_bytes == 1 && !only->in_file) {
+    src = only->pos;
+  } else if (length > 0) {
+    if (!grow(g->in, g->in_size, length)) {
+      VIGIL_LOG(*r.c->log, kError, 0, "*%llu no memory for libdeflate: zlib compresses the body",
+                static_cast<unsigned long long>(r.c->number));
+      return Whole::kDeclined;
+    }
+    char* dst = g->in;
+    for (std::uint32_t i = 0; i < x.in_count; ++i) {
+      const Buf* b = x.in[(x.in_head + i) % kMaxInput];
+      if (!b->in_file) {
+        const std::size_t n = b->size();
+        if (n > 0) std::memcpy(dst, b->pos, n);
+        dst += n;
+        continue;
+      }
+      // Exactly the range's bytes: a file grown since it was opened adds
+      // nothing, one shrunk is an error (as on the streaming path).
+      off_t at = b->file_pos;
+      while (at < b->file_last) {
+        const std::size_t want = static_cast<std::size_t>(b->file_last - at);
+        const ssize_t got = ::pread(b->file_fd, dst, want, at);
+        if (got == -1 && errno == EINTR) continue;
+        if (got <= 0) {
+          if (got == 0) {
+            VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
+                      static_cast<unsigned long long>(r.c->number));
+          } else {
+            VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
+                      static_cast<unsigned long long>(r.c->number));
+          }
+          return Whole::kFailed;
+        }
+        dst += got;
+        at += got;
+      }
+    }
+    src = g->in;
+  }
+
+  const std::size_t made = libdeflate_gzip_compress(c, src, length, g->out, g->out_size);
+  if (made == 0 || made > cap) return Whole::kDeclined;  // incompressible, larger than cap
+
+  // Into the request's output buffers, as zlib's output would be.
+  const char* from = g->out;
+  std::size_t left = made;
+  while (left > 0) {
+    if (x.out_len == 0 && !next_out(r, x)) return Whole::kFailed;
+    const std::size_t n = left < x.out_len ? left : x.out_len;
+    std::memcpy(x.out_ptr, from, n);
+    x.out_ptr += n;
+    x.out_len -= n;
+    from += n;
+    left -= n;
+  }
+  for (std::uint32_t i = 0; i < x.in_count; ++i) {
+    Buf* b = x.in[(x.in_head + i) % kMaxInput];
+    b->pos = b->last;
+    b->file_pos = b->file_last;
+  }
+  x.in_count = 0;
+  x.last_seen = true;
+  x.done = true;
+  return Whole::kDone;
+}
+
 // Runs the coder until the output buffers are full (kSend), the stream or a
 // flush is complete (kSend), or the input is used up (kNeedInput: what was
 // made waits for more).
@@ -978,7 +1154,20 @@ int gzip_body_filter(Request& r, Chain* in, BodyFilterNext next) {
     x->in[(x->in_head + x->in_count) % kMaxInput] = cl->buf;
     ++x->in_count;
   }
-  if (!x->zinit && !x->done && !z_start(r, *x)) return kBodyError;
+  if (!x->zinit && !x->done) {
+    // The first call: a whole body goes through libdeflate at once, anything
+    // else through the streaming coder.
+    const Whole whole = whole_body(r, *x);
+    if (whole == Whole::kFailed) return kBodyError;
+    if (whole == Whole::kDone) {
+      x->busy = true;
+      const int rc = next(r, output_chain(*x));
+      if (rc != kBodyOk) return rc;
+      sent(*x);
+      return kBodyOk;
+    }
+    if (!z_start(r, *x)) return kBodyError;
+  }
   for (;;) {
     if (x->busy) {
       const int rc = next(r, nullptr);
