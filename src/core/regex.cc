@@ -9,6 +9,7 @@ namespace vigil {
 
 struct Regex::Code {
   pcre2_code* code = nullptr;
+  bool jit = false;  // JIT-compiled: matched with pcre2_jit_match, pcre2_match's fast path
   ~Code() { pcre2_code_free(code); }
 };
 
@@ -60,7 +61,7 @@ Result<Regex> Regex::compile(std::string_view pattern, bool caseless) {
   owned->code = code;
   // JIT where the library and the CPU have it; the interpreter otherwise
   // (the same results, slower), as nginx's pcre_jit.
-  (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  owned->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 
   Regex re;
   std::uint32_t groups = 0;
@@ -95,8 +96,12 @@ int Regex::match(std::string_view subject, int* captures, int pairs) const {
   if (code_ == nullptr) return -1;
   pcre2_match_data* md = thread_match_data.get(static_cast<std::uint32_t>(groups_) + 1);
   if (md == nullptr) return -1;
-  const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(subject.data()),
-                             subject.size(), 0, 0, md, nullptr);
+  // pcre2_jit_match skips pcre2_match's checks of the arguments, which hold
+  // here (a compiled expression, no options), and its dispatch to the JIT
+  // code: a location search may try dozens of expressions per request.
+  const auto* text = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  const int rc = code_->jit ? pcre2_jit_match(code_->code, text, subject.size(), 0, 0, md, nullptr)
+                            : pcre2_match(code_->code, text, subject.size(), 0, 0, md, nullptr);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
   if (rc < 0) return -1;
   if (pairs <= 0) return 1;
