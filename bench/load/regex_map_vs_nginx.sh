@@ -9,7 +9,9 @@
 #
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
 # (default /usr/sbin/nginx), MAP_KEYS (default 10000), KEEP_TMP=1 keeps the
-# generated files.
+# generated files, NGINX_PCRE_JIT=1 adds "pcre_jit on;" to nginx's main
+# context (nginx's default is off, its interpreter; Vigil JIT-compiles every
+# expression).
 #
 # The configuration (http.conf in the temporary directory):
 # - map $uri $mapped: MAP_KEYS exact keys "/p/N item-N" (a hash in both
@@ -146,12 +148,12 @@ request = function()
   return requests[i]
 end
 EOF
-printf 'error_log %s error;\npid %s;\nevents { worker_connections 1024; }\ninclude %s;\n' \
-  "$TMP/nginx/logs/error.log" "$TMP/nginx/logs/nginx.pid" "$TMP/http.conf" > "$TMP/nginx/nginx.conf"
+printf '%serror_log %s error;\npid %s;\nevents { worker_connections 1024; }\ninclude %s;\n' \
+  "${NGINX_PCRE_JIT:+pcre_jit on; }" "$TMP/nginx/logs/error.log" "$TMP/nginx/logs/nginx.pid" \
+  "$TMP/http.conf" > "$TMP/nginx/nginx.conf"
 printf 'daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log %s notice;\npid %s;\nevents { worker_connections 1024; use epoll; }\ninclude %s;\n' \
   "$TMP/vigil/logs/error.log" "$TMP/vigil/logs/vigil.pid" "$TMP/http.conf" > "$TMP/vigil/conf/vigil.conf"
 
-SERVER_PIDS=()
 start_nginx() {
   start_pinned "$PORT" "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -g 'daemon off; master_process off;'
 }
@@ -173,7 +175,7 @@ expect() {
 
 declare -A RPS CPU
 declare -A res=() cpu=()
-echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //'); $MAP_KEYS map keys; ${ROUNDS} rounds of ${DURATION}s" >&2
+echo "vigil: $VIGIL; nginx: $($NGINX -v 2>&1 | sed 's/.*: //')${NGINX_PCRE_JIT:+ with pcre_jit on}; $MAP_KEYS map keys; ${ROUNDS} rounds of ${DURATION}s" >&2
 for r in $(seq 1 "$ROUNDS"); do
   msg="  round $r:"
   for srv in nginx vigil; do
