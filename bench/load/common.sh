@@ -59,6 +59,38 @@ server_ticks() {
   echo "$total"
 }
 
+# start_pinned PORT COMMAND...: one server process pinned to CPU 0 (the
+# single-worker cases; wrk runs on CPU 1), its pid in SERVER_PIDS and PIDS;
+# returns when PORT accepts.
+start_pinned() {
+  local port=$1
+  shift
+  taskset -c 0 "$@" &
+  SERVER_PIDS=($!)
+  PIDS+=($!)
+  wait_port "$port"
+}
+
+# wrk_round URL [WRK-ARGS...]: one measured run against the servers in
+# SERVER_PIDS: wrk -t1 on CPU 1, CONNS (default 50) keep-alive connections,
+# DURATION seconds. Prints "requests/s server-CPU-us/request". A Non-2xx or
+# socket-error line from wrk fails it (and, under set -e, the script): the
+# rate would count the errors.
+wrk_round() {
+  local url=$1 out t0 t1
+  shift
+  t0=$(server_ticks)
+  out=$(taskset -c 1 wrk -t1 -c"${CONNS:-50}" -d"${DURATION}s" "$@" "$url" 2>&1)
+  t1=$(server_ticks)
+  if grep -q "Non-2xx\|Socket errors" <<<"$out"; then
+    echo "wrk reported errors against $url:" >&2
+    grep "Non-2xx\|Socket errors" <<<"$out" >&2
+    return 1
+  fi
+  awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" '/requests in/ {n = $1} /Requests\/sec/ {r = $2}
+    END {printf "%s %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0)}' <<<"$out"
+}
+
 # build_vigil_if_missing: the release vigil at $VIGIL, built when absent.
 build_vigil_if_missing() {
   [[ -x $VIGIL ]] && return 0

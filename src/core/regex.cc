@@ -9,6 +9,7 @@ namespace vigil {
 
 struct Regex::Code {
   pcre2_code* code = nullptr;
+  bool jit = false;  // JIT-compiled: matched with pcre2_jit_match, pcre2_match's fast path
   ~Code() { pcre2_code_free(code); }
 };
 
@@ -43,7 +44,65 @@ std::string error_text(int code) {
   return std::string(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(n));
 }
 
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
+
+bool is_alnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+// Whether the expression has a "|" outside every group: then its leading
+// "^" binds only the first alternative. Classes are skipped to their first
+// "]" (a class that PCRE2 reads as longer leaves more text outside, which
+// only makes the answer "yes" more often).
+bool top_level_alternative(std::string_view p) {
+  int depth = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\') {
+      ++i;
+    } else if (c == '[') {
+      for (++i; i < p.size() && p[i] != ']'; ++i) {
+        if (p[i] == '\\') ++i;
+      }
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (depth > 0) --depth;
+    } else if (c == '|' && depth == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string Regex::literal_prefix(std::string_view p) {
+  if (!p.starts_with('^') || top_level_alternative(p) || p.find("\\Q") != std::string_view::npos ||
+      p.find('#') != std::string_view::npos) {  // a (?# ) or (?x) comment may hold "(" or ")"
+    return {};
+  }
+  std::string out;
+  std::size_t i = 1;
+  while (i < p.size()) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size() && !is_alnum(p[i + 1]) &&
+        static_cast<unsigned char>(p[i + 1]) < 0x80) {
+      out += p[i + 1];  // an escaped punctuation character is itself
+      i += 2;
+    } else if (is_alnum(c) || std::string_view("/-_~%,:;=@!&'\"<>").find(c) != std::string_view::npos) {
+      out += c;
+      ++i;
+    } else {
+      break;
+    }
+  }
+  // A quantifier after the last one makes it optional or repeated.
+  if (i < p.size() && !out.empty() && std::string_view("?*+{").find(p[i]) != std::string_view::npos) {
+    out.pop_back();
+  }
+  return out;
+}
 
 Result<Regex> Regex::compile(std::string_view pattern, bool caseless) {
   int err = 0;
@@ -60,7 +119,7 @@ Result<Regex> Regex::compile(std::string_view pattern, bool caseless) {
   owned->code = code;
   // JIT where the library and the CPU have it; the interpreter otherwise
   // (the same results, slower), as nginx's pcre_jit.
-  (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  owned->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 
   Regex re;
   std::uint32_t groups = 0;
@@ -84,6 +143,14 @@ Result<Regex> Regex::compile(std::string_view pattern, bool caseless) {
     n.name = reinterpret_cast<const char*>(e + 2);
     re.names_.push_back(std::move(n));
   }
+  std::size_t min_length = 0;
+  std::uint32_t min32 = 0;
+  if (pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, &min32) == 0) min_length = min32;
+  re.min_length_ = min_length;
+  re.prefix_ = literal_prefix(pattern);
+  if (caseless) {
+    for (char& c : re.prefix_) c = ascii_lower(c);
+  }
   re.code_ = std::move(owned);
   re.pattern_ = std::string(pattern);
   re.groups_ = static_cast<int>(groups);
@@ -93,10 +160,21 @@ Result<Regex> Regex::compile(std::string_view pattern, bool caseless) {
 
 int Regex::match(std::string_view subject, int* captures, int pairs) const {
   if (code_ == nullptr) return -1;
+  if (subject.size() < min_length_ || subject.size() < prefix_.size()) return 0;
+  if (!prefix_.empty()) {
+    for (std::size_t i = 0; i < prefix_.size(); ++i) {
+      const char c = caseless_ ? ascii_lower(subject[i]) : subject[i];
+      if (c != prefix_[i]) return 0;
+    }
+  }
   pcre2_match_data* md = thread_match_data.get(static_cast<std::uint32_t>(groups_) + 1);
   if (md == nullptr) return -1;
-  const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(subject.data()),
-                             subject.size(), 0, 0, md, nullptr);
+  // pcre2_jit_match skips pcre2_match's checks of the arguments, which hold
+  // here (a compiled expression, no options), and its dispatch to the JIT
+  // code: a location search may try dozens of expressions per request.
+  const auto* text = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  const int rc = code_->jit ? pcre2_jit_match(code_->code, text, subject.size(), 0, 0, md, nullptr)
+                            : pcre2_match(code_->code, text, subject.size(), 0, 0, md, nullptr);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
   if (rc < 0) return -1;
   if (pairs <= 0) return 1;

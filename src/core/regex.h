@@ -40,6 +40,15 @@ class Regex {
   // Whether it matches, without captures.
   bool matches(std::string_view subject) const { return match(subject, nullptr, 0) > 0; }
 
+  // The text every subject an expression can match starts with, when the
+  // expression is "^" and literal characters (the ones before the first
+  // metacharacter, a quantified one excluded); empty when it has none, or an
+  // alternative outside parentheses, a \Q quote or a "#" (a comment). match()
+  // answers "no match" from it, and from PCRE2's minimum subject length,
+  // without calling PCRE2: a location search tries most expressions on
+  // URIs they cannot match.
+  static std::string literal_prefix(std::string_view pattern);
+
   bool valid() const { return code_ != nullptr; }
   const std::string& pattern() const { return pattern_; }
   bool caseless() const { return caseless_; }
@@ -50,6 +59,8 @@ class Regex {
   struct Code;
   std::shared_ptr<const Code> code_;  // shared: a conf copies expressions by value
   std::string pattern_;
+  std::string prefix_;            // literal_prefix(pattern_), lower-case when caseless
+  std::size_t min_length_ = 0;    // PCRE2_INFO_MINLENGTH: shorter subjects cannot match
   std::vector<Name> names_;
   int groups_ = 0;
   bool caseless_ = false;

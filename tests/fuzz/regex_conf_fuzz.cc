@@ -2,13 +2,18 @@
 // is an expression, the rest a subject. The expression is compiled as
 // core/regex and as an HTTP expression (named groups declared), matched with
 // captures, and loaded as a location, a rewrite and an if condition of a
-// whole configuration. Nothing may crash, and a match's offsets must lie in
-// the subject.
+// whole configuration. Nothing may crash, a match's offsets must lie in
+// the subject, and Regex::match answers as PCRE2's own interpreter does on
+// the same expression (its shortcuts, the literal prefix and the minimum
+// length, and the JIT never change the answer).
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "core/conf/loader.h"
 #include "core/regex.h"
@@ -31,6 +36,26 @@ std::string quoted(std::string_view s) {
   return out + "\"";
 }
 
+// PCRE2's interpreter on the expression: 1 match, 0 none, -1 an error
+// (a compile error, a resource limit).
+int interpreted(std::string_view pattern, std::string_view subject, bool caseless) {
+  int err = 0;
+  PCRE2_SIZE at = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   caseless ? PCRE2_CASELESS : 0, &err, &at, nullptr);
+  if (code == nullptr) return -1;
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+  int rc = -1;
+  if (md != nullptr) {
+    rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, md,
+                     nullptr);
+    rc = rc > 0 ? 1 : (rc == PCRE2_ERROR_NOMATCH ? 0 : -1);
+  }
+  pcre2_match_data_free(md);
+  pcre2_code_free(code);
+  return rc;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -49,6 +74,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     int caps[2 * 10];
     const int n = re->match(subject, caps, 10);
     check(n >= -1 && n <= 10, "match count in range");
+    const int truth = interpreted(pattern, subject, caseless);
+    if (truth >= 0 && n >= 0) check((n > 0) == (truth > 0), "the interpreter's answer");
+    if (truth > 0) {
+      const std::string prefix = vigil::Regex::literal_prefix(pattern);
+      check(subject.size() >= prefix.size(), "a match is as long as the literal prefix");
+      for (std::size_t i = 0; i < prefix.size(); ++i) {
+        const auto low = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+        check(caseless ? low(subject[i]) == low(prefix[i]) : subject[i] == prefix[i],
+              "a match starts with the literal prefix");
+      }
+    }
     for (int i = 0; i < n; ++i) {
       const int a = caps[2 * i];
       const int b = caps[2 * i + 1];

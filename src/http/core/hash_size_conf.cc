@@ -1,4 +1,5 @@
-// nginx's hash-table sizing directives (types_hash_max_size and the like).
+// nginx's hash-table sizing directives (types_hash_max_size, map_hash_max_size
+// and the like).
 // nginx builds fixed-size hash tables at load and fails when a bucket
 // overflows; Vigil's tables grow as they need, so there is nothing to size.
 // The directives are still accepted, with nginx's value checks, so that an
@@ -30,11 +31,11 @@ void add_hash_size_directives(Module& m, ConfSlot<HttpLocConf> loc, ConfSlot<Htt
   auto number = [](const DirectiveCall& call, HttpFinalConf&) { return check_number(call); };
   auto size = [](const DirectiveCall& call, HttpFinalConf&) { return check_size(call); };
   for (const char* name : {"types_hash_max_size", "server_names_hash_max_size",
-                           "variables_hash_max_size"}) {
+                           "variables_hash_max_size", "map_hash_max_size"}) {
     m.add(name, kHttpMainConf, Arity::exactly(1), fin.custom(number));
   }
   for (const char* name : {"types_hash_bucket_size", "server_names_hash_bucket_size",
-                           "variables_hash_bucket_size"}) {
+                           "variables_hash_bucket_size", "map_hash_bucket_size"}) {
     m.add(name, kHttpMainConf, Arity::exactly(1), fin.custom(size));
   }
   constexpr ConfContextMask kAny = kHttpMainConf | kHttpSrvConf | kHttpLocConf;

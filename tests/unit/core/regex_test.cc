@@ -36,6 +36,45 @@ TEST(Regex, GroupsAndNames) {
   EXPECT_FALSE(re->matches("/img/cat.jpg"));
 }
 
+TEST(Regex, LiteralPrefix) {
+  EXPECT_EQ(Regex::literal_prefix("^/api/v[0-9]+/users/([0-9]+)$"), "/api/v");
+  EXPECT_EQ(Regex::literal_prefix("^/img\\.d/(.+)$"), "/img.d/");
+  EXPECT_EQ(Regex::literal_prefix("^/abc?"), "/ab");     // c is optional
+  EXPECT_EQ(Regex::literal_prefix("^/ab{0,2}x"), "/a");
+  EXPECT_EQ(Regex::literal_prefix("^/a\\.*"), "/a");
+  EXPECT_EQ(Regex::literal_prefix("^/a\\d"), "/a");     // an escaped letter is a class
+  EXPECT_EQ(Regex::literal_prefix("^/(en|fr)/"), "/");
+  EXPECT_EQ(Regex::literal_prefix("\\.php$"), "");       // not anchored
+  EXPECT_EQ(Regex::literal_prefix("^/a|/b"), "");        // "^" binds the first alternative only
+  EXPECT_EQ(Regex::literal_prefix("^/a[(]|/b"), "");     // a class's "(" opens no group
+  EXPECT_EQ(Regex::literal_prefix("^/a\\Q(\\E|/b"), "");  // nor a quoted one
+  EXPECT_EQ(Regex::literal_prefix("^/a(?#(x)|/b"), "");  // nor a comment's
+  EXPECT_EQ(Regex::literal_prefix("^(?i)/a"), "");
+}
+
+TEST(Regex, PrefixAndLengthShortcutsKeepTheAnswers) {
+  auto re = Regex::compile("^/api/v[0-9]+/users/([0-9]+)$", false);
+  ASSERT_TRUE(re);
+  EXPECT_TRUE(re->matches("/api/v2/users/7"));
+  EXPECT_FALSE(re->matches("/api/v"));         // shorter than any match
+  EXPECT_FALSE(re->matches("/API/v2/users/7"));
+  EXPECT_FALSE(re->matches("/p/9999"));
+  auto caseless = Regex::compile("^/Api/v[0-9]+/", true);
+  ASSERT_TRUE(caseless);
+  EXPECT_TRUE(caseless->matches("/API/V2/"));
+  EXPECT_TRUE(caseless->matches("/api/v10/x"));
+  EXPECT_FALSE(caseless->matches("/apx/v1/"));
+  auto alt = Regex::compile("^/a|/b", false);
+  ASSERT_TRUE(alt);
+  EXPECT_TRUE(alt->matches("/x/b"));
+  auto comment = Regex::compile("^/a(?#(x)|/b", false);
+  ASSERT_TRUE(comment);
+  EXPECT_TRUE(comment->matches("/x/b"));
+  auto empty = Regex::compile("^", false);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->matches(""));
+}
+
 TEST(Regex, CaselessAndUnsetGroups) {
   auto re = Regex::compile("\\.(php)(x)?$", true);
   ASSERT_TRUE(re);

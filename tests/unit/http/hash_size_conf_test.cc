@@ -21,6 +21,8 @@ TEST_F(HashSizeConfTest, AcceptedInTheHttpBlock) {
                                 "server_names_hash_bucket_size 128;\n"
                                 "variables_hash_max_size 2048;\n"
                                 "variables_hash_bucket_size 1k;\n"
+                                "map_hash_max_size 16384;\n"
+                                "map_hash_bucket_size 128;\n"
                                 "proxy_headers_hash_max_size 1024;\n"
                                 "proxy_headers_hash_bucket_size 128;\n") +
                     "server { listen 127.0.0.1:1; proxy_headers_hash_max_size 512;\n"
@@ -36,6 +38,10 @@ TEST_F(HashSizeConfTest, ValuesAreCheckedAsNginxDoes) {
             "invalid value \"0\" in \"server_names_hash_bucket_size\" directive" + at);
   EXPECT_EQ(error(std::string("types_hash_max_size 1 2;\n") + kServer),
             "invalid number of arguments in \"types_hash_max_size\" directive" + at);
+  EXPECT_EQ(error(std::string("map_hash_bucket_size 0;\n") + kServer),
+            "invalid value \"0\" in \"map_hash_bucket_size\" directive" + at);
+  EXPECT_EQ(error(std::string("map_hash_max_size -1;\n") + kServer),
+            "invalid value \"-1\" in \"map_hash_max_size\" directive" + at);
   EXPECT_NE(error(std::string("types_hash_max_size 1;\ntypes_hash_max_size 2;\n") + kServer)
                 .find("is duplicate"),
             std::string::npos);
@@ -44,6 +50,9 @@ TEST_F(HashSizeConfTest, ValuesAreCheckedAsNginxDoes) {
 TEST_F(HashSizeConfTest, OnlyWhereNginxAllowsThem) {
   EXPECT_NE(error("server { listen 127.0.0.1:1; types_hash_max_size 2048; }")
                 .find("\"types_hash_max_size\" directive is not allowed here"),
+            std::string::npos);
+  EXPECT_NE(error("server { listen 127.0.0.1:1; location / { map_hash_max_size 2048; } }")
+                .find("\"map_hash_max_size\" directive is not allowed here"),
             std::string::npos);
 }
 
