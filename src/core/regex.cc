@@ -172,7 +172,12 @@ int Regex::match(std::string_view subject, int* captures, int pairs) const {
   // pcre2_jit_match skips pcre2_match's checks of the arguments, which hold
   // here (a compiled expression, no options), and its dispatch to the JIT
   // code: a location search may try dozens of expressions per request.
-  const auto* text = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  // An empty view may have no data at all (an unset variable's value):
+  // pcre2_jit_match takes a null subject for an error where pcre2_match
+  // matches it as "", so the empty subject is given a place.
+  static constexpr char kEmpty[1] = "";
+  const auto* text =
+      reinterpret_cast<PCRE2_SPTR>(subject.data() != nullptr ? subject.data() : kEmpty);
   const int rc = code_->jit ? pcre2_jit_match(code_->code, text, subject.size(), 0, 0, md, nullptr)
                             : pcre2_match(code_->code, text, subject.size(), 0, 0, md, nullptr);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;

@@ -103,6 +103,22 @@ TEST(Regex, ManyGroupsGrowTheMatchData) {
   EXPECT_EQ(re->match(std::string(39, 'a'), caps, 41), 0);
 }
 
+// An unset variable's value is an empty view with no data: it is the
+// empty string to every expression (the JIT's entry refuses a null subject).
+TEST(Regex, AnEmptyViewWithoutDataIsTheEmptyString) {
+  for (const char* pattern : {"^$", "x?", "^(a*)$"}) {
+    auto re = Regex::compile(pattern, false);
+    ASSERT_TRUE(re) << pattern;
+    int caps[4];
+    EXPECT_EQ(re->match(std::string_view(), caps, 2), pattern[1] == '(' ? 2 : 1) << pattern;
+    EXPECT_EQ(caps[0], 0);
+    EXPECT_EQ(caps[1], 0);
+  }
+  auto re = Regex::compile("^a", false);
+  ASSERT_TRUE(re);
+  EXPECT_EQ(re->match(std::string_view(), nullptr, 0), 0);
+}
+
 TEST(Regex, AnInvalidRegexDoesNotMatch) {
   Regex empty;
   EXPECT_FALSE(empty.valid());
