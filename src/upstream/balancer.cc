@@ -160,8 +160,13 @@ Peer* ip_hash(PeerRequest& pr, Msec now) {
   } else if (sa != nullptr && sa->sa_family == AF_INET6) {
     bytes = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
     len = 16;
+  } else {
+    // A unix-domain client (or none): one pseudo address, as nginx's, so
+    // every such client sticks to the same server.
+    static constexpr unsigned char kPseudo[3] = {0, 0, 0};
+    bytes = kPseudo;
+    len = sizeof kPseudo;
   }
-  if (bytes == nullptr) return round_robin(pr, 0, g.primaries, now);  // unix sockets
   const std::uint64_t total = total_weight(g);
   if (!pr.hash_started) {
     std::uint32_t h = 89;

@@ -2,6 +2,7 @@
 // many picks, down and backup servers, least_conn, hash (modulo with rehash),
 // the consistent ring's remapping, ip_hash.
 #include <arpa/inet.h>
+#include <sys/un.h>
 
 #include <array>
 #include <map>
@@ -436,6 +437,14 @@ TEST_F(Balancer, IpHashUsesThreeOctetsOfIPv4AndAllOfIPv6) {
     v6.insert(a);
   }
   EXPECT_GT(v6.size(), 1u);
+  // A unix-domain client hashes as one pseudo address: every such client
+  // sticks to one server, as nginx's (not round-robin).
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  const int first = pick(*g, {}, reinterpret_cast<sockaddr*>(&un));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(pick(*g, {}, reinterpret_cast<sockaddr*>(&un)), first) << "unix client " << i;
+  }
 }
 
 }  // namespace
