@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 
 #include "integration/http_harness.h"
 #include "integration/proxy_backend.h"
+#include "integration/tcp_backend.h"
+#include "integration/tls_harness.h"
 
 namespace vigil::test {
 namespace {
@@ -287,6 +290,46 @@ TEST_F(ProxyDirectives, RequestBufferingOffStreamsBeforeTheBodyEnds) {
   EXPECT_EQ(c2.read_response().status, 200);
   EXPECT_EQ(b.last().body, "half-body!");
   (void)heads;
+}
+
+// Body bytes the client sent with its head leave in the head's write: a
+// backend that reads once (as nginx's test backends do) gets them with the
+// head, as from nginx, which reads what has arrived before it sends. Through
+// a TLS hop (Vigil to its own TLS server, as proxy_request_buffering_ssl.t)
+// the bytes come in a record of their own, read after the head's.
+TEST_F(ProxyDirectives, RequestBufferingOffSendsThePrereadBodyWithTheHead) {
+  std::mutex m;
+  std::string first;
+  std::atomic<bool> got{false};
+  TcpBackend b([&](int fd) {
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // one read, waiting for the first bytes
+    {
+      std::lock_guard<std::mutex> lock(m);
+      first.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    }
+    got = true;
+    read_n(fd, 1 << 16, 2000);  // the rest of the body, then close: no answer
+  });
+  ASSERT_TRUE(b.ready());
+  ASSERT_TRUE(make_ca(server_.dir(), "tls"));
+  const int tls_port = free_port();
+  ASSERT_TRUE(start("location / { proxy_pass https://127.0.0.1:" + std::to_string(tls_port) +
+                        "; proxy_request_buffering off; proxy_read_timeout 1s; }",
+                    "server { listen 127.0.0.1:" + std::to_string(tls_port) +
+                        " ssl; access_log off;\n  ssl_certificate " + server_.dir() +
+                        "/tls.crt; ssl_certificate_key " + server_.dir() +
+                        "/tls.key;\n  location / { proxy_pass http://" + b.addr() +
+                        "; proxy_request_buffering off; proxy_read_timeout 1s; }\n}\n"))
+      << server_.output();
+  for (int i = 0; i < 5; ++i) {
+    got = false;
+    Client c(port_);
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhalf"));
+    ASSERT_TRUE(wait_until([&] { return got.load(); }, 5000));
+    std::lock_guard<std::mutex> lock(m);
+    EXPECT_NE(first.find("\r\n\r\nhalf"), std::string::npos) << "round " << i << ": " << first;
+  }
 }
 
 }  // namespace

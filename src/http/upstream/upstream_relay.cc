@@ -193,10 +193,13 @@ void send_request(Upstream& u) {
       std::size_t k = 0;
       if (!u.head.empty()) u.out[k++].buf = &u.head;
       if (u.body_out) {
-        if (body.empty() && !u.r->body.done && k == 0) {
+        // With the head too: whatever of the body is here already (read
+        // with it, or waiting in the socket or the TLS layer) goes in the
+        // head's write, as nginx reads what has arrived before it sends.
+        if (body.empty() && !u.r->body.done) {
           const int rc = read_client_body(u);
           if (rc < 0) return;
-          if (rc == 0) return;  // the client's read event brings us back
+          if (rc == 0 && k == 0) return;  // the client's read event brings us back
         }
         k = u.protocol->body_output(u, u.out, k);
       }
