@@ -6,12 +6,14 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 
 #include "core/fault.h"
+#include "event/file_read.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 
@@ -317,6 +319,35 @@ Chain* writev_chain(Connection& c, Chain* in, off_t limit) {
     }
   }
   return cl;  // nullptr, or the first link with data left (consume skips empty ones)
+}
+
+std::size_t read_file_some(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  for (;;) {
+    const ssize_t n = ::pread(fd, to, len, off);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == -1 && errno == EINTR) continue;
+    if (c.log != nullptr) {
+      if (n == 0) {
+        VIGIL_LOG(*c.log, kAlert, 0, "*%llu file was truncated while being read",
+                  static_cast<unsigned long long>(c.number));
+      } else {
+        VIGIL_LOG(*c.log, kCrit, errno, "*%llu pread() failed",
+                  static_cast<unsigned long long>(c.number));
+      }
+    }
+    return 0;
+  }
+}
+
+bool read_file_exact(Connection& c, int fd, off_t off, char* to, std::size_t len) {
+  while (len > 0) {
+    const std::size_t n = read_file_some(c, fd, off, to, len);
+    if (n == 0) return false;
+    to += n;
+    off += static_cast<off_t>(n);
+    len -= n;
+  }
+  return true;
 }
 
 }  // namespace vigil

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "event/file_read.h"
 #include "event/tls/buffers.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -94,34 +95,6 @@ LoopStage* loop_stage(Connection& c) {
   return c.loop != nullptr ? c.loop->context_or_make<LoopStage>(&kStageKey) : nullptr;
 }
 
-// One pread() of up to `len` bytes, retried on EINTR: the count read, or 0
-// after logging why nothing can be read (an error, or the file ended early).
-std::size_t read_file(Connection& c, int fd, off_t off, char* to, std::size_t len) {
-  for (;;) {
-    const ssize_t n = ::pread(fd, to, len, off);
-    if (n > 0) return static_cast<std::size_t>(n);
-    if (n == -1 && errno == EINTR) continue;
-    if (c.log != nullptr) {
-      VIGIL_LOG(*c.log, kAlert, n == 0 ? 0 : errno, "*%llu %s",
-                static_cast<unsigned long long>(c.number),
-                n == 0 ? "file was truncated while being sent" : "pread() failed");
-    }
-    return 0;
-  }
-}
-
-// Reads exactly `len` bytes of the file at `off` into the buffer.
-bool read_piece(Connection& c, int fd, off_t off, char* to, std::size_t len) {
-  while (len > 0) {
-    const std::size_t n = read_file(c, fd, off, to, len);
-    if (n == 0) return false;
-    to += n;
-    off += static_cast<off_t>(n);
-    len -= n;
-  }
-  return true;
-}
-
 // Makes t.stage point at the next unsent file bytes of `b` (at most
 // kTlsStageSize). Bytes already staged and not yet sent are kept; when another
 // connection used the loop's buffer meanwhile, they are read again from the
@@ -141,7 +114,7 @@ bool stage_file(Connection& c, const Buf& b, std::size_t want) {
     if (ls->owner == &t) return true;
     const std::size_t left = t.stage_len - t.stage_pos;
     ls->owner = nullptr;
-    if (!read_piece(c, b.file_fd, b.file_pos, ls->buf, left)) return false;
+    if (!read_file_exact(c, b.file_fd, b.file_pos, ls->buf, left)) return false;
     ls->owner = &t;
     t.stage = ls->buf;
     t.stage_off = b.file_pos;
@@ -151,7 +124,7 @@ bool stage_file(Connection& c, const Buf& b, std::size_t want) {
   }
   if (want > kTlsStageSize) want = kTlsStageSize;
   ls->owner = nullptr;
-  const std::size_t n = read_file(c, b.file_fd, b.file_pos, ls->buf, want);
+  const std::size_t n = read_file_some(c, b.file_fd, b.file_pos, ls->buf, want);
   if (n == 0) return false;
   ls->owner = &t;
   t.stage = ls->buf;

@@ -13,18 +13,17 @@
 
 #include <brotli/encode.h>
 #include <libdeflate.h>
-#include <unistd.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: the worker's memory
 #include <zstd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <new>
 
 #include "codec/parse.h"
 #include "codec/tokens.h"
+#include "event/file_read.h"
 #include "core/regex.h"
 #include "core/conf/values.h"
 #include "http/core/conf.h"
@@ -541,23 +540,11 @@ bool take_input(Request& r, GzipCtx& x) {
       const off_t left = b->file_last - b->file_pos;
       const std::size_t n = left < static_cast<off_t>(x.rbuf_size) ? static_cast<std::size_t>(left)
                                                                     : x.rbuf_size;
-      ssize_t got;
-      do {
-        got = ::pread(b->file_fd, x.rbuf, n, b->file_pos);
-      } while (got == -1 && errno == EINTR);
-      if (got <= 0) {
-        if (got == 0) {
-          VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
-                    static_cast<unsigned long long>(r.c->number));
-        } else {
-          VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
-                    static_cast<unsigned long long>(r.c->number));
-        }
-        return false;
-      }
-      b->file_pos += got;
+      const std::size_t got = read_file_some(*r.c, b->file_fd, b->file_pos, x.rbuf, n);
+      if (got == 0) return false;
+      b->file_pos += static_cast<off_t>(got);
       x.in_ptr = reinterpret_cast<unsigned char*>(x.rbuf);
-      x.in_len = static_cast<std::size_t>(got);
+      x.in_len = got;
       return true;
     }
     if (!b->in_file && b->pos < b->last) {
@@ -796,24 +783,9 @@ Whole whole_body(Request& r, GzipCtx& x) {
       }
       // Exactly the range's bytes: a file grown since it was opened adds
       // nothing, one shrunk is an error (as on the streaming path).
-      off_t at = b->file_pos;
-      while (at < b->file_last) {
-        const std::size_t want = static_cast<std::size_t>(b->file_last - at);
-        const ssize_t got = ::pread(b->file_fd, dst, want, at);
-        if (got == -1 && errno == EINTR) continue;
-        if (got <= 0) {
-          if (got == 0) {
-            VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
-                      static_cast<unsigned long long>(r.c->number));
-          } else {
-            VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
-                      static_cast<unsigned long long>(r.c->number));
-          }
-          return Whole::kFailed;
-        }
-        dst += got;
-        at += got;
-      }
+      const std::size_t n = b->size();
+      if (!read_file_exact(*r.c, b->file_fd, b->file_pos, dst, n)) return Whole::kFailed;
+      dst += n;
     }
     src = g->in;
   }

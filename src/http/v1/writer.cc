@@ -12,6 +12,7 @@
 
 #include <cerrno>
 
+#include "event/file_read.h"
 #include "http/core/filters.h"
 #include "http/core/request.h"
 #include "http/filters/limit_rate.h"
@@ -32,25 +33,13 @@ bool fill_from_file(Request& r) {
   const off_t left = r.file_end - r.file_pos;
   const std::size_t n =
       left < static_cast<off_t>(r.obuf_size) ? static_cast<std::size_t>(left) : r.obuf_size;
-  for (;;) {
-    ssize_t got = ::pread(r.fd, r.obuf, n, r.file_pos);
-    if (got > 0) {
-      r.bbuf.reset(r.obuf, r.obuf_size);
-      r.bbuf.last = r.obuf + got;
-      r.file_pos += got;
-      r.bbuf.last_buf = r.file_pos == r.file_end;
-      return true;
-    }
-    if (got == -1 && errno == EINTR) continue;
-    if (got == 0) {
-      VIGIL_LOG(*r.c->log, kAlert, 0, "*%llu file was truncated while being read",
-                static_cast<unsigned long long>(r.c->number));
-    } else {
-      VIGIL_LOG(*r.c->log, kCrit, errno, "*%llu pread() failed",
-                static_cast<unsigned long long>(r.c->number));
-    }
-    return false;
-  }
+  const std::size_t got = read_file_some(*r.c, r.fd, r.file_pos, r.obuf, n);
+  if (got == 0) return false;
+  r.bbuf.reset(r.obuf, r.obuf_size);
+  r.bbuf.last = r.obuf + got;
+  r.file_pos += static_cast<off_t>(got);
+  r.bbuf.last_buf = r.file_pos == r.file_end;
+  return true;
 }
 
 // A file range still to be read into memory (sendfile off).
