@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/unix_addr.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
@@ -80,19 +81,13 @@ Status set_int_option(int fd, int level, int name, int value, const char* what,
 // "unix:/path": a unix-domain stream socket at that path.
 Status Listening::set_unix_address(std::string_view text) {
   const std::string_view path = text.substr(5);
-  sockaddr_un sun{};
   if (path.empty()) return Status::error("no path in the unix domain socket " + quoted(text));
-  if (path.size() >= sizeof sun.sun_path) {
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
     return Status::error("too long path in the unix domain socket " + quoted(text));
   }
-  if (path.find('\0') != std::string_view::npos) {
+  if (!make_unix_sockaddr(path, addr, addrlen)) {
     return Status::error("invalid path in the unix domain socket " + quoted(text));
   }
-  sun.sun_family = AF_UNIX;
-  std::memcpy(sun.sun_path, path.data(), path.size());
-  addr = {};
-  std::memcpy(&addr, &sun, sizeof sun);
-  addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
   addr_text = std::string(text);
   return Status::ok();
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/conf/values.h"
+#include "core/unix_addr.h"
 
 namespace vigil::upstream {
 
@@ -92,15 +93,10 @@ std::uint32_t ring_base(std::string_view server) {
 Status resolve_address(std::string_view text, unsigned default_port, std::vector<Peer>& out) {
   const std::string quoted = "\"" + std::string(text) + "\"";
   if (text.starts_with("unix:")) {
-    std::string_view path = text.substr(5);
     Peer p;
-    auto* sun = reinterpret_cast<sockaddr_un*>(&p.addr);
-    if (path.empty() || path.size() >= sizeof sun->sun_path) {
+    if (!make_unix_sockaddr(text.substr(5), p.addr, p.addrlen)) {
       return Status::error("invalid UNIX-domain socket path in upstream " + quoted);
     }
-    sun->sun_family = AF_UNIX;
-    std::memcpy(sun->sun_path, path.data(), path.size());
-    p.addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
     p.name = std::string(text);
     out.push_back(std::move(p));
     return Status::ok();

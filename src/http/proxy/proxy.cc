@@ -3,13 +3,13 @@
 #include "http/proxy/proxy.h"
 
 #include <arpa/inet.h>
-#include <sys/un.h>
 
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
+#include "core/unix_addr.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 
@@ -93,11 +93,8 @@ int eval_url(ProxyState& ps) {
       ps.eval_uri_slash = ps.eval_uri.empty() || ps.eval_uri.front() != '/';
     }
     sockaddr_storage ss{};
-    auto& sun = reinterpret_cast<sockaddr_un&>(ss);
-    if (path.empty() || path.size() >= sizeof sun.sun_path) return fail("invalid unix domain socket");
-    sun.sun_family = AF_UNIX;
-    std::memcpy(sun.sun_path, path.data(), path.size());
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    socklen_t len = 0;
+    if (!make_unix_sockaddr(path, ss, len)) return fail("invalid unix domain socket");
     ps.target = rest.substr(0, colon);
     ps.port = {};
     ps.host_header = "localhost";
