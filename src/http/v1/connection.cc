@@ -241,7 +241,9 @@ bool client_gone(Request& r, int& err) {
     return false;
   }
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    rev.ready = 0;
+    // io_uring's receive may hold bytes the socket no longer shows (the
+    // next request, pipelined): readiness stays, the next recv() tells.
+    if (!c.ring) rev.ready = 0;
     return false;
   }
   rev.eof = 1;

@@ -128,6 +128,55 @@ bool take_buffered(Request& r, Buf& hb, int& status) {
   return true;
 }
 
+// How much of a chunked body to ask the socket for, at most `room`: what
+// is surely still body (the rest of the current chunk), or else no more than
+// a large header buffer holds, so that whatever is read past the body's end
+// (the next request, pipelined) fits one (keep_pipelined). The decoder has
+// announced body_size() bytes and handed out `received` of them.
+std::size_t chunked_read_size(const Request& r, std::size_t room) {
+  const RequestBody& rb = r.body;
+  const std::uint64_t in_chunk = rb.chunked.body_size() - static_cast<std::uint64_t>(rb.received);
+  std::uint64_t limit = r.hc->srv->large_buffers_size;
+  if (in_chunk > limit) limit = in_chunk;
+  return limit < room ? static_cast<std::size_t>(limit) : room;
+}
+
+// Bytes read past the end of a chunked body, [p, p + n), are the next
+// request on the connection (RFC 9112 §9.3.2): they go to the header buffer
+// after what is left there, or, when they do not fit, to a large header
+// buffer that takes its place (the old one stays with the request: its head
+// points into it) and that keep-alive then hands to the next request, as
+// nginx does. False when no buffer could be had.
+bool keep_pipelined(Request& r, const char* p, std::size_t n) {
+  HttpConnection& hc = *r.hc;
+  Buf& hb = hc.buffer;
+  if (hb.start != nullptr && n <= static_cast<std::size_t>(hb.end - hb.last)) {
+    std::memcpy(hb.last, p, n);
+    hb.last += n;
+    return true;
+  }
+  const std::size_t size = hc.srv->large_buffers_size;
+  const std::size_t left = hb.start != nullptr ? static_cast<std::size_t>(hb.last - hb.pos) : 0;
+  constexpr std::size_t kSlots = sizeof r.retired / sizeof r.retired[0];
+  if (left + n > size || r.nretired >= kSlots) return false;
+  char* mem = hc.worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  Buf nb;
+  nb.reset(mem, size);
+  if (left != 0) std::memcpy(nb.last, hb.pos, left);
+  nb.last += left;
+  std::memcpy(nb.last, p, n);
+  nb.last += n;
+  if (hb.start != nullptr) {
+    r.retired[r.nretired] = hb.start;
+    r.retired_size[r.nretired] = static_cast<std::uint32_t>(hb.end - hb.start);
+    ++r.nretired;
+  }
+  hb = nb;
+  hc.large = true;
+  return true;
+}
+
 // The client's read event while the body is read: news for the reader.
 void body_event(Event& rev) {
   Connection& c = *rev.owner<Connection>();
@@ -322,8 +371,10 @@ int read_request_body(Request& r) {
     long n = kIoAgain;
     char* at = b.last;
     std::size_t room = static_cast<std::size_t>(b.end - b.last);
-    if (!rb.chunked_in && static_cast<std::int64_t>(room) > rb.rest) {
-      room = static_cast<std::size_t>(rb.rest);
+    if (!rb.chunked_in) {
+      if (static_cast<std::int64_t>(room) > rb.rest) room = static_cast<std::size_t>(rb.rest);
+    } else {
+      room = chunked_read_size(r, room);
     }
     if (c.read->ready) n = c.recv(c, at, room);
     if (n == kIoAgain) {
@@ -351,18 +402,8 @@ int read_request_body(Request& r) {
     const long used = decode_chunked(r, at, static_cast<std::size_t>(n), status);
     if (used < 0) return fail(r, status, false);
     r.request_length += static_cast<std::uint64_t>(used);
-    if (used < n) {
-      // Bytes after the chunked body (a pipelined request) landed in the
-      // body buffer: keep them when the header buffer can take them, else
-      // the connection closes after this response.
-      const std::size_t extra = static_cast<std::size_t>(n - used);
-      if (hb.start != nullptr && hb.pos == hb.last &&
-          extra <= static_cast<std::size_t>(hb.end - hb.last)) {
-        std::memmove(hb.last, at + used, extra);
-        hb.last += extra;
-      } else {
-        r.lingering = true;
-      }
+    if (used < n && !keep_pipelined(r, at + used, static_cast<std::size_t>(n - used))) {
+      r.lingering = true;  // the next request is lost: the connection closes after this one
     }
   }
 }
