@@ -369,9 +369,40 @@ void answer(Upstream& u, int status) {
   finalize_error(r, status);
 }
 
+namespace {
+
+// An intercepted 401 keeps the backend's challenges (nginx's
+// ngx_http_upstream_intercept_errors): its WWW-Authenticate fields,
+// '\n'-separated in r's memory, go out with the error page. nginx 1.22 keeps
+// only the first; every one is kept here, as since nginx 1.23.0 (RFC 9110
+// §11.6.1: each may hold challenges the client can answer).
+bool keep_challenges(Upstream& u) {
+  Request& r = *u.r;
+  std::size_t n = 0;
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    if (iequals(u.fields[i].name, "www-authenticate")) n += u.fields[i].value.size() + 1;
+  }
+  if (n == 0) return true;
+  char* mem = request_alloc(r, n);
+  if (mem == nullptr) return false;
+  char* p = mem;
+  for (std::uint32_t i = 0; i < u.nfields; ++i) {
+    const HeaderField& f = u.fields[i];
+    if (!iequals(f.name, "www-authenticate")) continue;
+    if (p != mem) *p++ = '\n';
+    std::memcpy(p, f.value.data(), f.value.size());
+    p += f.value.size();
+  }
+  r.headers_out.www_authenticate = std::string_view(mem, static_cast<std::size_t>(p - mem));
+  return true;
+}
+
+}  // namespace
+
 void answer_intercepted(Upstream& u, int status) {
   Request& r = *u.r;
   u.stage = Stage::kDone;
+  if (status == 401 && !keep_challenges(u)) status = 500;
   // The backend's body is not wanted: its connection goes now (the
   // error_page runs through the phases and may wait), its head stays for
   // $upstream_http_* until the request ends.
