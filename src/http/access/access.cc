@@ -15,6 +15,7 @@
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/access/access.h"
+#include "http/access/auth_delay.h"
 #include "http/access/auth_basic.h"
 #include "http/access/auth_request.h"
 
@@ -228,7 +229,7 @@ int local_checks(Request& r, bool any, int& code) {
 // auth_request's subrequest suspends the phase; it runs again when the
 // subrequest has ended, and auth_request then gives back its answer and the
 // refusal the local checks had made before it (they are not run twice).
-int access_handler(Request& r) {
+int access_checks(Request& r) {
   const bool any = loc_conf<AccessConf>(*r.loc, access_module()).satisfy_any;
   int code = 0;
   if (r.waiting_on == nullptr) {
@@ -247,6 +248,13 @@ int access_handler(Request& r) {
   if (code == 0) return kPhaseNext;
   if (code == 403) log_forbidden(r);
   return code;
+}
+
+// A 401 waits auth_delay before it is answered (nginx delays it wherever
+// the access phase ends with it).
+int access_handler(Request& r) {
+  const int rc = access_checks(r);
+  return rc == 401 ? auth_delay(r) : rc;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // answers a location sets HttpLocConf::content from its directive instead.
 #include "http/access/access.h"
 #include "http/access/auth_basic.h"
+#include "http/access/auth_delay.h"
 #include "http/access/auth_request.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
@@ -36,7 +37,7 @@ std::span<const HttpModule* const> http_modules() {
       &map_module(),        &geo_module(),         &split_clients_module(),
       &realip_module(),     &rewrite_module(),     &limit_req_module(),
       &limit_conn_module(), &access_module(),      &auth_basic_module(),
-      &auth_request_module(),
+      &auth_request_module(), &auth_delay_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &gzip_module(),
