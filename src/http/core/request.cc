@@ -198,6 +198,31 @@ bool misdirected(const HttpConnection& hc, const Request& r) {
 
 }  // namespace
 
+namespace {
+
+// The head was read but its fields are refused (an invalid or duplicate
+// Host, a bad Content-Length, Content-Length with chunked): as nginx, the
+// error_page the server (the address's default, or the one SNI chose) has
+// for the status applies, with the request's URI. Its body is never read:
+// nothing of the refused framing is kept, and the connection closes after
+// the answer.
+void refuse_head(Request& r) {
+  r.check.content_length = -1;
+  r.check.chunked = false;
+  r.check.keep_alive = false;
+  r.check.expect_continue = false;
+  r.loc = r.srv->loc;
+  if (r.line.form == TargetForm::kOrigin || r.line.form == TargetForm::kAbsolute) {
+    HttpWorker& w = *r.hc->worker;
+    const NormalizedPath np =
+        normalize_path(r.line.path, w.scratch(), w.scratch_size(), r.srv->merge_slashes);
+    if (np.ok() && !keep_uri(r, np.path)) r.uri = {};
+  }
+  finalize_error(r, r.check.status);
+}
+
+}  // namespace
+
 void process_request(Request& r) {
   HttpConnection& hc = *r.hc;
   Connection& c = *r.c;
@@ -216,7 +241,7 @@ void process_request(Request& r) {
   if (!r.check.ok()) {
     VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid header: %s",
               static_cast<unsigned long long>(c.number), r.check.error);
-    finalize_error(r, r.check.status);
+    refuse_head(r);
     return;
   }
   r.srv = &hc.addr->find_server(r.check.host, &r);
