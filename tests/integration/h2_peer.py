@@ -41,6 +41,8 @@ def body_bytes(size):
 
 class Peer:
     def __init__(self, port, ca=None, window=None):
+        self.port = port
+        self.ca = ca
         raw = socket.create_connection(("127.0.0.1", port), timeout=10)
         if ca is not None:
             ctx = ssl.create_default_context(cafile=ca)
@@ -61,6 +63,7 @@ class Peer:
         self.streams = {}
         self.goaway = None
         self.auto_ack = True
+        self.pinged = False
 
     def flush(self):
         data = self.conn.data_to_send()
@@ -134,6 +137,8 @@ class Peer:
                 self.streams[ev.stream_id]["reset"] = ev.error_code
         elif isinstance(ev, h2.events.ConnectionTerminated):
             self.goaway = ev.error_code
+        elif isinstance(ev, h2.events.PingAckReceived):
+            self.pinged = True
 
     def report(self, show_headers=False):
         for sid in sorted(self.streams):
@@ -148,6 +153,140 @@ class Peer:
                                    hashlib.md5(st["body"]).hexdigest()))
         if self.goaway is not None:
             print("goaway %d" % int(self.goaway))
+
+
+def raw_frames(frames):
+    return b"".join(f.serialize() for f in frames)
+
+
+def flood(p, cmd, args):
+    """Sends the attack's frames, then reads until the server closes the
+    connection or answers; prints "closed <goaway code or -1>" or the
+    stream's result, and "served" when a new connection still gets a 200."""
+    from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame,
+                                  SettingsFrame)
+    import hpack
+    n = int(args[1])
+    path = args[2]
+    enc = hpack.Encoder()
+    base = [(":method", "GET"), (":path", path), (":scheme", p.scheme),
+            (":authority", "localhost")]
+    data = b""
+    if cmd == "ping-flood":
+        data = raw_frames(PingFrame(0, opaque_data=b"12345678") for _ in range(n))
+    elif cmd == "settings-flood":
+        data = raw_frames(SettingsFrame(0, settings={0x4: 65535}) for _ in range(n))
+    elif cmd == "continuation-flood":
+        first = HeadersFrame(1, data=enc.encode(base))
+        filler = enc.encode([("x-filler", "v" * 100)], huffman=False)
+        data = first.serialize() + raw_frames(ContinuationFrame(1, data=filler) for _ in range(n))
+    elif cmd == "headers-bomb":
+        block = enc.encode(base + [("x-bomb", "a" * 4000)]) + b"\xbe" * n
+        data = HeadersFrame(1, data=block, flags=["END_HEADERS", "END_STREAM"]).serialize()
+    elif cmd == "empty-data-flood":
+        head = HeadersFrame(1, data=enc.encode(base + [("content-length", "1")]),
+                            flags=["END_HEADERS"]).serialize()
+        data = head + raw_frames(DataFrame(1, data=b"") for _ in range(n))
+    result = None
+    try:
+        p.sock.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        result = "closed -1"
+    # h2's state machine did not see these frames: read the raw answer.
+    deadline = time.monotonic() + 10
+    got = b""
+    while result is None and time.monotonic() < deadline:
+        p.sock.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            chunk = p.sock.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            result = "closed"
+            break
+        got += chunk
+        # GOAWAY (type 7) or RST_STREAM (type 3) or a response HEADERS (type 1)
+        at = 0
+        while at + 9 <= len(got):
+            length = int.from_bytes(got[at:at + 3], "big")
+            ftype = got[at + 3]
+            if at + 9 + length > len(got):
+                break
+            payload = got[at + 9:at + 9 + length]
+            if ftype == 7:
+                result = "goaway %d" % int.from_bytes(payload[4:8], "big")
+            elif ftype == 3 and result is None:
+                result = "reset %d" % int.from_bytes(payload[0:4], "big")
+            elif ftype == 1 and result is None:
+                dec = hpack.Decoder()
+                try:
+                    hdrs = dict(dec.decode(payload))
+                    result = "status %s" % hdrs.get(":status", hdrs.get(b":status"))
+                except Exception:
+                    result = "status ?"
+            at += 9 + length
+    print(result or "no answer")
+    q = Peer(p.port, p.ca)
+    q.request(path)
+    q.pump()
+    st = q.streams[1]
+    print("served" if st["status"] == "200" else "not served %s" % st["status"])
+
+
+def reset_batches(p, batches, n, path):
+    """BATCHES rounds of N streams opened and reset, in raw frames, each
+    round read by the server (its PING answered) before the next. Prints
+    "goaway <code>" if the server ended the connection, else "rounds done"."""
+    from hyperframe.frame import HeadersFrame, PingFrame, RstStreamFrame
+    import hpack
+    enc = hpack.Encoder()
+    base = [(":method", "GET"), (":path", path), (":scheme", p.scheme),
+            (":authority", "localhost")]
+    sid = 1
+    got = b""
+    for _ in range(batches):
+        frames = []
+        for _ in range(n):
+            frames.append(HeadersFrame(sid, data=enc.encode(base),
+                                       flags=["END_HEADERS", "END_STREAM"]))
+            frames.append(RstStreamFrame(sid, error_code=8))
+            sid += 2
+        frames.append(PingFrame(0, opaque_data=b"roundend"))
+        try:
+            p.sock.sendall(raw_frames(frames))
+        except (BrokenPipeError, ConnectionResetError):
+            print("closed")
+            return
+        acked = False
+        deadline = time.monotonic() + 10
+        while not acked:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                print("timeout")
+                return
+            p.sock.settimeout(left)
+            try:
+                chunk = p.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                print("closed")
+                return
+            got += chunk
+            while len(got) >= 9:
+                length = int.from_bytes(got[:3], "big")
+                if len(got) < 9 + length:
+                    break
+                ftype, flags, payload = got[3], got[4], got[9:9 + length]
+                got = got[9 + length:]
+                if ftype == 7:
+                    print("goaway %d" % int.from_bytes(payload[4:8], "big"))
+                    return
+                if ftype == 6 and flags & 1 and payload == b"roundend":
+                    acked = True
+    print("rounds done")
 
 
 def main(argv):
@@ -192,16 +331,26 @@ def main(argv):
         p.flush()
         p.request(args[2])
         p.pump()
+    elif cmd == "reset-batches":
+        reset_batches(p, int(args[1]), int(args[2]), args[3])
+        return 0
     elif cmd == "stall":
+        # A zero window (set before the request): the response cannot move.
+        p.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        p.flush()
         p.auto_ack = False
         p.request(args[1])
-        # Reads what the window lets through, then nothing more.
-        p.pump(timeout=3, until=lambda: False) if False else None
-        time.sleep(0)
-        try:
-            p.pump(timeout=2, until=lambda: len(p.streams[1]["body"]) >= 65535)
-        except SystemExit:
-            pass
+        p.pump(timeout=float(args[2]) if len(args) > 2 else 10)
+    elif cmd in ("ping-flood", "settings-flood", "continuation-flood", "headers-bomb",
+                 "empty-data-flood"):
+        flood(p, cmd, args)
+        return 0
+    elif cmd == "streams":
+        # More concurrent streams than the server allows, each waiting.
+        n = int(args[1])
+        for _ in range(n):
+            p.request(args[2])
+        p.pump(timeout=20)
     else:
         raise SystemExit("unknown command " + cmd)
     p.report(show_headers)

@@ -233,20 +233,71 @@ TEST(Http2, RequestBodiesReachAnHttp11Backend) {
   EXPECT_EQ(out.substr(0, 11), "/small 413 ") << out;
 }
 
-TEST(Http2, RapidResetLeavesTheWorkerServing) {
+TEST(Http2, RapidResetIsStoppedAndTheWorkerKeepsServing) {
   TlsServer s;
   const int port = test::free_port();
   test::Backend b;
-  start_plain(s, port, "location /p { proxy_pass http://" + b.address() + "; }");
-  // CVE-2023-44487's pattern: streams opened and reset at once, here to a
-  // proxied location, then a request on the same connection.
-  auto [rc, out] = h2peer({std::to_string(port), "reset-flood", "1000", "/index.html"});
+  start_plain(s, port,
+              "keepalive_requests 100000;\nlocation /p { proxy_pass http://" + b.address() + "; }");
+  // A few streams opened and reset: a client navigating away. The
+  // connection goes on.
+  auto [rc, out] = h2peer({std::to_string(port), "reset-flood", "100", "/index.html"});
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("/index.html 200 9 "), std::string::npos) << out;
-  auto [rc2, out2] = h2peer({std::to_string(port), "reset-flood", "200", "/p"});
+  EXPECT_EQ(out.find("goaway"), std::string::npos) << out;
+  // CVE-2023-44487: a thousand at once, to a proxied location. The
+  // connection is told to calm down (GOAWAY ENHANCE_YOUR_CALM, 0xb) and
+  // closed; the worker serves the next one.
+  auto [rc2, out2] = h2peer({std::to_string(port), "reset-flood", "1000", "/p"});
   ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("goaway 11"), std::string::npos) << out2;
+  EXPECT_TRUE(s.wait_output("client sent too many streams at once")) << s.output();
+  // The same spread over rounds the server reads one by one: the reset
+  // budget (500, then 100 a second) runs out instead.
+  auto [rc3, out3] = h2peer({std::to_string(port), "reset-batches", "8", "100", "/index.html"});
+  ASSERT_EQ(rc3, 0) << out3;
+  EXPECT_NE(out3.find("goaway 11"), std::string::npos) << out3;
+  EXPECT_TRUE(s.wait_output("client caused too many stream resets")) << s.output();
   EXPECT_EQ(curl_plain(port, "/", {"--http2-prior-knowledge"}), "hello h2\n|2|200");
   EXPECT_EQ(s.count("[alert]"), 0u) << s.output();
+}
+
+// Each attack on its own connection; afterwards a new connection is served.
+TEST(Http2, FloodsCloseTheConnectionAndTheWorkerKeepsServing) {
+  TlsServer s;
+  const int port = test::free_port();
+  start_plain(s, port, "");
+  struct Case {
+    const char* attack;
+    const char* count;
+    const char* answer;
+  };
+  for (const Case& c :
+       {Case{"ping-flood", "100000", "closed"}, Case{"settings-flood", "100000", "closed"},
+        // CVE-2024-27316's family: a header block never ended.
+        Case{"continuation-flood", "10000", "closed"},
+        // An HPACK bomb: a 4 KB table entry referenced 12,000
+        // times is a head far over the limit.
+        Case{"headers-bomb", "12000", "status 431"}}) {
+    auto [rc, out] = h2peer({std::to_string(port), c.attack, c.count, "/index.html"});
+    ASSERT_EQ(rc, 0) << c.attack << ": " << out;
+    EXPECT_EQ(out, std::string(c.answer) + "\nserved\n") << c.attack;
+  }
+  EXPECT_EQ(s.count("[alert]"), 0u) << s.output();
+}
+
+TEST(Http2, AStalledReaderIsTimedOut) {
+  TlsServer s;
+  const int port = test::free_port();
+  s.write("html/big.bin", std::string(200000, 'b'));
+  start_plain(s, port, "send_timeout 1s;");
+  // A zero window: the response cannot move, and send_timeout ends the
+  // stream (RST_STREAM INTERNAL_ERROR) rather than hold it.
+  auto [rc, out] = h2peer({std::to_string(port), "stall", "/big.bin", "10"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "reset /big.bin 2\n") << out;
+  EXPECT_TRUE(s.wait_output("client timed out")) << s.output();
+  EXPECT_EQ(curl_plain(port, "/", {"--http2-prior-knowledge"}), "hello h2\n|2|200");
 }
 
 TEST(Http2, ConfigurationErrors) {

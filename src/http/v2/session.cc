@@ -4,6 +4,7 @@
 // graceful shutdown.
 #include <openssl/ssl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -24,6 +25,22 @@ constexpr std::int32_t kConnectionWindow = (1 << 30);
 // One send gathers frames up to this many bytes.
 constexpr std::uint32_t kWriteBuffer = 16384;
 constexpr int kReadsPerPass = 8;
+// Streams that may end in RST_STREAM (sent or received) in a burst, and per
+// second after it: Rapid Reset (CVE-2023-44487) and MadeYouReset
+// (CVE-2025-8671) both make the server start work for streams that are
+// reset at once; past the budget the connection is told to calm down and
+// closed. A well-behaved client resets a few streams (a page navigated away
+// from), far below either figure.
+constexpr std::uint32_t kResetBurst = 500;
+constexpr std::uint32_t kResetsPerSecond = 100;
+
+// Ends the session for abuse: GOAWAY ENHANCE_YOUR_CALM, then close.
+void calm_down(Session& s, nghttp2_session* ng, const char* why) {
+  if (s.calm) return;
+  s.calm = true;
+  VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s", static_cast<unsigned long long>(s.c->number), why);
+  (void)nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
+}
 
 Session& session_of_event(const Event& ev) {
   return *static_cast<HttpConnection*>(ev.owner<Connection>()->data)->h2;
@@ -51,6 +68,14 @@ Chain* fail_send_chain(Connection&, Chain*, off_t) {
 int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   Session& s = *static_cast<Session*>(user);
+  if (s.calm) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  // More new streams in one read than twice the concurrency allows: they
+  // are being opened and reset (nginx's "client sent too many streams at
+  // once").
+  if (++s.new_streams > 2 * s.hc->srv->h2_max_concurrent_streams) {
+    calm_down(s, ng, "client sent too many streams at once");
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
   auto* st = new (std::nothrow) Stream;
   if (st == nullptr) {
     VIGIL_LOG(*s.c->log, kAlert, 0, "*%llu out of memory for an http2 stream",
@@ -173,6 +198,22 @@ int on_stream_close(nghttp2_session* ng, std::int32_t id, std::uint32_t error_co
   if (st == nullptr) return 0;
   st->closed = true;
   if (error_code != NGHTTP2_NO_ERROR || !st->out_eof) st->reset = true;
+  if (error_code != NGHTTP2_NO_ERROR) {
+    Session& s = *st->session;
+    const Msec now = clock::current_msec();
+    const auto elapsed = static_cast<std::uint64_t>(msec_diff(now, s.reset_refill));
+    if (elapsed >= 1000 / kResetsPerSecond) {
+      const std::uint64_t more = elapsed * kResetsPerSecond / 1000;
+      s.reset_tokens =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(kResetBurst, s.reset_tokens + more));
+      s.reset_refill = now;
+    }
+    if (s.reset_tokens == 0) {
+      calm_down(s, ng, "client caused too many stream resets");
+    } else {
+      --s.reset_tokens;
+    }
+  }
   (void)nghttp2_session_set_stream_user_data(ng, id, nullptr);
   if (st->r == nullptr) {
     free_stream(*st);
@@ -334,6 +375,7 @@ void read_handler(Event& rev) {
   }
   // A bounded number of reads per pass: a client that never stops sending
   // does not keep the others waiting (the rest is read in the next pass).
+  s.new_streams = 0;
   for (int reads = 0;; ++reads) {
     if (reads == kReadsPerPass) {
       c.loop->posted_next().post(rev);
@@ -393,6 +435,8 @@ void start(HttpConnection& hc) {
   s->hc = &hc;
   s->c = &c;
   s->worker = hc.worker;
+  s->reset_tokens = kResetBurst;
+  s->reset_refill = clock::current_msec();
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     close_connection(hc);

@@ -94,6 +94,13 @@ struct Session {
   const std::uint8_t* frame = nullptr;
   std::size_t frame_len = 0;
 
+  // Defences (session.cc): streams opened in this read pass, and the reset
+  // budget (a token bucket: streams that end in RST_STREAM, either side's).
+  std::uint32_t new_streams = 0;
+  std::uint32_t reset_tokens = 0;
+  Msec reset_refill = 0;
+  bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
+
   bool in_recv = false;      // inside nghttp2_session_mem_recv (callbacks run)
   bool close_after = false;  // close once the callbacks return
   bool closing = false;      // close_session is ending the streams
