@@ -69,9 +69,15 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   Session& s = *static_cast<Session*>(user);
   if (s.calm) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  // More new streams in one read than twice the concurrency allows: they
-  // are being opened and reset (nginx's "client sent too many streams at
-  // once").
+  // More new streams in one read (in the same millisecond of the loop's
+  // clock, however the backend split the input) than twice the concurrency
+  // allows: they are being opened and reset (nginx's "client sent too many
+  // streams at once").
+  const Msec now = clock::current_msec();
+  if (now != s.new_streams_msec) {
+    s.new_streams_msec = now;
+    s.new_streams = 0;
+  }
   if (++s.new_streams > 2 * s.hc->srv->h2_max_concurrent_streams) {
     calm_down(s, ng, "client sent too many streams at once");
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -198,7 +204,8 @@ int on_stream_close(nghttp2_session* ng, std::int32_t id, std::uint32_t error_co
   if (st == nullptr) return 0;
   st->closed = true;
   if (error_code != NGHTTP2_NO_ERROR || !st->out_eof) st->reset = true;
-  if (error_code != NGHTTP2_NO_ERROR) {
+  if (st->reset) {
+    // Reset by either side (a client's RST_STREAM may say NO_ERROR too).
     Session& s = *st->session;
     const Msec now = clock::current_msec();
     const auto elapsed = static_cast<std::uint64_t>(msec_diff(now, s.reset_refill));
@@ -375,7 +382,6 @@ void read_handler(Event& rev) {
   }
   // A bounded number of reads per pass: a client that never stops sending
   // does not keep the others waiting (the rest is read in the next pass).
-  s.new_streams = 0;
   for (int reads = 0;; ++reads) {
     if (reads == kReadsPerPass) {
       c.loop->posted_next().post(rev);

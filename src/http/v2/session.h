@@ -94,9 +94,10 @@ struct Session {
   const std::uint8_t* frame = nullptr;
   std::size_t frame_len = 0;
 
-  // Defences (session.cc): streams opened in this read pass, and the reset
+  // Defences (session.cc): streams opened in this millisecond, and the reset
   // budget (a token bucket: streams that end in RST_STREAM, either side's).
   std::uint32_t new_streams = 0;
+  Msec new_streams_msec = 0;
   std::uint32_t reset_tokens = 0;
   Msec reset_refill = 0;
   bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
