@@ -289,8 +289,41 @@ def reset_batches(p, batches, n, path):
     print("rounds done")
 
 
+def bad_preface(port):
+    """The preface, then a SETTINGS acknowledgement and a request, without
+    the SETTINGS frame RFC 9113 section 3.4 says must follow the preface."""
+    from hyperframe.frame import HeadersFrame, SettingsFrame
+    import hpack
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    block = hpack.Encoder().encode([(":method", "GET"), (":path", "/"), (":scheme", "http"),
+                                    (":authority", "localhost")])
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+                 SettingsFrame(0, flags=["ACK"]).serialize() +
+                 HeadersFrame(1, data=block, flags=["END_HEADERS", "END_STREAM"]).serialize())
+    got = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ConnectionResetError):
+            chunk = b""
+        if not chunk:
+            break
+        got += chunk
+    at = 0
+    while at + 9 <= len(got):
+        length = int.from_bytes(got[at:at + 3], "big")
+        if got[at + 3] == 7:
+            print("goaway %d" % int.from_bytes(got[at + 13:at + 17], "big"))
+        elif got[at + 3] == 1:
+            print("headers")
+        at += 9 + length
+
+
 def main(argv):
     port = int(argv[1])
+    if argv[2] == "bad-preface":
+        bad_preface(port)
+        return 0
     args = argv[2:]
     ca = None
     window = None

@@ -304,6 +304,19 @@ TEST(Http2, AStalledReaderIsTimedOut) {
   EXPECT_EQ(curl_plain(port, "/", {"--http2-prior-knowledge"}), "hello h2\n|2|200");
 }
 
+// RFC 9113 §3.4: the preface MUST be followed by a SETTINGS frame, and an
+// invalid preface is a connection error (nginx takes a request after a
+// SETTINGS acknowledgement alone; docs/compatibility.md).
+TEST(Http2, APrefaceWithoutSettingsIsAProtocolError) {
+  TlsServer s;
+  const int port = test::free_port();
+  start_plain(s, port, "");
+  auto [rc, out] = h2peer({std::to_string(port), "bad-preface"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "goaway 1\n");
+  EXPECT_EQ(curl_plain(port, "/", {"--http2-prior-knowledge"}), "hello h2\n|2|200");
+}
+
 TEST(Http2, ConfigurationErrors) {
   TlsServer s;
   for (const char* bad : {"http2 maybe;", "http2_body_preread_size x;", "http2_chunk_size 0;"}) {
