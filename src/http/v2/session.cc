@@ -25,6 +25,8 @@ constexpr std::int32_t kConnectionWindow = (1 << 30);
 // One send gathers frames up to this many bytes.
 constexpr std::uint32_t kWriteBuffer = 16384;
 constexpr int kReadsPerPass = 8;
+// A frame at least this long (a DATA frame) is sent from nghttp2's buffer.
+constexpr std::size_t kDirectFrame = 4096;
 // Streams that may end in RST_STREAM (sent or received) in a burst, and per
 // second after it: Rapid Reset (CVE-2023-44487) and MadeYouReset
 // (CVE-2025-8671) both make the server start work for streams that are
@@ -254,53 +256,80 @@ void give_back_buffers(Session& s) {
   s.rbuf = s.wbuf = nullptr;
 }
 
-// Sends what nghttp2 has, as far as the socket takes it. False: the
-// connection failed.
+// The next frame from nghttp2 into s.frame; false on a fatal error.
+bool next_frame(Session& s) {
+  const std::uint8_t* data = nullptr;
+  const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
+  if (n < 0) {
+    VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu http2 send failed: %s",
+              static_cast<unsigned long long>(s.c->number), nghttp2_strerror(static_cast<int>(n)));
+    return false;
+  }
+  s.frame = data;
+  s.frame_len = static_cast<std::size_t>(n);
+  return true;
+}
+
+// Sends what nghttp2 has, as far as the socket takes it: small frames
+// gathered into one buffer per send, a large one (DATA) sent from nghttp2's
+// own buffer, without a copy. False: the connection failed.
 bool flush(Session& s) {
   Connection& c = *s.c;
   EventLoop& loop = *c.loop;
   for (;;) {
-    if (s.wbuf == nullptr) {
-      s.wbuf = s.worker->buffers().get(kWriteBuffer);
-      if (s.wbuf == nullptr) return false;
-      s.wbuf_size = kWriteBuffer;
-      s.wpos = s.wlast = 0;
-    }
-    // Gather frames until the buffer is full or nghttp2 has no more.
-    while (s.wlast < s.wbuf_size) {
-      if (s.frame_len == 0) {
-        const std::uint8_t* data = nullptr;
-        const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
-        if (n < 0) {
-          VIGIL_LOG(*c.log, kInfo, 0, "*%llu http2 send failed: %s",
-                    static_cast<unsigned long long>(c.number),
-                    nghttp2_strerror(static_cast<int>(n)));
-          return false;
+    const char* out = nullptr;
+    std::size_t len = 0;
+    bool direct = false;
+    if (s.wbuf != nullptr && s.wpos < s.wlast) {
+      out = s.wbuf + s.wpos;
+      len = s.wlast - s.wpos;
+    } else {
+      if (s.frame_len == 0 && !next_frame(s)) return false;
+      if (s.frame_len == 0) break;  // nothing more to send
+      if (s.frame_len >= kDirectFrame) {
+        out = reinterpret_cast<const char*>(s.frame);
+        len = s.frame_len;
+        direct = true;
+      } else {
+        if (s.wbuf == nullptr) {
+          s.wbuf = s.worker->buffers().get(kWriteBuffer);
+          if (s.wbuf == nullptr) return false;
+          s.wbuf_size = kWriteBuffer;
         }
-        if (n == 0) break;
-        s.frame = data;
-        s.frame_len = static_cast<std::size_t>(n);
+        s.wpos = s.wlast = 0;
+        // Gather small frames until the buffer is full, a large frame
+        // comes, or nghttp2 has no more.
+        while (s.wlast < s.wbuf_size) {
+          if (s.frame_len == 0 && !next_frame(s)) return false;
+          if (s.frame_len == 0 || s.frame_len >= kDirectFrame) break;
+          std::size_t take = s.wbuf_size - s.wlast;
+          if (take > s.frame_len) take = s.frame_len;
+          std::memcpy(s.wbuf + s.wlast, s.frame, take);
+          s.wlast += static_cast<std::uint32_t>(take);
+          s.frame += take;
+          s.frame_len -= take;
+        }
+        out = s.wbuf;
+        len = s.wlast;
       }
-      std::size_t take = s.wbuf_size - s.wlast;
-      if (take > s.frame_len) take = s.frame_len;
-      std::memcpy(s.wbuf + s.wlast, s.frame, take);
-      s.wlast += static_cast<std::uint32_t>(take);
-      s.frame += take;
-      s.frame_len -= take;
     }
-    if (s.wpos == s.wlast) break;
-    const long n = c.send(c, s.wbuf + s.wpos, s.wlast - s.wpos);
+    const long n = c.send(c, out, len);
     if (n == kIoAgain) {
       loop.add_timer(*c.write, s.hc->srv->loc->send_timeout);
       return static_cast<bool>(loop.handle_write_event(*c.write));
     }
     if (n < 0) return false;
-    s.wpos += static_cast<std::uint32_t>(n);
-    if (s.wpos == s.wlast) s.wpos = s.wlast = 0;
+    if (direct) {
+      s.frame += n;
+      s.frame_len -= static_cast<std::size_t>(n);
+    } else {
+      s.wpos += static_cast<std::uint32_t>(n);
+    }
   }
   // All sent: the buffer goes back while there is nothing to write.
-  s.worker->buffers().put(s.wbuf, s.wbuf_size);
+  if (s.wbuf != nullptr) s.worker->buffers().put(s.wbuf, s.wbuf_size);
   s.wbuf = nullptr;
+  s.wpos = s.wlast = 0;
   if (c.write->timer_set) loop.del_timer(*c.write);
   return true;
 }
@@ -323,7 +352,7 @@ void after_io(Session& s) {
     close_connection(*s.hc);
     return;
   }
-  const bool sending = s.wbuf != nullptr;
+  const bool sending = s.wbuf != nullptr || s.frame_len != 0;
   if (!sending && nghttp2_session_want_read(s.ng) == 0 && nghttp2_session_want_write(s.ng) == 0) {
     close_connection(*s.hc);
     return;
