@@ -317,6 +317,28 @@ TEST(Http2, APrefaceWithoutSettingsIsAProtocolError) {
   EXPECT_EQ(curl_plain(port, "/", {"--http2-prior-knowledge"}), "hello h2\n|2|200");
 }
 
+// /metrics counts HTTP/2: connections, streams, resets both ways, GOAWAYs.
+TEST(Http2, MetricsCountConnectionsStreamsAndResets) {
+  TlsServer s;
+  const int port = test::free_port();
+  start_plain(s, port, "keepalive_requests 3;\nlocation = /metrics { metrics; }");
+  auto [rc, out] = h2peer({std::to_string(port), "get", "/", "/", "/"});
+  ASSERT_EQ(rc, 0) << out;
+  auto [rc2, out2] = h2peer({std::to_string(port), "reset-flood", "2", "/index.html"});
+  ASSERT_EQ(rc2, 0) << out2;
+  const std::string m = curl_plain(port, "/metrics", {});
+  auto value = [&m](const std::string& name) {
+    const std::size_t at = m.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stoll(m.substr(at + name.size() + 2));
+  };
+  EXPECT_EQ(value("vigil_http2_connections_total"), 2) << m;
+  EXPECT_EQ(value("vigil_http2_streams_total"), 6) << m;
+  EXPECT_EQ(value("vigil_http2_resets_received_total"), 2) << m;
+  // keepalive_requests 3: each connection is ended by a GOAWAY.
+  EXPECT_EQ(value("vigil_http2_goaways_sent_total"), 2) << m;
+  EXPECT_GE(value("vigil_http2_resets_sent_total"), 0) << m;
+}
+
 TEST(Http2, ConfigurationErrors) {
   TlsServer s;
   for (const char* bad : {"http2 maybe;", "http2_body_preread_size x;", "http2_chunk_size 0;"}) {

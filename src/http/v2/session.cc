@@ -9,6 +9,7 @@
 #include <new>
 
 #include "event/tls/tls.h"
+#include "http/core/counters.h"
 #include "http/core/worker.h"
 #include "http/v2/h2.h"
 #include "http/v2/session.h"
@@ -138,6 +139,7 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   hc.srv = s.hc->srv;
   hc.start_msec = clock::current_msec();
   hc.stream = st;
+  http_counters()->h2_streams.add();
   if (nghttp2_session_set_stream_user_data(ng, st->id, st) != 0) {
     free_stream(*st);
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -161,6 +163,7 @@ int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_
 }
 
 int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_received.add();
   if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
   Stream* st = stream_of(ng, frame->hd.stream_id);
   if (st == nullptr) return 0;
@@ -187,6 +190,8 @@ int on_data_chunk_recv(nghttp2_session* ng, std::uint8_t /*flags*/, std::int32_t
 }
 
 int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_sent.add();
+  if (frame->hd.type == NGHTTP2_GOAWAY) http_counters()->h2_goaways.add();
   if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
     return 0;
@@ -502,6 +507,7 @@ void start(HttpConnection& hc) {
     close_connection(hc);
     return;
   }
+  http_counters()->h2_connections.add();
   c.read->handler = read_handler;
   c.write->handler = write_handler;
   if (c.read->timer_set) c.loop->del_timer(*c.read);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "event/file_read.h"
+#include "http/core/counters.h"
 #include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/worker.h"
@@ -486,6 +487,7 @@ int write_filter(Request& r, Chain* in) {
   r.pending = st.pending;
   if (st.pending == nullptr) return kBodyOk;
   // Waits for the peer's window (or the socket): the data source wakes it.
+  http_counters()->h2_flow_stalls.add();
   Event& wev = st.wev;
   wev.ready = 0;
   wev.active = 1;
