@@ -133,7 +133,7 @@ foreach(_layer core event)
 endforeach()
 
 # The HTTP transport seam. The client connection's event handlers belong to
-# the protocol that reads it (src/http/v1/ for HTTP/1): request-level code
+# the protocol that reads it (src/http/v1/ for HTTP/1, v2/ for HTTP/2): request-level code
 # sets the request's own read_event_handler / write_event_handler instead,
 # which an HTTP/2 stream can call too. Elsewhere in src/http an event handler
 # may be set only on an upstream connection (`u.u->read`, or a Connection
@@ -141,8 +141,8 @@ endforeach()
 file(GLOB_RECURSE _files ${ROOT}/src/http/*.cc ${ROOT}/src/http/*.h)
 foreach(_f ${_files})
   file(RELATIVE_PATH _rel ${ROOT} ${_f})
-  if(_rel MATCHES "^src/http/v1/")
-    continue()
+  if(_rel MATCHES "^src/http/v[12]/")
+    continue()  # the transports: HTTP/1 and HTTP/2
   endif()
   file(STRINGS ${_f} _lines REGEX "handler[ \t]*=[^=]")
   foreach(_line IN LISTS _lines)

@@ -339,6 +339,10 @@ ParseStatus RequestParser::finish_request_line(const char* start, RequestLine& l
   }
   // RFC 9110 §2.5 / §6.2: a 1.x request with a higher minor version is
   // processed as the highest 1.x we implement; another major version is 505.
+  if (limits_.http2 && major_ == 2 && minor_ == 0) {
+    line.version = 2000;
+    return ParseStatus::kOk;
+  }
   if (major_ != 1) return fail(ParseStatus::kVersionNotSupported, "unsupported HTTP version");
   line.version = minor_ == 0 ? 1000 : 1001;
   return ParseStatus::kOk;

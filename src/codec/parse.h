@@ -66,6 +66,10 @@ struct ParserLimits {
   std::uint32_t max_request_line = 8192;
   // Longest field line, counting its line end.
   std::uint32_t max_header_line = 8192;
+  // The head is an HTTP/2 stream's, written out as a request line and field
+  // lines by the HTTP/2 transport (http/v2): "HTTP/2.0" is its version
+  // (2000), which no HTTP/1 client may send.
+  bool http2 = false;
 };
 
 struct RequestLine {
@@ -84,7 +88,7 @@ struct RequestLine {
   std::string_view path;
   std::string_view query;
   bool has_query = false;  // a '?' was present (the query may still be empty)
-  // 1000 * major + minor: 1000 or 1001. HTTP/1.x with x > 1 is processed as
+  // 1000 * major + minor: 1000 or 1001 (2000: an HTTP/2 stream's). HTTP/1.x with x > 1 is processed as
   // 1.1 (RFC 9110 §2.5: the highest minor version we implement).
   int version = 0;
 };

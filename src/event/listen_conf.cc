@@ -40,6 +40,8 @@ Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
       l.default_server = true;
     } else if (a == "ssl") {
       l.ssl = true;  // an address property: any listen of the address may say it
+    } else if (allow_default_server && a == "http2") {  // layer-names-ok: a listen flag
+      l.http2 = true;                                   // layer-names-ok: a listen flag
     } else if (a == "proxy_protocol") {
       l.proxy_protocol = true;  // an address property, as "ssl"
     } else if (a == "reuseport") {

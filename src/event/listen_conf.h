@@ -24,6 +24,9 @@ struct ListenArgs {
   // "proxy_protocol": a PROXY protocol header before anything else (an
   // address property, as "ssl").
   bool proxy_protocol = false;
+  // "http2" (HTTP only): HTTP/2 on the address, by ALPN with "ssl", else
+  // with prior knowledge (an address property, as "ssl").
+  bool http2 = false;  // layer-names-ok: a listen flag
   // Socket options: protocols allow only one listen per address to set them
   // (nginx's "duplicate listen options").
   bool has_options = false;
@@ -40,7 +43,7 @@ struct ListenArgs {
 // Parses the directive's arguments into one ListenArgs per port (a range
 // "127.0.0.1:8000-8003" names several), appended to `out`; `default_server`
 // (and its old spelling `default`) is accepted only where the protocol
-// chooses servers by name.
+// chooses servers by name (HTTP), and `http2` with it.
 Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
                     bool allow_default_server);
 

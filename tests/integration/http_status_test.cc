@@ -19,10 +19,10 @@ using test::Client;
 using test::Response;
 using test::VigilServer;
 
-// What /metrics shows (MetricsLayoutIsStable), as it was when every figure
-// was in one list in the core: each layer's figures moved to that layer
-// without a byte of this changing.
-constexpr std::string_view kMetricsLayout = R"layout(# HELP vigil_connections_active Client connections open now.
+// What /metrics shows (MetricsLayoutIsStable): each layer's figures, in
+// the order the layers list them (HTTP/2's after the HTTP ones).
+constexpr std::string_view kMetricsLayout =
+    R"layout(# HELP vigil_connections_active Client connections open now.
 # TYPE vigil_connections_active gauge
 vigil_connections_active N
 # HELP vigil_connections_accepted_total Client connections accepted.
@@ -43,6 +43,24 @@ vigil_connections_writing N
 # HELP vigil_connections_waiting Idle keep-alive connections.
 # TYPE vigil_connections_waiting gauge
 vigil_connections_waiting N
+# HELP vigil_http2_connections_total Connections that spoke HTTP/2.
+# TYPE vigil_http2_connections_total counter
+vigil_http2_connections_total N
+# HELP vigil_http2_streams_total HTTP/2 streams opened by clients.
+# TYPE vigil_http2_streams_total counter
+vigil_http2_streams_total N
+# HELP vigil_http2_resets_received_total HTTP/2 streams the client reset.
+# TYPE vigil_http2_resets_received_total counter
+vigil_http2_resets_received_total N
+# HELP vigil_http2_resets_sent_total HTTP/2 streams the server reset.
+# TYPE vigil_http2_resets_sent_total counter
+vigil_http2_resets_sent_total N
+# HELP vigil_http2_goaways_sent_total HTTP/2 connections the server ended with GOAWAY.
+# TYPE vigil_http2_goaways_sent_total counter
+vigil_http2_goaways_sent_total N
+# HELP vigil_http2_flow_control_stalls_total Times an HTTP/2 response waited for the client's window or the connection.
+# TYPE vigil_http2_flow_control_stalls_total counter
+vigil_http2_flow_control_stalls_total N
 # HELP vigil_tls_handshakes_total TLS handshakes completed.
 # TYPE vigil_tls_handshakes_total counter
 vigil_tls_handshakes_total N
@@ -133,13 +151,12 @@ struct StubStatus {
 
 class HttpStatus : public ::testing::Test {
  protected:
-  void SetUp() override {
-    server_.write("html/index.html", "index\n");
-  }
+  void SetUp() override { server_.write("html/index.html", "index\n"); }
   bool start(const std::string& extra = "") {
     if (!server_.start(extra + "\nserver {\n listen 127.0.0.1:" + std::to_string(port_) +
-                         ";\n root html;\n location = /status { stub_status; }\n"
-                         " location = /metrics { metrics; }\n}\n")) return false;
+                       ";\n root html;\n location = /status { stub_status; }\n"
+                       " location = /metrics { metrics; }\n}\n"))
+      return false;
     port_ = server_.port();
     return port_ > 0;
   }
@@ -239,8 +256,11 @@ TEST_F(HttpStatus, MetricsIsPrometheusTextWithWorkerLoopFigures) {
   EXPECT_EQ(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
 
   // Every line: a comment (# HELP / # TYPE) or "name{labels} value".
-  static const std::regex sample("([a-z_]+)(\\{worker=\"(\\d+)\",pid=\"(\\d+)\"\\})? ([0-9.]+)");
-  static const std::regex comment("# (HELP [a-z_]+ .+|TYPE [a-z_]+ (counter|gauge))");
+  // Prometheus' metric names: [a-zA-Z_:][a-zA-Z0-9_:]* (ours lower case).
+  static const std::regex sample(
+      "([a-z_][a-z0-9_]*)(\\{worker=\"(\\d+)\",pid=\"(\\d+)\"\\})? ([0-9.]+)");
+  static const std::regex comment(
+      "# (HELP [a-z_][a-z0-9_]* .+|TYPE [a-z_][a-z0-9_]* (counter|gauge))");
   std::map<std::string, double> values;
   std::map<std::string, std::string> types;
   std::istringstream in(r.body);
@@ -367,7 +387,8 @@ TEST_F(HttpStatus, TimedOutRequestIsLoggedAs408) {
   ASSERT_TRUE(c.send("GET /slow HTTP/1.1\r\n"));
   EXPECT_TRUE(c.closed_within(4000));
   EXPECT_TRUE(test::wait_for([&] {
-    return server_.read("logs/access.log").find("\"GET /slow HTTP/1.1\" 408 0") != std::string::npos;
+    return server_.read("logs/access.log").find("\"GET /slow HTTP/1.1\" 408 0") !=
+           std::string::npos;
   })) << server_.read("logs/access.log");
 }
 
@@ -377,8 +398,9 @@ TEST_F(HttpStatus, TimedOutRequestIsLoggedAs408) {
 // a send fails or send_timeout passes.
 TEST_F(HttpStatus, ClientLeavingASlowResponseEndsItAtOnce) {
   server_.write("html/big.txt", std::string(64 * 1024, 'x'));
-  ASSERT_TRUE(start("access_log logs/access.log combined buffer=0;\n"
-                    "limit_rate 1k; limit_rate_after 1; send_timeout 300s;"))
+  ASSERT_TRUE(
+      start("access_log logs/access.log combined buffer=0;\n"
+            "limit_rate 1k; limit_rate_after 1; send_timeout 300s;"))
       << server_.output();
   {
     Client c(port_);

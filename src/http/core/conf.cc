@@ -629,6 +629,7 @@ Status merge_loc(const ConfInit& ctx, const HttpLocConf& parent, HttpLocConf& ch
     child.keepalive_header = parent.keepalive_header;
   }
   if (!ctx.is_set("output_buffers")) child.output_buffer = parent.output_buffer;
+  if (!ctx.is_set("http2_chunk_size")) child.h2_chunk_size = parent.h2_chunk_size;
   if (!ctx.is_set("keepalive_disable")) child.keepalive_disable = parent.keepalive_disable;
   if (!ctx.is_set("client_body_temp_path")) {
     child.client_body_temp_path = parent.client_body_temp_path;
@@ -656,6 +657,10 @@ Status merge_srv(const ConfInit& ctx, const HttpSrvConf& parent, HttpSrvConf& ch
     child.large_buffers_size = parent.large_buffers_size;
   }
   if (!ctx.is_set("connection_pool_size")) child.connection_pool_size = parent.connection_pool_size;
+  if (!ctx.is_set("http2_body_preread_size")) {
+    child.h2_body_preread_size = parent.h2_body_preread_size;
+  }
+  if (!ctx.is_set("http2_recv_buffer_size")) child.h2_recv_buffer_size = parent.h2_recv_buffer_size;
   if (child.large_buffers_size < child.connection_pool_size) {
     return Status::error(
         "the \"large_client_header_buffers\" size must be equal to or greater than "
@@ -747,14 +752,23 @@ Status collect_locations(const ConfEnv& env, const ConfScope& scope, std::size_t
 Status build_tls_context(HttpSrvConf& srv) {
   if (srv.tls) return Status::ok();
   if (srv.ssl.where.empty()) srv.ssl.where = srv.where;
-  // ALPN: HTTP/1.x only for now; h2 would be offered first here.
-  auto ctx = TlsContext::server(srv.ssl, {"http/1.1", "http/1.0"});
+  // ALPN: h2 first where the server has http2 (RFC 9113 §3.2).
+  std::vector<std::string> alpn;
+  if (srv.http2) alpn.emplace_back("h2");
+  alpn.emplace_back("http/1.1");
+  alpn.emplace_back("http/1.0");
+  auto ctx = TlsContext::server(srv.ssl, std::move(alpn));
   if (!ctx) return ctx.status();
   srv.tls = std::move(ctx.value());
   return Status::ok();
 }
 
 Status build_tls_contexts(HttpServers& servers) {
+  // `listen ... http2` turns HTTP/2 on for every server of the address.
+  for (const auto& addr : servers.addresses) {
+    if (!addr->listen.http2) continue;
+    for (HttpSrvConf* srv : addr->servers) srv->http2 = true;
+  }
   // On a "listen ... ssl" address the default server needs a certificate
   // (or ssl_reject_handshake); another server without one keeps the
   // default's for its handshakes, as in nginx.
@@ -902,6 +916,37 @@ Module* make_http_module() {
          srv.flag(&HttpSrvConf::underscores_in_headers, false));
   add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
                             tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
+  // HTTP/2 (http/v2).
+  m->add("http2", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
+         srv.flag(&HttpSrvConf::http2, false));
+  m->add("http2_max_concurrent_streams", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         srv.number<std::uint32_t>(&HttpSrvConf::h2_max_concurrent_streams, 128));
+  m->add("http2_body_preread_size", kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
+           auto v = parse_size(call.arg(0));
+           // A stream's window: RFC 9113 §6.9.2 bounds it by 2^31-1.
+           if (!v || *v > 0x7fffffffu) return call.invalid_value(0);
+           s.h2_body_preread_size = static_cast<std::size_t>(*v);
+           return Status::ok();
+         }));
+  m->add("http2_recv_buffer_size", kHttpMainConf, Arity::exactly(1),
+         srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
+           auto v = parse_size(call.arg(0));
+           if (!v || *v < 2 * 9 || *v > (std::size_t{1} << 24)) {
+             return call.error("the http2_recv_buffer_size value must be between 18 and 16m");
+           }
+           s.h2_recv_buffer_size = static_cast<std::size_t>(*v);
+           return Status::ok();
+         }));
+  // nginx 1.22's older HTTP/2 limits: keepalive_timeout, keepalive_requests,
+  // client_header_timeout and large_client_header_buffers say them here, as
+  // in nginx 1.19.7+, so they are accepted and mean nothing of their own.
+  for (const char* old_name : {"http2_idle_timeout", "http2_max_requests", "http2_max_field_size",
+                               "http2_max_header_size", "http2_recv_timeout",
+                               "http2_streams_index_size", "http2_max_concurrent_pushes"}) {
+    m->add(old_name, kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
+           DirectiveBody::handler([](const DirectiveCall&) { return Status::ok(); }));
+  }
   m->add("ssl_reject_handshake", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
          srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
            auto v = parse_flag(call.arg(0));
@@ -937,6 +982,15 @@ Module* make_http_module() {
   m->add("client_body_timeout", kHttpAny, Arity::exactly(1),
          loc.msec(&HttpLocConf::client_body_timeout, 60000));
   m->add("send_timeout", kHttpAny, Arity::exactly(1), loc.msec(&HttpLocConf::send_timeout, 60000));
+  m->add("http2_chunk_size", kHttpAny, Arity::exactly(1),
+         loc.custom([](const DirectiveCall& call, HttpLocConf& l) {
+           auto v = parse_size(call.arg(0));
+           if (!v || *v == 0) return call.error("the http2 chunk size cannot be zero");
+           // nghttp2 never asks for more than the peer's frame size (16 KiB
+           // unless it allows more): a larger chunk is the same as that.
+           l.h2_chunk_size = static_cast<std::size_t>(*v);
+           return Status::ok();
+         }));
   m->add_block("types", kHttpAny, Arity::none(), 0, loc.custom(set_types));
   m->add("default_type", kHttpAny, Arity::exactly(1),
          loc.string(&HttpLocConf::default_type, "text/plain"));

@@ -166,6 +166,7 @@ struct HttpLocConf {
   std::size_t client_max_body_size = 1024 * 1024;  // 0: no limit
   Msec client_body_timeout = 60000;
   Msec send_timeout = 60000;
+  std::size_t h2_chunk_size = 8192;  // http2_chunk_size: the most DATA one frame carries
   std::shared_ptr<const TypesMap> types;  // null: the built-in map
   std::string default_type = "text/plain";
   // open_log_file_cache: descriptors of access_log paths with variables
@@ -259,6 +260,12 @@ struct HttpSrvConf {
   bool ignore_invalid_headers = true;
   bool underscores_in_headers = false;
   std::string where;
+  // HTTP/2 (http/v2): `http2 on`, or a `listen ... http2` of an address the
+  // server is on (set when the servers are built).
+  bool http2 = false;
+  std::uint32_t h2_max_concurrent_streams = 128;  // http2_max_concurrent_streams
+  std::size_t h2_body_preread_size = 65536;       // http2_body_preread_size: a stream's window
+  std::size_t h2_recv_buffer_size = 16384;        // http2_recv_buffer_size: the read buffer
   TlsServerConf ssl;                // ssl_* directives
   std::shared_ptr<TlsContext> tls;  // built when a listen of the server says "ssl"
 

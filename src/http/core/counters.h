@@ -10,12 +10,23 @@
 // As nginx's stub_status counts them: requests (started), reading (a request
 // header), writing (a request being answered), waiting (idle keep-alive).
 //   TOTAL(member, metric, type, help), as VIGIL_SHARED_TOTALS (vigil/core/stats.h)
-#define VIGIL_HTTP_TOTALS(TOTAL)                                                                \
-  TOTAL(requests, "vigil_http_requests_total", "counter", "HTTP requests started.")             \
-  TOTAL(reading, "vigil_connections_reading", "gauge", "Connections reading a request header.") \
-  TOTAL(writing, "vigil_connections_writing", "gauge",                                          \
-        "Connections with a request being answered.")                                           \
-  TOTAL(waiting, "vigil_connections_waiting", "gauge", "Idle keep-alive connections.")
+#define VIGIL_HTTP_TOTALS(TOTAL)                                                                 \
+  TOTAL(requests, "vigil_http_requests_total", "counter", "HTTP requests started.")              \
+  TOTAL(reading, "vigil_connections_reading", "gauge", "Connections reading a request header.")  \
+  TOTAL(writing, "vigil_connections_writing", "gauge",                                           \
+        "Connections with a request being answered.")                                            \
+  TOTAL(waiting, "vigil_connections_waiting", "gauge", "Idle keep-alive connections.")           \
+  TOTAL(h2_connections, "vigil_http2_connections_total", "counter",                              \
+        "Connections that spoke HTTP/2.")                                                        \
+  TOTAL(h2_streams, "vigil_http2_streams_total", "counter", "HTTP/2 streams opened by clients.") \
+  TOTAL(h2_resets_received, "vigil_http2_resets_received_total", "counter",                      \
+        "HTTP/2 streams the client reset.")                                                      \
+  TOTAL(h2_resets_sent, "vigil_http2_resets_sent_total", "counter",                              \
+        "HTTP/2 streams the server reset.")                                                      \
+  TOTAL(h2_goaways, "vigil_http2_goaways_sent_total", "counter",                                 \
+        "HTTP/2 connections the server ended with GOAWAY.")                                      \
+  TOTAL(h2_flow_stalls, "vigil_http2_flow_control_stalls_total", "counter",                      \
+        "Times an HTTP/2 response waited for the client's window or the connection.")
 
 #define VIGIL_OPEN_FILE_CACHE_TOTALS(TOTAL)                           \
   TOTAL(hits, "vigil_http_open_file_cache_hits_total", "counter",     \

@@ -4,6 +4,7 @@
 
 #include "http/core/request.h"
 #include "http/core/subrequest.h"
+#include "http/v2/h2.h"
 
 namespace vigil::http {
 
@@ -40,7 +41,8 @@ int send_header(Request& r) {
     if (!r.accel_content_type.empty()) h.content_type = r.accel_content_type;
   }
   if (const int rc = r.hc->srv->filters->header.run(r); rc != 0) return rc;
-  return write_header(r) ? 0 : 500;
+  const bool written = r.hc->stream != nullptr ? h2::write_header(r) : write_header(r);
+  return written ? 0 : 500;
 }
 
 int BodyFilterNext::operator()(Request& r, Chain* in) const {

@@ -18,6 +18,7 @@
 #include "http/core/counters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/v2/h2.h"
 #include "http/core/subrequest.h"
 #include "http/core/worker.h"
 #include "http/proxy/proxy.h"
@@ -449,6 +450,13 @@ void finalize_request(Request& r) {
   const bool keepalive = r.keepalive && !c.error && !c.timedout && !c.close;
   const bool lingering = r.lingering;
   release_request(r);
+
+  if (hc.stream != nullptr) {
+    // An HTTP/2 stream: the stream ends (reset when its response did not),
+    // the connection goes on.
+    h2::request_done(hc, c.error || c.timedout);
+    return;
+  }
 
   if (c.error || c.timedout) {
     close_connection(hc);

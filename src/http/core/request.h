@@ -45,6 +45,11 @@ struct CachedFile;
 struct OpenFileInfo;
 struct FileRef;
 
+namespace h2 {
+struct Session;
+struct Stream;
+}  // namespace h2
+
 struct HttpConnection {
   Connection* c = nullptr;
   HttpWorker* worker = nullptr;
@@ -60,6 +65,11 @@ struct HttpConnection {
   bool keepalive = false;   // idle between requests (vs. a new connection)
   bool plain_http = false;  // plain text on a TLS port: answered with 400 (nginx's 497)
   bool pipelined = false;   // the next request's first bytes came with the previous one's
+  // HTTP/2 (http/v2/h2.h): on the client connection, its session once the
+  // connection speaks HTTP/2; on a stream's own HttpConnection (whose `c` is
+  // the stream's connection), the stream.
+  h2::Session* h2 = nullptr;
+  h2::Stream* stream = nullptr;
 };
 
 enum class Phase : std::uint8_t { kRequestLine, kHeaders, kBody, kWriting, kDone };
@@ -314,10 +324,17 @@ struct Request {
 
 // ---- connection.cc ------------------------------------------------------------
 void init_connection(Connection& c);        // Listening::handler
+// A Request from the worker's free list for hc (counted, hc.request set);
+// its head is then read from hc.buffer (process_request_line). Null when
+// none could be had (logged).
+Request* begin_request(HttpConnection& hc);
 void wait_request_handler(Event& rev);      // first byte of a request
 void close_connection(HttpConnection& hc);  // frees everything, closes fd
 void set_keepalive(HttpConnection& hc, const HttpLocConf& loc);
 void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc);
+// stub_status' "Waiting", and whether the pool may close the connection
+// when it runs short (an idle one).
+void set_reusable(HttpConnection& hc, bool on);
 void empty_handler(Event& ev);
 // The client connection's handler for both events while a request runs
 // (nginx's ngx_http_request_handler): it calls the request's

@@ -160,6 +160,7 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
         }
         addr->listen.ssl = addr->listen.ssl || l.ssl;
         addr->listen.proxy_protocol = addr->listen.proxy_protocol || l.proxy_protocol;
+        addr->listen.http2 = addr->listen.http2 || l.http2;
         if (l.has_options) {
           if (addr->listen.has_options) {
             return Status::error("duplicate listen options for " + l.addr_text + l.where);
@@ -167,7 +168,9 @@ Result<std::shared_ptr<HttpServers>> HttpServers::build(std::vector<HttpSrvConf*
           const bool def = addr->listen.default_server;
           const bool ssl = addr->listen.ssl;
           const bool proxy_protocol = addr->listen.proxy_protocol;
+          const bool http2 = addr->listen.http2;
           addr->listen = l;
+          addr->listen.http2 = http2;
           addr->listen.default_server = def;
           addr->listen.ssl = ssl;
           addr->listen.proxy_protocol = proxy_protocol;

@@ -162,7 +162,13 @@ bool var_server_name(const Request& r, std::string_view, VarSink& s) {
 
 bool var_server_protocol(const Request& r, std::string_view, VarSink& s) {
   if (r.line.line.empty()) return false;
-  s.put(r.line.version >= 1001 ? "HTTP/1.1" : "HTTP/1.0");
+  s.put(r.line.version >= 2000 ? "HTTP/2.0" : r.line.version >= 1001 ? "HTTP/1.1" : "HTTP/1.0");
+  return true;
+}
+
+// "h2" over TLS, "h2c" in clear, "" for HTTP/1 (nginx's $http2).
+bool var_http2(const Request& r, std::string_view, VarSink& s) {
+  if (r.hc != nullptr && r.hc->stream != nullptr) s.put(r.c->ssl != nullptr ? "h2" : "h2c");
   return true;
 }
 
@@ -582,6 +588,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"server_port", var_server_port},
     {"server_name", var_server_name},
     {"server_protocol", var_server_protocol},
+    {"http2", var_http2},
     {"scheme", var_scheme},
     {"https", var_https},
     {"request_uri", var_request_uri},

@@ -22,6 +22,7 @@
 #include "http/gzip/gzip.h"
 #include "http/static/open_file_cache.h"
 #include "http/upstream/upstream.h"
+#include "http/v2/h2.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -33,17 +34,6 @@ constexpr std::size_t kLingeringBuffer = 4096;
 
 HttpConnection& http_of(Connection& c) {
   return *static_cast<HttpConnection*>(c.data);
-}
-
-// Reusable connections are the ones stub_status counts as "Waiting" (nginx
-// counts them in ngx_reusable_connection): idle keep-alive ones and new ones
-// that have not sent a byte. The pool may close them when it runs short.
-void set_reusable(HttpConnection& hc, bool on) {
-  hc.c->loop->pool().reusable(*hc.c, on);
-  if (on != hc.waiting) {
-    http_counters()->waiting.add(on ? 1 : -1);
-    hc.waiting = on;
-  }
 }
 
 void release_buffer(HttpConnection& hc) {
@@ -100,44 +90,12 @@ void free_request(Request& r) {
 
 // The first bytes of a request are in hc.buffer: make the Request.
 void start_request(HttpConnection& hc) {
-  Connection& c = *hc.c;
-  Request* r = hc.worker->get_request();
+  Request* r = begin_request(hc);
   if (r == nullptr) {
-    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a request",
-              static_cast<unsigned long long>(c.number));
     close_connection(hc);
     return;
   }
-  // The free list holds constructed Requests: the old one is ended before a
-  // fresh one is made in its place, so a member that owns something would be
-  // freed, not leaked. Request is kept trivially destructible so that this
-  // costs nothing on the hot path (the assertion keeps it so).
-  static_assert(std::is_trivially_destructible_v<Request>,
-                "Request is recycled per request: keep its destructor trivial");
-  std::destroy_at(r);
-  std::construct_at(r);
-  r->hc = &hc;
-  r->c = &c;
-  r->srv = hc.srv;
-  ParserLimits limits;
-  limits.max_request_line = static_cast<std::uint32_t>(hc.srv->large_buffers_size);
-  limits.max_header_line = static_cast<std::uint32_t>(hc.srv->large_buffers_size);
-  r->parser = RequestParser(limits);
-  r->nlarge = hc.large ? 1 : 0;
-  r->sent_start = c.sent;
-  r->pipelined = hc.pipelined;
-  hc.pipelined = false;
-  r->fields = r->field_inline;
-  r->start_msec = clock::current_msec();
-  hc.request = r;
-  ++c.requests;
-
-  HttpCounters* counters = http_counters();
-  counters->requests.add();
-  counters->reading.add();
-  r->stat_reading = true;
-
-  c.read->handler = read_request_handler;
+  hc.c->read->handler = read_request_handler;
   process_request_line(*r);
 }
 
@@ -200,6 +158,11 @@ void handshake_done(Connection& c, TlsHandshake result) {
   HttpConnection& hc = http_of(c);
   switch (result) {
     case TlsHandshake::kOk:
+      if (h2::negotiated(c)) {
+        // ALPN chose HTTP/2 (offered only where the server has http2).
+        h2::start(hc);
+        return;
+      }
       start_http(hc);
       return;
     case TlsHandshake::kPlain:
@@ -223,9 +186,65 @@ Status set_tcp_option(Connection& c, int level, int name, int value, const char*
 
 }  // namespace
 
+// Reusable connections are the ones stub_status counts as "Waiting" (nginx
+// counts them in ngx_reusable_connection): idle keep-alive ones and new ones
+// that have not sent a byte. The pool may close them when it runs short.
+void set_reusable(HttpConnection& hc, bool on) {
+  hc.c->loop->pool().reusable(*hc.c, on);
+  if (on != hc.waiting) {
+    http_counters()->waiting.add(on ? 1 : -1);
+    hc.waiting = on;
+  }
+}
+
 void empty_handler(Event&) {}
 
+Request* begin_request(HttpConnection& hc) {
+  Connection& c = *hc.c;
+  Request* r = hc.worker->get_request();
+  if (r == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a request",
+              static_cast<unsigned long long>(c.number));
+    return nullptr;
+  }
+  // The free list holds constructed Requests: the old one is ended before a
+  // fresh one is made in its place, so a member that owns something would be
+  // freed, not leaked. Request is kept trivially destructible so that this
+  // costs nothing on the hot path (the assertion keeps it so).
+  static_assert(std::is_trivially_destructible_v<Request>,
+                "Request is recycled per request: keep its destructor trivial");
+  std::destroy_at(r);
+  std::construct_at(r);
+  r->hc = &hc;
+  r->c = &c;
+  r->srv = hc.srv;
+  ParserLimits limits;
+  limits.max_request_line = static_cast<std::uint32_t>(hc.srv->large_buffers_size);
+  limits.max_header_line = static_cast<std::uint32_t>(hc.srv->large_buffers_size);
+  limits.http2 = hc.stream != nullptr;
+  r->parser = RequestParser(limits);
+  r->nlarge = hc.large ? 1 : 0;
+  r->sent_start = c.sent;
+  r->pipelined = hc.pipelined;
+  hc.pipelined = false;
+  r->fields = r->field_inline;
+  r->start_msec = clock::current_msec();
+  hc.request = r;
+  ++c.requests;
+
+  HttpCounters* counters = http_counters();
+  counters->requests.add();
+  counters->reading.add();
+  r->stat_reading = true;
+
+  return r;
+}
+
 bool client_gone(Request& r, int& err) {
+  if (r.hc->stream != nullptr) {
+    err = 0;
+    return h2::client_gone(r);
+  }
   Connection& c = *r.c;
   Event& rev = *c.read;
   err = 0;
@@ -375,6 +394,12 @@ void wait_request_handler(Event& rev) {
   }
 
   if (hc.keepalive) loop.del_timer(rev);  // client_header_timeout starts again when needed
+  if (c.requests == 0 && c.ssl == nullptr && hc.srv->http2 &&
+      h2::starts_preface(std::string_view(b.pos, static_cast<std::size_t>(b.last - b.pos)))) {
+    // HTTP/2 with prior knowledge (RFC 9113 §3.3) on a plain port with http2.
+    h2::start(hc);
+    return;
+  }
   hc.keepalive = false;
   set_reusable(hc, false);
   start_request(hc);
@@ -466,6 +491,10 @@ void set_lingering_close(HttpConnection& hc, const HttpLocConf& loc) {
 }
 
 void close_connection(HttpConnection& hc) {
+  if (hc.h2 != nullptr) {
+    h2::close_session(hc);  // ends its streams, then calls back here
+    return;
+  }
   Connection& c = *hc.c;
   if (hc.request != nullptr) free_request(*hc.request);
   release_buffer(hc);

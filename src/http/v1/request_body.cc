@@ -13,6 +13,7 @@
 
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/v2/h2.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -330,6 +331,7 @@ bool has_request_body(const Request& r) {
 }
 
 int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler) {
+  if (r.hc->stream != nullptr) return h2::start_request_body(r, size, handler);
   RequestBody& rb = r.body;
   rb.started = true;
   rb.handler = handler;
@@ -349,6 +351,7 @@ int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler)
 }
 
 int read_request_body(Request& r) {
+  if (r.hc->stream != nullptr) return h2::read_request_body(r);
   RequestBody& rb = r.body;
   Connection& c = *r.c;
   EventLoop& loop = *c.loop;
@@ -413,6 +416,7 @@ int discard_request_body(Request& r) {
   // an error_page after a proxied response) is not read again, as nginx's:
   // what was not read of it closes the connection (r.lingering).
   if (r.body.discarded || r.body.started) return kPhaseNext;
+  if (r.hc->stream != nullptr) return h2::discard_request_body(r);
   // As nginx: whoever takes the body, to read or to throw away, first says
   // "100 Continue" to a client that asked, with a body or without one.
   if (!send_continue(r)) {

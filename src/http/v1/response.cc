@@ -18,6 +18,7 @@
 #include "codec/head_writer.h"
 #include "http/core/filters.h"
 #include "http/core/request.h"
+#include "http/v2/h2.h"
 #include "http/core/worker.h"
 #include "http/filters/add_header.h"
 #include "http/gzip/gzip.h"
@@ -250,6 +251,7 @@ bool send_continue(Request& r) {
   if (!r.check.expect_continue || r.continue_sent) return true;
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
   r.continue_sent = true;
+  if (r.hc->stream != nullptr) return h2::send_continue(r);
   Connection& c = *r.c;
   return c.send(c, kContinue.data(), kContinue.size()) == static_cast<long>(kContinue.size());
 }
@@ -280,6 +282,9 @@ BodyFraming body_framing(const Request& r, std::int64_t length) {
   // body followed by trailer fields (add_trailer) is chunked to such a
   // client whatever its length (§7.1.2: only the chunked coding has them).
   const HeadersOut& h = r.headers_out;
+  // HTTP/2 frames every body itself (DATA frames, END_STREAM): a known
+  // length is said, an unknown one needs nothing.
+  if (r.hc != nullptr && r.hc->stream != nullptr) return BodyFraming::kLength;
   const bool trailers = h.expect_trailers && !h.length_only;
   if (length >= 0 && !trailers) return BodyFraming::kLength;
   if (r.line.version >= 1001 && r.loc->chunked_transfer_encoding) return BodyFraming::kChunked;
@@ -403,7 +408,10 @@ bool write_header(Request& r) {
     o.put("\r\n");
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
   }
-  if (h.upgrade) {
+  if (r.hc->stream != nullptr) {
+    // HTTP/2 (RFC 9113 §8.2.2): no connection-specific fields; the head
+    // is written out for http/v2's head writer, which makes it a HEADERS.
+  } else if (h.upgrade) {
     o.put("Connection: upgrade\r\n");
   } else if (r.keepalive) {
     o.put("Connection: keep-alive\r\n");

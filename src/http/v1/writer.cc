@@ -16,6 +16,7 @@
 #include "http/core/filters.h"
 #include "http/core/request.h"
 #include "http/filters/limit_rate.h"
+#include "http/v2/h2.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -111,7 +112,13 @@ off_t rate_allowance(Request& r) {
   return 0;
 }
 
+int next_file_piece(Request& r) {
+  if (!file_left(r)) return 0;
+  return fill_from_file(r) ? 1 : -1;
+}
+
 int write_filter(Request& r, Chain* in) {
+  if (r.hc->stream != nullptr) return h2::write_filter(r, in);
   Connection& c = *r.c;
   if (r.pending == nullptr && !r.hbuf.empty()) {
     // The first call: the head leaves with the first body bytes (one writev).

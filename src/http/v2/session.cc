@@ -1,0 +1,608 @@
+// The HTTP/2 connection (nginx's ngx_http_v2_init, read and write handlers):
+// the client connection's I/O, nghttp2's session and callbacks, the
+// streams' lifetime, GOAWAY on idle timeout, keepalive_requests and
+// graceful shutdown.
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "event/tls/tls.h"
+#include "http/core/counters.h"
+#include "http/core/worker.h"
+#include "http/v2/h2.h"
+#include "http/v2/session.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+#include "vigil/event/posted.h"
+
+namespace vigil::http::h2 {
+namespace {
+
+// The connection-level receive window opened at the start: the streams'
+// windows (http2_body_preread_size each) are what bounds a client's input.
+constexpr std::int32_t kConnectionWindow = (1 << 30);
+// One send gathers frames up to this many bytes.
+constexpr std::uint32_t kWriteBuffer = 16384;
+constexpr int kReadsPerPass = 8;
+// A frame at least this long (a DATA frame) is sent from nghttp2's buffer.
+constexpr std::size_t kDirectFrame = 4096;
+// Streams that may end in RST_STREAM (sent or received) in a burst, and per
+// second after it: Rapid Reset (CVE-2023-44487) and MadeYouReset
+// (CVE-2025-8671) both make the server start work for streams that are
+// reset at once; past the budget the connection is told to calm down and
+// closed. A well-behaved client resets a few streams (a page navigated away
+// from), far below either figure.
+constexpr std::uint32_t kResetBurst = 500;
+constexpr std::uint32_t kResetsPerSecond = 100;
+
+// Ends the session for abuse: GOAWAY ENHANCE_YOUR_CALM, then close.
+void calm_down(Session& s, nghttp2_session* ng, const char* why) {
+  if (s.calm) return;
+  s.calm = true;
+  VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s", static_cast<unsigned long long>(s.c->number), why);
+  (void)nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+Session& session_of_event(const Event& ev) {
+  return *static_cast<HttpConnection*>(ev.owner<Connection>()->data)->h2;
+}
+
+Stream* stream_of(nghttp2_session* ng, std::int32_t id) {
+  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(ng, id));
+}
+
+long fail_recv(Connection&, char*, std::size_t) {
+  return kIoError;
+}
+long fail_send(Connection&, const char*, std::size_t) {
+  return kIoError;
+}
+long fail_recv_chain(Connection&, Chain*, off_t) {
+  return kIoError;
+}
+Chain* fail_send_chain(Connection&, Chain*, off_t) {
+  return kChainError;
+}
+
+// ---- nghttp2's callbacks ---------------------------------------------------------------
+
+int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  Session& s = *static_cast<Session*>(user);
+  if (s.calm) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  // More new streams in one read (in the same millisecond of the loop's
+  // clock, however the backend split the input) than twice the concurrency
+  // allows: they are being opened and reset (nginx's "client sent too many
+  // streams at once").
+  const Msec now = clock::current_msec();
+  if (now != s.new_streams_msec) {
+    s.new_streams_msec = now;
+    s.new_streams = 0;
+  }
+  if (++s.new_streams > 2 * s.hc->srv->h2_max_concurrent_streams) {
+    calm_down(s, ng, "client sent too many streams at once");
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  auto* st = new (std::nothrow) Stream;
+  if (st == nullptr) {
+    VIGIL_LOG(*s.c->log, kAlert, 0, "*%llu out of memory for an http2 stream",
+              static_cast<unsigned long long>(s.c->number));
+    (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                    NGHTTP2_INTERNAL_ERROR);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  st->session = &s;
+  st->id = frame->hd.stream_id;
+  st->next = s.streams;
+  if (s.streams != nullptr) s.streams->prev = st;
+  s.streams = st;
+  ++s.nstreams;
+
+  // The stream's connection: the client's facts (addresses, TLS, log,
+  // number), its own events and counters, and no I/O of its own.
+  Connection& fc = st->fc;
+  fc = *s.c;
+  fc.queue = QueueNode{};
+  fc.data = &st->hc;
+  fc.read = &st->rev;
+  fc.write = &st->wev;
+  fc.recv = fail_recv;
+  fc.send = fail_send;
+  fc.recv_chain = fail_recv_chain;
+  fc.send_chain = fail_send_chain;
+  fc.sent = 0;
+  fc.requests = 0;
+  fc.buffer = nullptr;
+  fc.generation = ++s.generation;
+  fc.timedout = fc.error = fc.reusable = fc.close = 0;
+  fc.shared = 1;
+  fc.ring = 0;
+  fc.tcp_nodelay = fc.tcp_nopush = 2;  // not the stream's to set
+  // Never registered: "active" keeps the loop from adding them to the
+  // backend, "ready" says the writer may go on (nginx's fake events).
+  st->rev.data = &fc;
+  st->rev.log = s.c->log;
+  st->rev.handler = empty_handler;
+  st->rev.active = 1;
+  st->wev.data = &fc;
+  st->wev.write = 1;
+  st->wev.log = s.c->log;
+  st->wev.handler = empty_handler;
+  st->wev.ready = 1;
+
+  HttpConnection& hc = st->hc;
+  hc.c = &fc;
+  hc.worker = s.worker;
+  hc.addr = s.hc->addr;
+  hc.srv = s.hc->srv;
+  hc.start_msec = clock::current_msec();
+  hc.stream = st;
+  http_counters()->h2_streams.add();
+  if (nghttp2_session_set_stream_user_data(ng, st->id, st) != 0) {
+    free_stream(*st);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_t* name,
+              std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+              std::uint8_t /*flags*/, void* /*user*/) {
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+    return 0;  // trailer fields of a request body are not kept
+  }
+  Stream* st = stream_of(ng, frame->hd.stream_id);
+  if (st == nullptr || st->r != nullptr || st->head_too_big) return 0;
+  if (!add_head_field(*st, std::string_view(reinterpret_cast<const char*>(name), namelen),
+                      std::string_view(reinterpret_cast<const char*>(value), valuelen))) {
+    st->head_too_big = true;
+  }
+  return 0;
+}
+
+int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_received.add();
+  if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+  Stream* st = stream_of(ng, frame->hd.stream_id);
+  if (st == nullptr) return 0;
+  const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  if (end) st->in_done = true;
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    start_stream_request(*st);
+  } else if (end) {
+    stream_input_ended(*st);
+  }
+  return 0;
+}
+
+int on_data_chunk_recv(nghttp2_session* ng, std::uint8_t /*flags*/, std::int32_t id,
+                       const std::uint8_t* data, std::size_t len, void* /*user*/) {
+  Stream* st = stream_of(ng, id);
+  if (st == nullptr) {
+    // A stream already gone: its bytes still count against the connection.
+    (void)nghttp2_session_consume_connection(ng, len);
+    return 0;
+  }
+  stream_data(*st, data, len);
+  return 0;
+}
+
+int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_sent.add();
+  if (frame->hd.type == NGHTTP2_GOAWAY) http_counters()->h2_goaways.add();
+  if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+    return 0;
+  }
+  Stream* st = stream_of(ng, frame->hd.stream_id);
+  // The response is complete and the client still sends a body nobody
+  // reads: the stream ends here (RFC 9113 §8.1, RST_STREAM NO_ERROR).
+  if (st != nullptr && st->r == nullptr && !st->in_done && !st->closed) {
+    (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+  }
+  return 0;
+}
+
+int on_stream_close(nghttp2_session* ng, std::int32_t id, std::uint32_t error_code,
+                    void* /*user*/) {
+  Stream* st = stream_of(ng, id);
+  if (st == nullptr) return 0;
+  st->closed = true;
+  if (error_code != NGHTTP2_NO_ERROR || !st->out_eof) st->reset = true;
+  if (st->reset) {
+    // Reset by either side (a client's RST_STREAM may say NO_ERROR too).
+    Session& s = *st->session;
+    const Msec now = clock::current_msec();
+    const auto elapsed = static_cast<std::uint64_t>(msec_diff(now, s.reset_refill));
+    if (elapsed >= 1000 / kResetsPerSecond) {
+      const std::uint64_t more = elapsed * kResetsPerSecond / 1000;
+      s.reset_tokens =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(kResetBurst, s.reset_tokens + more));
+      s.reset_refill = now;
+    }
+    if (s.reset_tokens == 0) {
+      calm_down(s, ng, "client caused too many stream resets");
+    } else {
+      --s.reset_tokens;
+    }
+  }
+  (void)nghttp2_session_set_stream_user_data(ng, id, nullptr);
+  if (st->r == nullptr) {
+    free_stream(*st);
+  } else {
+    stream_closed(*st);
+  }
+  return 0;
+}
+
+const nghttp2_session_callbacks* callbacks() {
+  static nghttp2_session_callbacks* cbs = [] {
+    nghttp2_session_callbacks* c = nullptr;
+    if (nghttp2_session_callbacks_new(&c) != 0) return c;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(c, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
+    return c;
+  }();
+  return cbs;
+}
+
+// ---- I/O -------------------------------------------------------------------------------
+
+void give_back_buffers(Session& s) {
+  BufferCache& cache = s.worker->buffers();
+  if (s.rbuf != nullptr) cache.put(s.rbuf, s.rbuf_size);
+  if (s.wbuf != nullptr) cache.put(s.wbuf, s.wbuf_size);
+  s.rbuf = s.wbuf = nullptr;
+}
+
+// The next frame from nghttp2 into s.frame; false on a fatal error.
+bool next_frame(Session& s) {
+  const std::uint8_t* data = nullptr;
+  const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
+  if (n < 0) {
+    VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu http2 send failed: %s",
+              static_cast<unsigned long long>(s.c->number), nghttp2_strerror(static_cast<int>(n)));
+    return false;
+  }
+  s.frame = data;
+  s.frame_len = static_cast<std::size_t>(n);
+  return true;
+}
+
+// Sends what nghttp2 has, as far as the socket takes it: small frames
+// gathered into one buffer per send, a large one (DATA) sent from nghttp2's
+// own buffer, without a copy. False: the connection failed.
+bool flush(Session& s) {
+  Connection& c = *s.c;
+  EventLoop& loop = *c.loop;
+  for (;;) {
+    const char* out = nullptr;
+    std::size_t len = 0;
+    bool direct = false;
+    if (s.wbuf != nullptr && s.wpos < s.wlast) {
+      out = s.wbuf + s.wpos;
+      len = s.wlast - s.wpos;
+    } else {
+      if (s.frame_len == 0 && !next_frame(s)) return false;
+      if (s.frame_len == 0) break;  // nothing more to send
+      if (s.frame_len >= kDirectFrame) {
+        out = reinterpret_cast<const char*>(s.frame);
+        len = s.frame_len;
+        direct = true;
+      } else {
+        if (s.wbuf == nullptr) {
+          s.wbuf = s.worker->buffers().get(kWriteBuffer);
+          if (s.wbuf == nullptr) return false;
+          s.wbuf_size = kWriteBuffer;
+        }
+        s.wpos = s.wlast = 0;
+        // Gather small frames until the buffer is full, a large frame
+        // comes, or nghttp2 has no more.
+        while (s.wlast < s.wbuf_size) {
+          if (s.frame_len == 0 && !next_frame(s)) return false;
+          if (s.frame_len == 0 || s.frame_len >= kDirectFrame) break;
+          std::size_t take = s.wbuf_size - s.wlast;
+          if (take > s.frame_len) take = s.frame_len;
+          std::memcpy(s.wbuf + s.wlast, s.frame, take);
+          s.wlast += static_cast<std::uint32_t>(take);
+          s.frame += take;
+          s.frame_len -= take;
+        }
+        out = s.wbuf;
+        len = s.wlast;
+      }
+    }
+    const long n = c.send(c, out, len);
+    if (n == kIoAgain) {
+      loop.add_timer(*c.write, s.hc->srv->loc->send_timeout);
+      return static_cast<bool>(loop.handle_write_event(*c.write));
+    }
+    if (n < 0) return false;
+    if (direct) {
+      s.frame += n;
+      s.frame_len -= static_cast<std::size_t>(n);
+    } else {
+      s.wpos += static_cast<std::uint32_t>(n);
+    }
+  }
+  // All sent: the buffer goes back while there is nothing to write.
+  if (s.wbuf != nullptr) s.worker->buffers().put(s.wbuf, s.wbuf_size);
+  s.wbuf = nullptr;
+  s.wpos = s.wlast = 0;
+  if (c.write->timer_set) loop.del_timer(*c.write);
+  return true;
+}
+
+void goaway(Session& s) {
+  if (s.goaway) return;
+  s.goaway = true;
+  (void)nghttp2_submit_goaway(s.ng, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(s.ng), NGHTTP2_NO_ERROR,
+                              nullptr, 0);
+}
+
+// After reading or writing: send, close when the session is over, and set
+// the connection's timers and idleness.
+void after_io(Session& s) {
+  Connection& c = *s.c;
+  EventLoop& loop = *c.loop;
+  if (loop.exiting()) goaway(s);
+  if (!flush(s)) {
+    close_connection(*s.hc);
+    return;
+  }
+  const bool sending = s.wbuf != nullptr || s.frame_len != 0;
+  if (!sending && nghttp2_session_want_read(s.ng) == 0 && nghttp2_session_want_write(s.ng) == 0) {
+    close_connection(*s.hc);
+    return;
+  }
+  if (s.nstreams == 0) {
+    // Idle: keepalive_timeout, and the pool (or a graceful stop) may close it.
+    loop.add_timer(*c.read, s.hc->srv->loc->keepalive_timeout);
+    set_reusable(*s.hc, true);
+  } else {
+    if (c.read->timer_set) loop.del_timer(*c.read);
+    set_reusable(*s.hc, false);
+  }
+  if (!loop.handle_read_event(*c.read)) close_connection(*s.hc);
+}
+
+// Feeds `n` bytes to nghttp2; false when the session must close.
+bool feed(Session& s, const char* data, std::size_t n) {
+  s.in_recv = true;
+  const ssize_t rv = nghttp2_session_mem_recv(s.ng, reinterpret_cast<const std::uint8_t*>(data), n);
+  s.in_recv = false;
+  if (rv < 0) {
+    VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu client sent invalid http2 data: %s",
+              static_cast<unsigned long long>(s.c->number), nghttp2_strerror(static_cast<int>(rv)));
+    return false;
+  }
+  return !s.close_after;
+}
+
+void read_handler(Event& rev) {
+  Session& s = session_of_event(rev);
+  Connection& c = *s.c;
+  if (rev.timedout) {
+    // Idle for keepalive_timeout: GOAWAY, then close.
+    rev.timedout = 0;
+    goaway(s);
+    (void)flush(s);
+    close_connection(*s.hc);
+    return;
+  }
+  if (c.close) {
+    // The worker stops or the pool needs the slot: only an idle session is
+    // asked to, and it says GOAWAY first.
+    goaway(s);
+    (void)flush(s);
+    close_connection(*s.hc);
+    return;
+  }
+  if (s.rbuf == nullptr) {
+    const std::size_t size = s.hc->srv->h2_recv_buffer_size;
+    s.rbuf = s.worker->buffers().get(size);
+    if (s.rbuf == nullptr) {
+      close_connection(*s.hc);
+      return;
+    }
+    s.rbuf_size = static_cast<std::uint32_t>(size);
+  }
+  // A bounded number of reads per pass: a client that never stops sending
+  // does not keep the others waiting (the rest is read in the next pass).
+  for (int reads = 0;; ++reads) {
+    if (reads == kReadsPerPass) {
+      c.loop->posted_next().post(rev);
+      break;
+    }
+    const long n = c.recv(c, s.rbuf, s.rbuf_size);
+    if (n == kIoAgain) break;
+    if (n <= 0 || !feed(s, s.rbuf, static_cast<std::size_t>(n))) {
+      (void)flush(s);  // a GOAWAY nghttp2 queued for a protocol error
+      close_connection(*s.hc);
+      return;
+    }
+  }
+  s.worker->buffers().put(s.rbuf, s.rbuf_size);
+  s.rbuf = nullptr;
+  after_io(s);
+}
+
+void write_handler(Event& wev) {
+  Session& s = session_of_event(wev);
+  s.flush_posted = false;
+  if (wev.timedout) {
+    VIGIL_LOG(*s.c->log, kInfo, ETIMEDOUT, "*%llu client timed out",
+              static_cast<unsigned long long>(s.c->number));
+    s.c->timedout = 1;
+    close_connection(*s.hc);
+    return;
+  }
+  after_io(s);
+}
+
+}  // namespace
+
+bool starts_preface(std::string_view bytes) {
+  const std::size_t n = bytes.size() < kPreface.size() ? bytes.size() : kPreface.size();
+  return n >= 4 && bytes.substr(0, n) == kPreface.substr(0, n);
+}
+
+bool negotiated(const Connection& c) {
+  if (c.ssl == nullptr) return false;
+  const unsigned char* p = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(c.ssl->ssl, &p, &len);
+  return len == 2 && p[0] == 'h' && p[1] == '2';
+}
+
+void start(HttpConnection& hc) {
+  Connection& c = *hc.c;
+  const nghttp2_session_callbacks* cbs = callbacks();
+  auto* s = c.arena->make<Session>();
+  if (s == nullptr || cbs == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for an http2 session",
+              static_cast<unsigned long long>(c.number));
+    close_connection(hc);
+    return;
+  }
+  s->hc = &hc;
+  s->c = &c;
+  s->worker = hc.worker;
+  s->reset_tokens = kResetBurst;
+  s->reset_refill = clock::current_msec();
+  nghttp2_option* opt = nullptr;
+  if (nghttp2_option_new(&opt) != 0) {
+    close_connection(hc);
+    return;
+  }
+  // The windows reopen as the requests read their bodies.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  const HttpSrvConf& srv = *hc.srv;
+  const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
+  nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  const int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
+  nghttp2_option_del(opt);
+  if (rv != 0) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu nghttp2_session_server_new2() failed: %s",
+              static_cast<unsigned long long>(c.number), nghttp2_strerror(rv));
+    close_connection(hc);
+    return;
+  }
+  hc.h2 = s;
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv.h2_max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(srv.h2_body_preread_size)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(header_limit)},
+  };
+  if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, settings,
+                              sizeof settings / sizeof settings[0]) != 0 ||
+      nghttp2_session_set_local_window_size(s->ng, NGHTTP2_FLAG_NONE, 0, kConnectionWindow) != 0) {
+    close_connection(hc);
+    return;
+  }
+  http_counters()->h2_connections.add();
+  c.read->handler = read_handler;
+  c.write->handler = write_handler;
+  if (c.read->timer_set) c.loop->del_timer(*c.read);
+  set_reusable(hc, false);
+  // What the HTTP/1 side read already (the preface) is the first input.
+  Buf& b = hc.buffer;
+  if (b.start != nullptr) {
+    const bool ok = b.pos == b.last || feed(*s, b.pos, static_cast<std::size_t>(b.last - b.pos));
+    hc.worker->buffers().put(b.start, static_cast<std::size_t>(b.end - b.start));
+    b = Buf{};
+    if (!ok) {
+      close_connection(hc);
+      return;
+    }
+  }
+  if (c.read->ready) {
+    read_handler(*c.read);
+    return;
+  }
+  after_io(*s);
+}
+
+void close_session(HttpConnection& hc) {
+  Session& s = *hc.h2;
+  if (s.in_recv) {
+    s.close_after = true;  // the read handler closes once nghttp2 returns
+    return;
+  }
+  if (s.closing) return;
+  s.closing = true;
+  // Every request still running ends (its stream is freed with it).
+  while (s.streams != nullptr) {
+    Stream& st = *s.streams;
+    if (st.r != nullptr) {
+      st.reset = true;
+      st.fc.error = 1;
+      terminate_request(*st.r, 0);
+      if (s.streams == &st && st.r != nullptr) free_stream(st);  // not ended: should not happen
+    } else {
+      free_stream(st);
+    }
+  }
+  nghttp2_session_del(s.ng);
+  s.ng = nullptr;
+  give_back_buffers(s);
+  PostedQueue::remove(*s.c->write);
+  hc.h2 = nullptr;
+  close_connection(hc);
+}
+
+void schedule_flush(Session& s) {
+  if (s.in_recv || s.closing) return;  // the read handler sends when nghttp2 returns
+  s.flush_posted = true;
+  s.c->loop->post(*s.c->write);
+}
+
+void stream_request_ended(Stream& st) {
+  Session& s = *st.session;
+  EventLoop& loop = *s.c->loop;
+  if (s.closing) {
+    free_stream(st);
+    return;
+  }
+  ++s.nrequests;
+  const HttpLocConf& loc = *s.hc->srv->loc;
+  if (s.nrequests >= loc.keepalive_requests || loop.exiting()) goaway(s);
+  if (st.closed) {
+    free_stream(st);
+  } else if (!st.in_done && st.out_eof) {
+    // on_frame_send resets the stream once END_STREAM is out.
+    st.discard = true;
+  }
+  schedule_flush(s);
+}
+
+void free_stream(Stream& st) {
+  Session& s = *st.session;
+  if (st.prev != nullptr) st.prev->next = st.next;
+  if (st.next != nullptr) st.next->prev = st.prev;
+  if (s.streams == &st) s.streams = st.next;
+  --s.nstreams;
+  if (!st.closed && s.ng != nullptr)
+    (void)nghttp2_session_set_stream_user_data(s.ng, st.id, nullptr);
+  EventLoop& loop = *s.c->loop;
+  loop.del_timer(st.rev);
+  loop.del_timer(st.wev);
+  PostedQueue::remove(st.rev);
+  PostedQueue::remove(st.wev);
+  BufferCache& cache = s.worker->buffers();
+  if (st.scratch != nullptr) cache.put(st.scratch, st.scratch_size);
+  if (st.pre != nullptr) cache.put(st.pre, st.pre_size);
+  Buf& head = st.hc.buffer;
+  if (head.start != nullptr) cache.put(head.start, static_cast<std::size_t>(head.end - head.start));
+  delete &st;
+  if (s.nstreams == 0 && !s.closing && !s.in_recv) schedule_flush(s);
+}
+
+}  // namespace vigil::http::h2

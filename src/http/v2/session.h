@@ -1,0 +1,140 @@
+#pragma once
+// Internal to http/v2: the session (one per HTTP/2 connection) and its
+// streams. session.cc owns the connection's I/O and nghttp2's callbacks;
+// stream.cc is the request's side (head, body in, body out).
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <string_view>
+
+#include "http/core/request.h"
+#include "vigil/event/connection.h"
+#include "vigil/event/event.h"
+
+namespace vigil::http {
+class HttpWorker;
+}
+
+namespace vigil::http::h2 {
+
+struct Session;
+
+struct Stream {
+  Session* session = nullptr;
+  std::int32_t id = 0;
+  Stream* prev = nullptr;  // the session's list of streams
+  Stream* next = nullptr;
+
+  // The request's connection (nginx's fake connection): a copy of the
+  // client's, with events, counters and I/O of its own. Its events are
+  // never registered with the backend: they are posted, or fire by timer.
+  Connection fc;
+  Event rev;
+  Event wev;
+  HttpConnection hc;  // hc.c = &fc, hc.stream = this; hc.buffer: the head
+  Request* r = nullptr;
+
+  // The head as it arrives: field lines ("name: value\r\n") in `scratch`,
+  // the pseudo-header fields' values after them, as offsets.
+  char* scratch = nullptr;
+  std::uint32_t scratch_size = 0;
+  std::uint32_t scratch_len = 0;
+  std::uint32_t method_at = 0, method_len = 0;
+  std::uint32_t path_at = 0, path_len = 0;
+  std::uint32_t authority_at = 0, authority_len = 0;
+  std::uint32_t fields_at = 0;  // where the field lines start (after the pseudo values)
+  bool in_fields = false;       // a field line came
+  std::uint32_t cookies = 0;    // cookie fields (joined into one, RFC 9113 §8.2.3)
+  bool has_host = false;
+  bool has_length = false;    // content-length was sent
+  bool head_too_big = false;  // answered 431
+
+  // The request body: DATA received and not read yet, [pre_pos, pre_last)
+  // of `pre` (http2_body_preread_size, the stream's window).
+  char* pre = nullptr;
+  std::uint32_t pre_size = 0;
+  std::uint32_t pre_pos = 0;
+  std::uint32_t pre_last = 0;
+  bool in_done = false;    // END_STREAM received: no more body
+  bool discard = false;    // the body is thrown away as it comes
+  bool body_wait = false;  // the body reader waits for DATA (rev posted when it comes)
+
+  // The response body: the producer's links not yet given to nghttp2.
+  Chain* pending = nullptr;
+  bool submitted = false;        // the response HEADERS was submitted
+  bool head_body_taken = false;  // what followed the head in r.hbuf was queued
+  bool out_last = false;         // the last buffer has been passed to the writer
+  bool out_eof = false;          // END_STREAM given to nghttp2 (the response is complete)
+  bool deferred = false;         // the data source said "no data yet" (resume when some comes)
+  bool closed = false;           // nghttp2 closed the stream (on_stream_close)
+  bool reset = false;            // closed before the response was complete (client reset, error)
+};
+
+struct Session {
+  HttpConnection* hc = nullptr;
+  Connection* c = nullptr;
+  HttpWorker* worker = nullptr;
+  nghttp2_session* ng = nullptr;
+  Stream* streams = nullptr;  // streams with a request or still open in nghttp2
+  std::uint32_t nstreams = 0;
+  std::uint64_t nrequests = 0;
+  std::uint32_t generation = 0;  // for the streams' connections
+
+  // Input: a worker buffer while a read is in progress.
+  char* rbuf = nullptr;
+  std::uint32_t rbuf_size = 0;
+  // Output: frames gathered from nghttp2 into one buffer per send; `frame`
+  // is the part of nghttp2's last frame not copied yet (valid until the next
+  // nghttp2_session_mem_send).
+  char* wbuf = nullptr;
+  std::uint32_t wbuf_size = 0;
+  std::uint32_t wpos = 0;
+  std::uint32_t wlast = 0;
+  const std::uint8_t* frame = nullptr;
+  std::size_t frame_len = 0;
+
+  // Defences (session.cc): streams opened in this millisecond, and the reset
+  // budget (a token bucket: streams that end in RST_STREAM, either side's).
+  std::uint32_t new_streams = 0;
+  Msec new_streams_msec = 0;
+  std::uint32_t reset_tokens = 0;
+  Msec reset_refill = 0;
+  bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
+
+  bool in_recv = false;      // inside nghttp2_session_mem_recv (callbacks run)
+  bool close_after = false;  // close once the callbacks return
+  bool closing = false;      // close_session is ending the streams
+  bool goaway = false;       // GOAWAY sent: no new streams
+  bool flush_posted = false;
+};
+
+inline Session* session_of(const HttpConnection& hc) {
+  return hc.h2;
+}
+
+// session.cc
+// Makes sure what nghttp2 has to send is sent soon (the write event is
+// posted; the read handler flushes itself).
+void schedule_flush(Session& s);
+// The request of `st` ended (request_done): the stream is freed once
+// nghttp2 has closed it too.
+void stream_request_ended(Stream& st);
+void free_stream(Stream& st);
+
+// stream.cc
+// The stream's head is complete (END_HEADERS): the request starts.
+void start_stream_request(Stream& st);
+// DATA arrived for the stream (copied into st.pre, or consumed).
+void stream_data(Stream& st, const std::uint8_t* data, std::size_t len);
+// END_STREAM from the client, or the stream closed: wakes the request.
+void stream_input_ended(Stream& st);
+void stream_closed(Stream& st);
+// nghttp2's data source for a response body.
+ssize_t read_response_data(nghttp2_session* ng, std::int32_t id, std::uint8_t* buf,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void* user);
+// Appends a field of the head (false: it does not fit: 431).
+bool add_head_field(Stream& st, std::string_view name, std::string_view value);
+
+}  // namespace vigil::http::h2
