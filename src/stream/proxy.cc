@@ -569,7 +569,10 @@ void client_handshake_done(Connection& c, TlsHandshake result) {
 
 }  // namespace
 
-void init_connection(Connection& c) {
+namespace {
+
+// The session of a connection just accepted (null without memory: closed).
+Session* new_session(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
   if (conf->error_log != nullptr) c.log = conf->error_log;
   VIGIL_LOG(*c.log, kInfo, 0, "*%llu client %.*s connected to %s",
@@ -580,18 +583,30 @@ void init_connection(Connection& c) {
     VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream session",
               static_cast<unsigned long long>(c.number));
     c.loop->pool().close_connection(c);
-    return;
+    return nullptr;
   }
   s->client = &c;
   s->conf = conf;
   s->accepted = clock::current_msec();
   c.data = s;
-  if (!conf->ssl_listen) return start_session(*s);
-  // TLS termination: the session starts once the client's handshake is done.
-  // Unset, ssl_handshake_timeout is 60 s, nginx's stream default.
-  const Msec timeout = conf->ssl.handshake_timeout != 0 ? conf->ssl.handshake_timeout : 60000;
+  return s;
+}
+
+}  // namespace
+
+void init_connection(Connection& c) {
+  if (Session* s = new_session(c)) start_session(*s);
+}
+
+void init_tls_connection(Connection& c) {
+  Session* s = new_session(c);
+  if (s == nullptr) return;
+  const StreamSrvConf& conf = *s->conf;
+  // The session starts once the client's handshake is done. Unset,
+  // ssl_handshake_timeout is 60 s, nginx's stream default.
+  const Msec timeout = conf.ssl.handshake_timeout != 0 ? conf.ssl.handshake_timeout : 60000;
   if (Status st =
-          tls_start_server(c, *conf->tls, /*detect_plain=*/false, timeout, client_handshake_done);
+          tls_start_server(c, *conf.tls, /*detect_plain=*/false, timeout, client_handshake_done);
       !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
     finalize_with(*s, 500, "SSL handshake failed");

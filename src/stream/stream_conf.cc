@@ -57,6 +57,13 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     if (!key) return Status::error(key.status().message() + g->where);
     fin.hash_keys.emplace_back(g.get(), std::move(key.value()));
   }
+  // The stream block's own access_log files are opened (created) even when
+  // every server has its own, as nginx opens every file it is given.
+  if (auto* main = static_cast<StreamSrvConf*>(ctx.scope().conf(module, kSrvSpec))) {
+    if (Status s = resolve_access_logs(main->access_logs, fin.log_formats, fin.access_logs); !s) {
+      return s;
+    }
+  }
   for (const auto& child : ctx.scope().children()) {
     if (child->context() != kStreamSrvConf) continue;
     auto* srv = static_cast<StreamSrvConf*>(child->conf(module, kSrvSpec));

@@ -20,8 +20,8 @@ class TlsStreamVariables : public ::testing::Test {
     return s_.start_raw(
         "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
         "events { }\nstream {\n  log_format status $status;\n"
-        "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
-        " ssl;\n    ssl_certificate ../server.crt;\n    ssl_certificate_key ../server.key;\n"
+        "  server {\n    listen 127.0.0.1:" + std::to_string(plain_) +
+        ";\n    listen 127.0.0.1:" + std::to_string(port_) + " ssl;\n    ssl_certificate ../server.crt;\n    ssl_certificate_key ../server.key;\n"
         "    access_log logs/status.log status;\n    return \"" + ret + "\";\n" + more +
         "\n  }\n}\n");
   }
@@ -42,7 +42,8 @@ class TlsStreamVariables : public ::testing::Test {
   }
 
   TlsServer s_;
-  int port_ = free_port();
+  int port_ = free_port();   // "listen ... ssl"
+  int plain_ = free_port();  // the same server without TLS
 };
 
 TEST_F(TlsStreamVariables, ProtocolCipherNameAndSession) {
@@ -53,6 +54,18 @@ TEST_F(TlsStreamVariables, ProtocolCipherNameAndSession) {
   EXPECT_TRUE(std::regex_match(got, std::regex(R"(TLSv1\.2\|[A-Z0-9-]+\|localhost\|\.\|[0-9A-F]*\|NONE)")))
       << got;
   EXPECT_EQ(wait_status_log(1), "200\n");
+  EXPECT_EQ(s_.stop(), 0);
+}
+
+// TLS is a property of the address: the server's plain address serves
+// plain connections, whose TLS variables have no value.
+TEST_F(TlsStreamVariables, PlainAddressOfATlsServer) {
+  ASSERT_TRUE(start("$ssl_protocol:$ssl_session_id:$ssl_client_verify")) << s_.output();
+  Client c(plain_);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(read_n(c.fd(), 2), "::");
+  EXPECT_EQ(answer({}).substr(0, 4), "TLSv");
+  EXPECT_EQ(wait_status_log(2), "200\n200\n");
   EXPECT_EQ(s_.stop(), 0);
 }
 
