@@ -8,6 +8,9 @@
 namespace vigil::stream {
 namespace {
 
+// Groups of a map expression its value can name (group 0 included).
+constexpr int kMaxGroups = 32;
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& ch : out) {
@@ -30,16 +33,19 @@ class MapSink : public StatementSink {
     if (st.words.size() == 1 && key == "volatile") return Status::ok();
     if (st.words.size() != 2) return Status::error("invalid number of the map parameters" + where);
     if (key == "include") return parser.parse_file(env_.conf_prefixed(st.words[1].text), *this, where);
-    auto text = VarTemplate::compile(st.words[1].text);
-    if (!text) return Status::error(text.status().message() + where);
-    StreamMap::Value value{std::move(text.value())};
     if (key.size() > 1 && key[0] == '~') {
+      // Its value may use the expression's groups: $1..$9 and the named ones.
       const bool caseless = key.size() > 2 && key[1] == '*';
       auto re = Regex::compile(std::string_view(key).substr(caseless ? 2 : 1), caseless);
       if (!re) return Status::error(re.status().message() + where);
-      map_.regexes.push_back({std::move(re.value()), std::move(value)});
+      auto text = VarTemplate::compile(st.words[1].text, &re.value().names());
+      if (!text) return Status::error(text.status().message() + where);
+      map_.regexes.push_back({std::move(re.value()), {std::move(text.value())}});
       return Status::ok();
     }
+    auto text = VarTemplate::compile(st.words[1].text);
+    if (!text) return Status::error(text.status().message() + where);
+    StreamMap::Value value{std::move(text.value())};
     if (key == "default") {
       if (map_.fallback) return Status::error("duplicate default map parameter" + where);
       map_.fallback = std::move(value);
@@ -97,7 +103,16 @@ bool StreamMap::value(const Session& s, VarSink& out) const {
     }
   }
   for (const RegexEntry& e : regexes) {
-    if (e.re.matches(src)) return put(s, e.value, out);
+    int offsets[2 * kMaxGroups];
+    const int n = e.re.match(src, offsets, kMaxGroups);
+    if (n <= 0) continue;  // no match (or a matching error: as none)
+    // The groups while the value is evaluated (both passes see the same).
+    const Captures captures{src, offsets, n};
+    const Captures* outer = s.captures;
+    s.captures = &captures;
+    put(s, e.value, out);
+    s.captures = outer;
+    return true;
   }
   if (fallback) return put(s, *fallback, out);
   return true;  // no default: the empty string

@@ -44,6 +44,14 @@ struct SessionGroup {
   std::unique_ptr<upstream::PeerStats[]> stats;
 };
 
+// The groups of the expression a `map` entry matched, while its value is
+// evaluated ($1..$9 and named groups, variables.h).
+struct Captures {
+  std::string_view subject;
+  const int* offsets = nullptr;  // pairs of offsets into subject (-1: unset)
+  int pairs = 0;
+};
+
 struct Session {
   Connection* client = nullptr;
   Connection* upstream = nullptr;
@@ -80,6 +88,9 @@ struct Session {
   // `return`: what is left to send.
   const char* ret_pos = nullptr;
   std::size_t ret_left = 0;
+
+  // Set by a `map` while the value of the expression it matched is evaluated.
+  mutable const Captures* captures = nullptr;
 
   // The current attempt (null before the first).
   UpstreamTry* current_try() { return ntries > 0 ? &tries[ntries - 1] : nullptr; }

@@ -339,7 +339,8 @@ Result<std::string> declared_variable_word(std::string_view word) {
   return name;
 }
 
-Result<VarTemplate> VarTemplate::compile(std::string_view text) {
+Result<VarTemplate> VarTemplate::compile(std::string_view text,
+                                         const std::vector<Regex::Name>* groups) {
   VarTemplate t;
   t.source_ = std::string(text);
   std::size_t i = 0;
@@ -355,6 +356,14 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
       continue;
     }
     ++i;  // '$'
+    if (i < text.size() && text[i] >= '1' && text[i] <= '9') {
+      Part p;
+      p.capture = text[i] - '0';
+      ++i;
+      ++t.variables_;
+      t.parts_.push_back(std::move(p));
+      continue;
+    }
     const bool braced = i < text.size() && text[i] == '{';
     if (braced) ++i;
     std::size_t j = i;
@@ -372,7 +381,13 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
     std::string lname;
     for (char ch : name) lname += lower(ch);
     Part p;
-    if (const VarSpec* spec = find_builtin(lname)) {
+    const Regex::Name* group = nullptr;
+    for (std::size_t g = 0; groups != nullptr && g < groups->size() && group == nullptr; ++g) {
+      if ((*groups)[g].name == name) group = &(*groups)[g];
+    }
+    if (group != nullptr) {
+      p.capture = group->group;
+    } else if (const VarSpec* spec = find_builtin(lname)) {
       p.get = spec->get;
     } else if (auto it = maps().find(lname); it != maps().end()) {
       p.map = it->second;
@@ -388,13 +403,23 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
 
 bool VarTemplate::value_of(const Part& p, const Session& s, VarSink& out) {
   if (p.get != nullptr) return p.get(s, out);
+  if (p.capture >= 0) {
+    // No such group (or no expression matched): empty, as nginx's.
+    const Captures* c = s.captures;
+    if (c != nullptr && p.capture < c->pairs && c->offsets[2 * p.capture] >= 0) {
+      const int from = c->offsets[2 * p.capture];
+      const int to = c->offsets[2 * p.capture + 1];
+      out.put(c->subject.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from)));
+    }
+    return true;
+  }
   return p.map->value(s, out);
 }
 
 std::size_t VarTemplate::length(const Session& s, LogEscape esc, bool missing_dash) const {
   std::size_t n = 0;
   for (const Part& p : parts_) {
-    if (p.get == nullptr && p.map == nullptr) {
+    if (is_text(p)) {
       n += p.text.size();
       continue;
     }
@@ -410,7 +435,7 @@ std::size_t VarTemplate::length(const Session& s, LogEscape esc, bool missing_da
 
 char* VarTemplate::write(const Session& s, char* out, LogEscape esc, bool missing_dash) const {
   for (const Part& p : parts_) {
-    if (p.get == nullptr && p.map == nullptr) {
+    if (is_text(p)) {
       std::memcpy(out, p.text.data(), p.text.size());
       out += p.text.size();
       continue;

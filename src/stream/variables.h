@@ -10,8 +10,9 @@
 //   std::size_t n = t->length(session);   // upper bound of what write() writes
 //   char* end = t->write(session, buf);    // buf holds n bytes
 //
-// Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]. A `map` declared
-// earlier in the stream block (map.h) is a variable too. The variables are
+// Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]; "$1".."$9" (one
+// digit). A `map` declared earlier in the stream block (map.h) is a
+// variable too. The variables are
 // listed in docs/directives.md.
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/access_log.h"
+#include "core/regex.h"
 #include "core/var_sink.h"
 #include "vigil/core/result.h"
 
@@ -39,7 +41,11 @@ class VarTemplate {
   VarTemplate() = default;
 
   // Compiles `text`; the error names the bad variable ('unknown "foo" variable').
-  static Result<VarTemplate> compile(std::string_view text);
+  // "$1".."$9" are the groups of the expression a `map` entry matched
+  // (empty elsewhere); `groups` names the named groups of that expression,
+  // which are variables in its value.
+  static Result<VarTemplate> compile(std::string_view text,
+                                     const std::vector<Regex::Name>* groups = nullptr);
 
   // Upper bound of the bytes write() produces. `missing_dash`: a variable
   // without a value is written as "-" (the access log).
@@ -62,7 +68,9 @@ class VarTemplate {
     VarGetter get = nullptr;                // null: a literal or a map
     std::shared_ptr<const StreamMap> map;   // a `map` variable
     std::string text;                       // the literal
+    int capture = -1;                       // a group of the matched expression
   };
+  bool is_text(const Part& p) const { return p.get == nullptr && p.map == nullptr && p.capture < 0; }
   static bool value_of(const Part& p, const Session& s, VarSink& out);
   std::vector<Part> parts_;
   std::string literal_;  // the whole text when there are no variables

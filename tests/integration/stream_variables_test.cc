@@ -207,15 +207,17 @@ TEST_F(StreamVariables, ProxyPassWithVariables) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
-TEST_F(StreamVariables, MapWithRegexAndDefault) {
+TEST_F(StreamVariables, MapWithCapturesAndDefault) {
   const int a = free_port(), b = free_port();
   ASSERT_TRUE(start("map $server_port $which { " + std::to_string(a) +
-                    " first; ~^\\d+$ \"digits $protocol\"; }\n"
+                    " first; \"~^(\\d)(?<rest>\\d+)$\" \"$1-$rest $protocol\"; }\n"
                     "map $which $upper { default none; FIRST one; }\n"
                     "server { " + listen(a) + " " + listen(b) + " return \"$which/$upper\"; }"))
       << server_.output();
   EXPECT_EQ(exchange(a), "first/one");
-  EXPECT_EQ(exchange(b), "digits TCP/none");
+  // An expression's groups, by number and by name, in its value.
+  const std::string bp = std::to_string(b);
+  EXPECT_EQ(exchange(b), bp.substr(0, 1) + "-" + bp.substr(1) + " TCP/none");
   EXPECT_EQ(server_.stop(), 0);
 }
 
