@@ -430,6 +430,7 @@ int resolve_target(Session& s) {
   sockaddr_storage ss{};
   socklen_t len = 0;
   const char* problem = nullptr;
+  bool name = false;  // a host name: only a resolver could tell its address
   if (text.starts_with("unix:")) {
     if (!make_unix_sockaddr(text.substr(5), ss, len)) problem = "invalid unix domain socket";
   } else {
@@ -440,14 +441,23 @@ int resolve_target(Session& s) {
       problem = "no host";
     } else if (colon == std::string_view::npos || colon + 1 == text.size()) {
       problem = "no port";
-    } else if (!parse_local_address(text, ss, len) || sockaddr_port(reinterpret_cast<sockaddr*>(&ss)) == 0) {
-      problem = "no resolver defined to resolve";
+    } else if (!parse_local_address(text, ss, len) ||
+               sockaddr_port(reinterpret_cast<sockaddr*>(&ss)) == 0) {
+      name = true;
     }
   }
+  // nginx's words and statuses (ngx_stream_proxy_eval and its caller).
   if (problem != nullptr) {
     VIGIL_LOG(*c.log, kError, 0, "*%llu %s in upstream \"%.*s\", client: %.*s",
               static_cast<unsigned long long>(c.number), problem, static_cast<int>(text.size()),
               text.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
+    return 500;
+  }
+  if (name) {
+    const std::string_view host = ssl_host(text);
+    VIGIL_LOG(*c.log, kError, 0, "*%llu no resolver defined to resolve %.*s, client: %.*s",
+              static_cast<unsigned long long>(c.number), static_cast<int>(host.size()),
+              host.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
     return 502;
   }
   s.run_time.reset(new (std::nothrow) SessionGroup());

@@ -188,22 +188,29 @@ TEST_F(StreamVariables, EveryAttemptInTheUpstreamVariables) {
 TEST_F(StreamVariables, ProxyPassWithVariables) {
   AckBackend backend;
   ASSERT_TRUE(backend.ready());
-  const int by_name = free_port(), by_addr = free_port(), bad = free_port();
+  const int by_name = free_port(), by_addr = free_port(), bad = free_port(), name = free_port();
   ASSERT_TRUE(start("upstream " + std::to_string(by_name) + " { server " + backend.addr() + "; }\n"
                     "log_format ups $upstream_addr;\n"
                     "server { " + listen(by_name) + " proxy_pass $server_port; }\n"
                     "server { " + listen(by_addr) + " proxy_pass $server_addr:" +
                     std::to_string(backend.port()) + "; access_log logs/addr.log ups; }\n"
+                    "log_format st \"$status $upstream_addr\";\n"
                     "server { " + listen(bad) + " proxy_pass $server_addr; "
-                    "access_log logs/bad.log ups; }\n"))
+                    "access_log logs/bad.log st; }\n"
+                    "server { " + listen(name) + " proxy_pass x.invalid:$server_port; "
+                    "access_log logs/name.log st; }\n"))
       << server_.output();
   EXPECT_EQ(exchange(by_name, "x"), "ack");
   EXPECT_EQ(exchange(by_addr, "x"), "ack");
   EXPECT_EQ(wait_log("addr.log"), backend.addr() + "\n");
-  // No port: the session ends at once, with an error and no attempt.
+  // No port: the session ends at once, with an error and no attempt; a
+  // host name needs a resolver.
   EXPECT_EQ(exchange(bad, "x"), "");
-  EXPECT_EQ(wait_log("bad.log"), "-\n");
+  EXPECT_EQ(wait_log("bad.log"), "500 -\n");
   EXPECT_TRUE(server_.wait_output("no port in upstream \"127.0.0.1\"")) << server_.output();
+  EXPECT_EQ(exchange(name, "x"), "");
+  EXPECT_EQ(wait_log("name.log"), "502 -\n");
+  EXPECT_TRUE(server_.wait_output("no resolver defined to resolve x.invalid")) << server_.output();
   EXPECT_EQ(server_.stop(), 0);
 }
 
