@@ -18,6 +18,7 @@
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
 #include "core/rate_limit.h"
+#include "core/conf/values.h"
 #include "core/unix_addr.h"
 #include "stream/log.h"
 #include "stream/session.h"
@@ -144,9 +145,9 @@ void process(Session& s) {
   EventLoop& loop = *c.loop;
   bool progress = false;
   const off_t up_limit =
-      c.read->delayed ? 0 : read_allowance(s, c, s.conf->proxy_upload_rate, s.from_client);
+      c.read->delayed ? 0 : read_allowance(s, c, s.upload_rate, s.from_client);
   const off_t down_limit =
-      u.read->delayed ? 0 : read_allowance(s, u, s.conf->proxy_download_rate, s.from_upstream);
+      u.read->delayed ? 0 : read_allowance(s, u, s.download_rate, s.from_upstream);
   if (!upstream::relay(c, u, s.up, s.client_eof, s.upstream_shut, progress, &s.from_client,
                        up_limit) ||
       !upstream::relay(u, c, s.down, s.upstream_eof, s.client_shut, progress, &s.from_upstream,
@@ -160,8 +161,8 @@ void process(Session& s) {
           static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(clock::current_msec(), t->start)));
     }
   }
-  arm_rate_delay(s, c, s.conf->proxy_upload_rate, s.from_client, s.client_eof);
-  arm_rate_delay(s, u, s.conf->proxy_download_rate, s.from_upstream, s.upstream_eof);
+  arm_rate_delay(s, c, s.upload_rate, s.from_client, s.client_eof);
+  arm_rate_delay(s, u, s.download_rate, s.from_upstream, s.upstream_eof);
   if (s.client_eof && s.upstream_eof && s.up.pos == s.up.last && s.down.pos == s.down.last) {
     return finalize(s, "both sides closed");
   }
@@ -213,9 +214,28 @@ void proxy_handler(Event& ev) {
   process(s);
 }
 
+// proxy_upload_rate or proxy_download_rate for this session: the number, or
+// its variables' value as a size (not a size: no limit, as nginx's 0).
+std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* var) {
+  if (var == nullptr) return rate;
+  std::string_view text;
+  if (!var->evaluate(s, text)) return 0;
+  const auto v = parse_size(text);
+  if (!v) {
+    VIGIL_LOG(*s.client->log, kError, 0, "*%llu invalid rate \"%.*s\"",
+              static_cast<unsigned long long>(s.client->number), static_cast<int>(text.size()),
+              text.data());
+    return 0;
+  }
+  return static_cast<std::size_t>(*v);
+}
+
 void start_relay(Session& s) {
   s.connected = true;
   s.start_msec = clock::current_msec();
+  s.upload_rate = session_rate(s, s.conf->proxy_upload_rate, s.conf->proxy_upload_rate_var.get());
+  s.download_rate =
+      session_rate(s, s.conf->proxy_download_rate, s.conf->proxy_download_rate_var.get());
   if (UpstreamTry* t = s.current_try()) {
     t->connect_time = static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(s.start_msec, t->start)));
   }

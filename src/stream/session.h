@@ -82,6 +82,8 @@ struct Session {
   std::uint64_t from_client = 0;
   std::uint64_t from_upstream = 0;
   Msec start_msec = 0;  // the relay began: proxy_upload_rate / proxy_download_rate count from here
+  std::size_t upload_rate = 0;    // proxy_upload_rate of this session (0: no limit)
+  std::size_t download_rate = 0;  // proxy_download_rate of this session
   UpstreamTry tries[kMaxUpstreamTries];
   std::uint32_t ntries = 0;
 

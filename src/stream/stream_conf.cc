@@ -1,9 +1,8 @@
 #include "stream/stream_conf.h"
 
-#include <cctype>
-
 #include <utility>
 
+#include "core/conf/values.h"
 #include "core/error_logs.h"
 #include "stream/map.h"
 #include "vigil/event/listening.h"
@@ -138,7 +137,33 @@ Status set_proxy_bind(const DirectiveCall& call, StreamSrvConf& srv) {
   return Status::ok();
 }
 
+// proxy_upload_rate / proxy_download_rate: a size, or variables whose value
+// is one.
+Status set_rate(const DirectiveCall& call, std::size_t& rate,
+                std::shared_ptr<const VarTemplate>& var) {
+  rate = 0;
+  var.reset();
+  if (call.arg(0).find('$') != std::string::npos) {
+    auto t = VarTemplate::compile(call.arg(0));
+    if (!t) return call.error(t.status().message());
+    var = std::make_shared<const VarTemplate>(std::move(t.value()));
+    return Status::ok();
+  }
+  const auto v = parse_size(call.arg(0));
+  if (!v) return call.invalid_value(0);
+  rate = static_cast<std::size_t>(*v);
+  return Status::ok();
+}
+
 Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf& child) {
+  if (!ctx.is_set("proxy_upload_rate")) {
+    child.proxy_upload_rate = parent.proxy_upload_rate;
+    child.proxy_upload_rate_var = parent.proxy_upload_rate_var;
+  }
+  if (!ctx.is_set("proxy_download_rate")) {
+    child.proxy_download_rate = parent.proxy_download_rate;
+    child.proxy_download_rate_var = parent.proxy_download_rate_var;
+  }
   if (!ctx.is_set("proxy_bind")) {
     child.bind_addr = parent.bind_addr;
     child.bind_len = parent.bind_len;
@@ -176,9 +201,13 @@ Module* make_stream_module() {
   m->add("proxy_bind", kAny, Arity::between(1, 2), srv.custom(set_proxy_bind));
   m->add("tcp_nodelay", kAny, Arity::on_off(), srv.flag(&StreamSrvConf::tcp_nodelay, true));
   m->add("proxy_upload_rate", kAny, Arity::exactly(1),
-         srv.size(&StreamSrvConf::proxy_upload_rate, 0));
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_rate(call, conf.proxy_upload_rate, conf.proxy_upload_rate_var);
+         }));
   m->add("proxy_download_rate", kAny, Arity::exactly(1),
-         srv.size(&StreamSrvConf::proxy_download_rate, 0));
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_rate(call, conf.proxy_download_rate, conf.proxy_download_rate_var);
+         }));
   m->add("proxy_half_close", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_half_close, false));
   m->add("return", kStreamSrvConf, Arity::exactly(1),

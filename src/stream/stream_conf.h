@@ -67,6 +67,10 @@ struct StreamSrvConf {
   // client / from the upstream, per session; 0: no limit.
   std::size_t proxy_upload_rate = 0;
   std::size_t proxy_download_rate = 0;
+  // The same with variables (`proxy_download_rate $rate;`): evaluated when
+  // the upstream is connected, as nginx; null: the number above.
+  std::shared_ptr<const VarTemplate> proxy_upload_rate_var;
+  std::shared_ptr<const VarTemplate> proxy_download_rate_var;
   bool proxy_next_upstream = true;
   bool tcp_nodelay = true;
   // proxy_bind: the local address of connections to the upstream (bind_len

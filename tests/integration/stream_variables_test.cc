@@ -214,6 +214,28 @@ TEST_F(StreamVariables, ProxyPassWithVariables) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
+// proxy_download_rate with variables: the value when the upstream is
+// connected; 1 byte a second holds back all but the first byte of "ack" for
+// a second, and "0" (as anything that is no size) is no limit.
+TEST_F(StreamVariables, RateFromVariables) {
+  AckBackend backend;
+  ASSERT_TRUE(backend.ready());
+  const int slow = free_port(), fast = free_port();
+  ASSERT_TRUE(start("map $server_port $rate { " + std::to_string(slow) + " 1; default 0; }\n"
+                    "proxy_download_rate $rate;\n"
+                    "server { " + listen(slow) + " " + listen(fast) + " proxy_pass " +
+                    backend.addr() + "; }\n"))
+      << server_.output();
+  EXPECT_EQ(exchange(fast, "x"), "ack");
+  Client c(slow);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send("x"));
+  EXPECT_EQ(read_n(c.fd(), 1), "a");
+  EXPECT_TRUE(holds_for([&] { return !readable(c.fd(), 0); }, 300));
+  EXPECT_EQ(read_to_eof(c.fd()), "ck");
+  EXPECT_EQ(server_.stop(), 0);
+}
+
 TEST_F(StreamVariables, MapWithCapturesAndDefault) {
   const int a = free_port(), b = free_port();
   ASSERT_TRUE(start("map $server_port $which { " + std::to_string(a) +
