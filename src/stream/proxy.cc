@@ -222,7 +222,7 @@ std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* 
   if (!var->evaluate(s, text)) return 0;
   const auto v = parse_size(text);
   if (!v) {
-    VIGIL_LOG(*s.client->log, kError, 0, "*%llu invalid rate \"%.*s\"",
+    VIGIL_LOG(*s.client->log, kError, 0, "*%llu invalid size \"%.*s\"",
               static_cast<unsigned long long>(s.client->number), static_cast<int>(text.size()),
               text.data());
     return 0;
