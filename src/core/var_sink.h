@@ -4,7 +4,7 @@
 // nginx's scripts are: the length first (a sink without memory), then the
 // bytes into memory of that size the caller chose (a log buffer, an arena),
 // so nothing is allocated per value. Used by the stream variables
-// (stream/variables.h).
+// (stream/variables.h) and http (http/core/variables.h).
 
 #include <charconv>
 #include <cstddef>

@@ -650,19 +650,6 @@ const VarSpec* find_variable(std::string_view name, std::string_view& arg) {
 
 }  // namespace
 
-void VarSink::put_uint(std::uint64_t v) {
-  char tmp[20];
-  put(decimal(v, tmp));
-}
-
-void VarSink::put_msec(std::uint64_t ms) {
-  put_uint(ms / 1000);
-  put_char('.');
-  put_char(static_cast<char>('0' + ms % 1000 / 100));
-  put_char(static_cast<char>('0' + ms % 100 / 10));
-  put_char(static_cast<char>('0' + ms % 10));
-}
-
 namespace {
 
 // How one value is changed on its way out.
