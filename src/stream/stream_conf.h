@@ -115,6 +115,9 @@ struct StreamSrvConf {
 
 // Built when the stream block closes: every server, every upstream group.
 struct StreamFinalConf {
+  // Made when a stream block opens: the `map` variables declared so far
+  // belong to other configurations (a reload declares its own).
+  StreamFinalConf() { forget_maps(); }
   std::vector<StreamSrvConf*> servers;
   upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
   std::vector<std::shared_ptr<LogFormat>> log_formats;

@@ -326,6 +326,10 @@ void declare_map(const std::string& name, std::shared_ptr<const StreamMap> map) 
   maps()[name] = std::move(map);
 }
 
+void forget_maps() {
+  maps().clear();
+}
+
 Result<std::string> declared_variable_word(std::string_view word) {
   if (word.size() < 2 || word[0] != '$') {
     return Status::error("invalid variable name \"" + std::string(word) + "\"");

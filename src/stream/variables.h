@@ -88,5 +88,8 @@ Result<std::string> declared_variable_word(std::string_view word);
 // (a reload declares its maps anew; the templates of the previous
 // configuration keep theirs).
 void declare_map(const std::string& name, std::shared_ptr<const StreamMap> map);
+// Forgets every declared map: a stream block starts with none (those of an
+// earlier load, or of one that failed, are not its variables).
+void forget_maps();
 
 }  // namespace vigil::stream

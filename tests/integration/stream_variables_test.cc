@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <regex>
 #include <string>
 
@@ -247,6 +248,25 @@ TEST_F(StreamVariables, MapWithCapturesAndDefault) {
   // An expression's groups, by number and by name, in its value.
   const std::string bp = std::to_string(b);
   EXPECT_EQ(exchange(b), bp.substr(0, 1) + "-" + bp.substr(1) + " TCP/none");
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+// A reload is a configuration of its own: a map the running one declared
+// is no variable of the new one, which is refused (the old one serves on).
+TEST_F(StreamVariables, ReloadDoesNotSeeTheRunningConfigurationsMaps) {
+  const int port = free_port();
+  const std::string head =
+      "daemon off;\nmaster_process on;\nworker_processes 1;\nerror_log stderr info;\n"
+      "pid logs/vigil.pid;\nevents { worker_connections 256; }\nstream {\n";
+  ASSERT_TRUE(server_.start_raw(head + "map $server_port $x { default old; }\nserver { " +
+                                    listen(port) + " return $x; }\n}\n",
+                                "running:"))
+      << server_.output();
+  EXPECT_EQ(exchange(port), "old");
+  server_.write("conf/vigil.conf", head + "server { " + listen(port) + " return $x; }\n}\n");
+  server_.process().signal(SIGHUP);
+  EXPECT_TRUE(server_.wait_output("unknown \"x\" variable")) << server_.output();
+  EXPECT_EQ(exchange(port), "old");
   EXPECT_EQ(server_.stop(), 0);
 }
 
