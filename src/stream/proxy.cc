@@ -22,6 +22,7 @@
 #include "core/unix_addr.h"
 #include "stream/log.h"
 #include "stream/session.h"
+#include "upstream/peer_connected.h"
 #include "upstream/relay.h"
 #include "upstream/run_time_group.h"
 #include "vigil/core/log.h"
@@ -236,6 +237,7 @@ void start_relay(Session& s) {
   s.upload_rate = session_rate(s, s.conf->proxy_upload_rate, s.conf->proxy_upload_rate_var.get());
   s.download_rate =
       session_rate(s, s.conf->proxy_download_rate, s.conf->proxy_download_rate_var.get());
+  upstream::peer_connected(s.balancer);  // a recovered server takes new sessions at once
   if (UpstreamTry* t = s.current_try()) {
     t->connect_time = static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(s.start_msec, t->start)));
   }
