@@ -30,7 +30,7 @@ install(FILES ${PROJECT_BINARY_DIR}/vigilConfig.cmake ${PROJECT_BINARY_DIR}/vigi
 
 # pkg-config: static archives need their dependencies on the link line, so
 # they are in Libs.private (pkg-config --static); a shared build needs only Libs.
-set(VIGIL_PC_PRIVATE "-pthread -lssl -lcrypto -lpcre2-8")
+set(VIGIL_PC_PRIVATE "-pthread -lssl -lcrypto -lpcre2-8 -lz")
 if(VIGIL_HAVE_URING)
   string(APPEND VIGIL_PC_PRIVATE " -luring")
 endif()

@@ -7,12 +7,9 @@
 #include <string>
 
 #include "core/conf/module.h"
+#include "core/nginx_version.h"
 
 namespace vigil {
-
-// The nginx release whose behaviour Vigil is compared with and matches
-// (docs/compatibility.md).
-inline constexpr const char* kNginxCompatibleVersion = "1.22.1";
 
 // nginx's `configure` arguments that describe the modules `modules` holds:
 // "--with-X" for a module nginx builds only on request that Vigil has,

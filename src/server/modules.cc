@@ -15,6 +15,7 @@
 #include "mail/mail_conf.h"
 #include "mail/protocol.h"
 #include "mail/session.h"
+#include "stream/log.h"
 #include "stream/protocol.h"
 #include "stream/stream_conf.h"
 #include "upstream/upstream.h"
@@ -37,7 +38,8 @@ std::vector<ServerModule> builtin_modules() {
     list.push_back({m->conf().name().c_str(), &m->conf()});
   }
   list.insert(list.end(), {
-      {"stream", &stream::stream_module(), stream::create_listeners},
+      {"stream", &stream::stream_module(), stream::create_listeners, stream::init_worker,
+       stream::exit_worker, stream::reopen_logs},
       {"mail", &mail::mail_module(), mail::create_listeners, nullptr, mail::exit_worker},
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).

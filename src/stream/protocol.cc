@@ -18,7 +18,8 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       ls->addr_text = l.addr_text;
       apply_listen_options(l, *ls);
       ls->tcp_nodelay = srv->tcp_nodelay;  // a proxy forwards small writes as they come
-      ls->handler = init_connection;
+      // TLS is a property of the address: a server may listen with and without it.
+      ls->handler = l.ssl ? init_tls_connection : init_connection;
       ls->proxy_protocol_timeout = srv->proxy_protocol_timeout;
       ls->servers = srv;
       out.push_back(std::move(ls));

@@ -18,7 +18,13 @@
 #include "event/tls/tls.h"
 #include "stream/stream_conf.h"
 #include "core/rate_limit.h"
+#include "core/conf/values.h"
+#include "core/unix_addr.h"
+#include "stream/log.h"
+#include "stream/session.h"
+#include "upstream/peer_connected.h"
 #include "upstream/relay.h"
+#include "upstream/run_time_group.h"
 #include "vigil/core/log.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
@@ -27,25 +33,6 @@
 namespace vigil::stream {
 
 namespace {
-
-struct Session {
-  Connection* client = nullptr;
-  Connection* upstream = nullptr;
-  const StreamSrvConf* conf = nullptr;
-  PeerConnection peer;
-  upstream::PeerRequest balancer;  // pick the server, count, health (peer.get/free)
-  Buf up;                          // client -> upstream
-  Buf down;                        // upstream -> client
-  bool client_eof = false;
-  bool upstream_eof = false;
-  bool upstream_shut = false;  // we sent FIN to the upstream
-  bool client_shut = false;    // we sent FIN to the client
-  bool done = false;
-  bool connected = false;  // the upstream connect completed
-  std::uint64_t from_client = 0;
-  std::uint64_t from_upstream = 0;
-  Msec start_msec = 0;  // the relay began: proxy_upload_rate / proxy_download_rate count from here
-};
 
 void proxy_handler(Event& ev);
 void connect_handler(Event& ev);
@@ -56,23 +43,54 @@ Session& session_of(Event& ev) {
   return *static_cast<Session*>(c->data);
 }
 
+// The current attempt is over: its times and counts for the variables.
+void end_try(Session& s) {
+  UpstreamTry* t = s.current_try();
+  if (t == nullptr || t->session_time != kNoTime) return;
+  t->session_time = static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(clock::current_msec(), t->start)));
+  if (s.upstream != nullptr) {
+    t->bytes_sent = s.upstream->sent;
+    t->bytes_received = s.from_upstream;
+  }
+}
+
+// A new attempt at the server the balancer picked (or at the group's name
+// when there was none, as nginx's $upstream_addr tells).
+void begin_try(Session& s, std::string_view addr) {
+  if (s.ntries == kMaxUpstreamTries) return;  // later ones are not recorded
+  UpstreamTry& t = s.tries[s.ntries++];
+  char* copy = s.client->arena->dup(addr.data(), addr.size());
+  t.addr = copy != nullptr ? std::string_view(copy, addr.size()) : std::string_view();
+  t.start = clock::current_msec();
+}
+
+// The session ends: its log lines, then both connections close.
 void finalize(Session& s, const char* why) {
   if (s.done) return;
   s.done = true;
   Connection& client = *s.client;
   EventLoop& loop = *client.loop;
-  // nginx's words and counters, then its stream log context.
-  VIGIL_LOG(*client.log, kInfo, 0,
-            "*%llu %s, bytes from/to client:%llu/%llu, bytes from/to upstream:%llu/%llu, "
-            "client: %.*s, server: %.*s, upstream: \"%s\"",
-            static_cast<unsigned long long>(client.number), why,
-            static_cast<unsigned long long>(s.from_client),
-            static_cast<unsigned long long>(client.sent),
-            static_cast<unsigned long long>(s.from_upstream),
-            static_cast<unsigned long long>(s.upstream != nullptr ? s.upstream->sent : 0),
-            static_cast<int>(client.addr_text.size()), client.addr_text.data(),
-            static_cast<int>(client.listening->addr_text.size()),
-            client.listening->addr_text.data(), s.peer.name.c_str());
+  end_try(s);
+  if (s.conf->has_return) {
+    VIGIL_LOG(*client.log, kInfo, 0, "*%llu %s, bytes from/to client:%llu/%llu",
+              static_cast<unsigned long long>(client.number), why,
+              static_cast<unsigned long long>(s.from_client),
+              static_cast<unsigned long long>(client.sent));
+  } else {
+    // nginx's words and counters, then its stream log context.
+    VIGIL_LOG(*client.log, kInfo, 0,
+              "*%llu %s, bytes from/to client:%llu/%llu, bytes from/to upstream:%llu/%llu, "
+              "client: %.*s, server: %.*s, upstream: \"%s\"",
+              static_cast<unsigned long long>(client.number), why,
+              static_cast<unsigned long long>(s.from_client),
+              static_cast<unsigned long long>(client.sent),
+              static_cast<unsigned long long>(s.from_upstream),
+              static_cast<unsigned long long>(s.upstream != nullptr ? s.upstream->sent : 0),
+              static_cast<int>(client.addr_text.size()), client.addr_text.data(),
+              static_cast<int>(client.listening->addr_text.size()),
+              client.listening->addr_text.data(), s.peer.name.c_str());
+  }
+  write_access_logs(s);
   if (s.upstream != nullptr) {
     // Connected: the attempt succeeded, whatever happened to the session since.
     s.peer.free(s.peer, s.peer.data, s.connected ? 0 : kPeerNext);
@@ -81,6 +99,12 @@ void finalize(Session& s, const char* why) {
   }
   s.~Session();  // the arena frees the memory with the client connection
   loop.pool().close_connection(client);
+}
+
+// finalize with the session's $status.
+void finalize_with(Session& s, int status, const char* why) {
+  s.status = status;
+  finalize(s, why);
 }
 
 // What `src` may be read now under `rate` bytes per second, `moved` read so
@@ -122,17 +146,24 @@ void process(Session& s) {
   EventLoop& loop = *c.loop;
   bool progress = false;
   const off_t up_limit =
-      c.read->delayed ? 0 : read_allowance(s, c, s.conf->proxy_upload_rate, s.from_client);
+      c.read->delayed ? 0 : read_allowance(s, c, s.upload_rate, s.from_client);
   const off_t down_limit =
-      u.read->delayed ? 0 : read_allowance(s, u, s.conf->proxy_download_rate, s.from_upstream);
+      u.read->delayed ? 0 : read_allowance(s, u, s.download_rate, s.from_upstream);
   if (!upstream::relay(c, u, s.up, s.client_eof, s.upstream_shut, progress, &s.from_client,
                        up_limit) ||
       !upstream::relay(u, c, s.down, s.upstream_eof, s.client_shut, progress, &s.from_upstream,
                        down_limit)) {
     return finalize(s, "connection error");
   }
-  arm_rate_delay(s, c, s.conf->proxy_upload_rate, s.from_client, s.client_eof);
-  arm_rate_delay(s, u, s.conf->proxy_download_rate, s.from_upstream, s.upstream_eof);
+  if (s.from_upstream > 0) {
+    UpstreamTry* t = s.current_try();
+    if (t != nullptr && t->first_byte_time == kNoTime) {
+      t->first_byte_time =
+          static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(clock::current_msec(), t->start)));
+    }
+  }
+  arm_rate_delay(s, c, s.upload_rate, s.from_client, s.client_eof);
+  arm_rate_delay(s, u, s.download_rate, s.from_upstream, s.upstream_eof);
   if (s.client_eof && s.upstream_eof && s.up.pos == s.up.last && s.down.pos == s.down.last) {
     return finalize(s, "both sides closed");
   }
@@ -155,7 +186,7 @@ void process(Session& s) {
   if (st) st = loop.handle_write_event(*u.write);
   if (!st) {
     VIGIL_LOG(*c.log, kAlert, st.err(), "%s", st.message().c_str());
-    finalize(s, "event registration failed");
+    finalize_with(s, 500, "event registration failed");
   }
 }
 
@@ -184,9 +215,32 @@ void proxy_handler(Event& ev) {
   process(s);
 }
 
+// proxy_upload_rate or proxy_download_rate for this session: the number, or
+// its variables' value as a size (not a size: no limit, as nginx's 0).
+std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* var) {
+  if (var == nullptr) return rate;
+  std::string_view text;
+  if (!var->evaluate(s, text)) return 0;
+  const auto v = parse_size(text);
+  if (!v) {
+    VIGIL_LOG(*s.client->log, kError, 0, "*%llu invalid size \"%.*s\"",
+              static_cast<unsigned long long>(s.client->number), static_cast<int>(text.size()),
+              text.data());
+    return 0;
+  }
+  return static_cast<std::size_t>(*v);
+}
+
 void start_relay(Session& s) {
   s.connected = true;
   s.start_msec = clock::current_msec();
+  s.upload_rate = session_rate(s, s.conf->proxy_upload_rate, s.conf->proxy_upload_rate_var.get());
+  s.download_rate =
+      session_rate(s, s.conf->proxy_download_rate, s.conf->proxy_download_rate_var.get());
+  upstream::peer_connected(s.balancer);  // a recovered server takes new sessions at once
+  if (UpstreamTry* t = s.current_try()) {
+    t->connect_time = static_cast<Msec>(std::max<MsecDiff>(0, msec_diff(s.start_msec, t->start)));
+  }
   Connection& u = *s.upstream;
   // Small writes go out as they come, to the upstream as to the client
   // (tcp_nodelay, on by default, covers both sides; the listener set the client's).
@@ -212,12 +266,15 @@ void start_relay(Session& s) {
 void next_upstream(Session& s, const char* why, int err) {
   VIGIL_LOG(*s.client->log, kError, err, "%s while connecting to upstream %s, client: %s", why,
             s.peer.name.c_str(), std::string(s.client->addr_text).c_str());
+  end_try(s);
   s.peer.free(s.peer, s.peer.data, kPeerFailed);
   if (s.upstream != nullptr) {
     s.client->loop->pool().close_connection(*s.upstream);
     s.upstream = nullptr;
   }
-  if (!s.conf->proxy_next_upstream || s.peer.tries == 0) return finalize(s, "no live upstreams");
+  if (!s.conf->proxy_next_upstream || s.peer.tries == 0) {
+    return finalize_with(s, 502, "no live upstreams");
+  }
   connect_upstream(s);
 }
 
@@ -295,8 +352,12 @@ void connected(Session& s) {
     return next_upstream(s, "sending the PROXY protocol header failed", 0);
   }
   if (!conf.proxy_ssl.enable) return start_relay(s);
-  const std::string_view name =
-      ssl_host(conf.proxy_ssl.name.empty() ? conf.proxy_pass : conf.proxy_ssl.name);
+  // proxy_ssl_name (with its variables), else the host of proxy_pass.
+  std::string_view written = conf.proxy_ssl.name.empty() ? s.target : conf.proxy_ssl.name;
+  if (conf.proxy_ssl_name_var != nullptr && !conf.proxy_ssl_name_var->evaluate(s, written)) {
+    return finalize_with(s, 500, "out of memory");
+  }
+  const std::string_view name = ssl_host(written);
   // The certificate is checked against the name; SNI carries it only when
   // it is a host name, never an IP literal (RFC 6066 §3), as nginx.
   const bool literal = name.starts_with('[') || is_ipv4_literal(name);
@@ -310,7 +371,7 @@ void connected(Session& s) {
                        conf.proxy_ssl.session_reuse ? upstream_session_saved : nullptr);
   if (!st) {
     VIGIL_LOG(*s.client->log, kAlert, 0, "%s", st.message().c_str());
-    finalize(s, "TLS to the upstream failed");
+    finalize_with(s, 500, "TLS to the upstream failed");
   }
 }
 
@@ -335,12 +396,15 @@ void connect_upstream(Session& s) {
     if (rc == kPeerBusy) {
       VIGIL_LOG(*s.client->log, kError, 0,
                 "no live upstreams while connecting to upstream \"%s\", client: %s",
-                s.conf->upstream->name.c_str(), std::string(s.client->addr_text).c_str());
+                s.group->name.c_str(), std::string(s.client->addr_text).c_str());
+      begin_try(s, s.group->name);
       break;
     }
+    begin_try(s, s.peer.name);
     if (rc == kPeerDeclined) {
       VIGIL_LOG(*s.client->log, kError, 0, "upstream %s refused the connection, client: %s",
                 s.peer.name.c_str(), std::string(s.client->addr_text).c_str());
+      end_try(s);
       s.peer.free(s.peer, s.peer.data, kPeerFailed);
       if (!s.conf->proxy_next_upstream || s.peer.tries == 0) break;
       continue;
@@ -357,240 +421,227 @@ void connect_upstream(Session& s) {
     loop.add_timer(*s.upstream->write, s.conf->proxy_connect_timeout);
     return;
   }
-  finalize(s, "no live upstreams");
+  finalize_with(s, 502, "no live upstreams");
 }
 
-// The `hash` key of the session: the key as written with the stream
-// variables $remote_addr, $remote_port, $server_addr, $server_port,
-// $binary_remote_addr, $proxy_protocol_addr, $proxy_protocol_port,
-// $proxy_protocol_server_addr and $proxy_protocol_server_port
-// substituted, built in the connection's arena.
-// The connection's own address before set_real_ip_from replaced it
-// ($realip_remote_addr, $realip_remote_port); empty: not replaced.
-struct RealIpOriginal {
-  std::string_view addr;
-  std::string_view port;
-};
 
 std::string_view port_text(Connection& c, const sockaddr* sa) {
-  const int port = sockaddr_port(sa);
   if (sa == nullptr || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) return {};
   char buf[8];
-  const int n = std::snprintf(buf, sizeof buf, "%d", port);
-  char* p = c.arena->dup(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  return p == nullptr ? std::string_view() : std::string_view(p, n > 0 ? static_cast<std::size_t>(n) : 0);
+  const int n = std::snprintf(buf, sizeof buf, "%d", sockaddr_port(sa));
+  const std::size_t len = n > 0 ? static_cast<std::size_t>(n) : 0;
+  char* p = c.arena->dup(buf, len);
+  return p == nullptr ? std::string_view() : std::string_view(p, len);
 }
 
-std::string_view hash_key(Connection& c, const std::string& key, const RealIpOriginal& orig = {}) {
-  if (key.find('$') == std::string::npos) return key;
-  // addr_text is the client's address without the port (as nginx's); the
-  // listener's text is "host:port".
-  std::string_view remote_host = c.addr_text, local, local_port;
-  char remote_port_text[8] = {};
-  std::string_view remote_port;
-  if (c.peer_addr != nullptr &&
-      (c.peer_addr->sa_family == AF_INET || c.peer_addr->sa_family == AF_INET6)) {
-    const in_port_t port = c.peer_addr->sa_family == AF_INET
-                               ? reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_port
-                               : reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_port;
-    int n = std::snprintf(remote_port_text, sizeof remote_port_text, "%u", ntohs(port));
-    remote_port = std::string_view(remote_port_text, n > 0 ? static_cast<std::size_t>(n) : 0);
+// proxy_pass with variables (nginx's ngx_stream_proxy_eval): the value names
+// an `upstream` group, else it is an address with its port ("unix:/path",
+// "a.b.c.d:port", "[v6]:port"), made into a group of this session's own.
+// Stream has no resolver: a host name that is no group's is an error.
+// Returns the $status to end with, 0 when s.group is set.
+int resolve_target(Session& s) {
+  Connection& c = *s.client;
+  const StreamSrvConf& conf = *s.conf;
+  std::string_view text;
+  if (!conf.proxy_pass_var->evaluate(s, text)) return 500;
+  s.target = text;
+  if (upstream::Group* g = conf.fin->upstreams->find(text); g != nullptr && !g->implicit) {
+    s.group = g;
+    return 0;
   }
-  if (c.listening != nullptr) {
-    std::string_view text = c.listening->addr_text;
-    std::size_t colon = text.rfind(':');
-    local = colon == std::string_view::npos ? text : text.substr(0, colon);
-    local_port = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
-    if (local.size() >= 2 && local.front() == '[') local = local.substr(1, local.size() - 2);
-  }
-  std::string_view binary;
-  if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET) {
-    binary = std::string_view(
-        reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(c.peer_addr)->sin_addr),
-        4);
-  } else if (c.peer_addr != nullptr && c.peer_addr->sa_family == AF_INET6) {
-    binary = std::string_view(reinterpret_cast<const char*>(
-                                  &reinterpret_cast<const sockaddr_in6*>(c.peer_addr)->sin6_addr),
-                              16);
-  }
-  struct Var {
-    std::string_view name;
-    std::string_view value;
-  };
-  // Longest names first: $remote_addr must not match inside $remote_address.
-  // The PROXY protocol's are empty for a connection that came without a
-  // header (as nginx's).
-  const ProxyProtocolInfo* pp = c.proxy_protocol;
-  const Var vars[] = {{"binary_remote_addr", binary},
-                      {"proxy_protocol_addr", pp ? pp->src_addr : std::string_view()},
-                      {"proxy_protocol_port", pp ? pp->src_port_text : std::string_view()},
-                      {"proxy_protocol_server_addr", pp ? pp->dst_addr : std::string_view()},
-                      {"proxy_protocol_server_port", pp ? pp->dst_port_text : std::string_view()},
-                      {"realip_remote_addr", orig.addr.empty() ? remote_host : orig.addr},
-                      {"realip_remote_port", orig.addr.empty() ? remote_port : orig.port},
-                      {"remote_addr", remote_host},
-                      {"remote_port", remote_port},   {"server_addr", local},
-                      {"server_port", local_port}};
-  // Room for every variable's longest value (an IPv6 address).
-  const std::size_t cap =
-      key.size() + 64 * static_cast<std::size_t>(std::count(key.begin(), key.end(), '$'));
-  char* out = static_cast<char*>(c.arena->alloc(cap, 1));
-  if (out == nullptr) return key;
-  std::size_t len = 0;
-  for (std::size_t i = 0; i < key.size();) {
-    bool matched = false;
-    if (key[i] == '$') {
-      std::string_view rest = std::string_view(key).substr(i + 1);
-      bool braced = rest.starts_with("{");
-      if (braced) rest.remove_prefix(1);
-      for (const Var& v : vars) {
-        if (!rest.starts_with(v.name)) continue;
-        if (braced && !rest.substr(v.name.size()).starts_with("}")) continue;
-        std::size_t n = std::min(v.value.size(), cap - len);
-        if (n > 0) std::memcpy(out + len, v.value.data(), n);  // an empty value may have no data
-        len += n;
-        i += 1 + v.name.size() + (braced ? 2 : 0);
-        matched = true;
-        break;
-      }
-    }
-    if (!matched) {
-      if (len < cap) out[len++] = key[i];
-      ++i;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  const char* problem = nullptr;
+  bool name = false;  // a host name: only a resolver could tell its address
+  if (text.starts_with("unix:")) {
+    if (!make_unix_sockaddr(text.substr(5), ss, len)) problem = "invalid unix domain socket";
+  } else {
+    const std::size_t close = text.starts_with('[') ? text.find(']') : 0;
+    const std::size_t colon =
+        close == std::string_view::npos ? close : text.find(':', close);
+    if (text.empty()) {
+      problem = "no host";
+    } else if (colon == std::string_view::npos || colon + 1 == text.size()) {
+      problem = "no port";
+    } else if (!parse_local_address(text, ss, len) ||
+               sockaddr_port(reinterpret_cast<sockaddr*>(&ss)) == 0) {
+      name = true;
     }
   }
-  return std::string_view(out, len);
+  // nginx's words and statuses (ngx_stream_proxy_eval and its caller).
+  if (problem != nullptr) {
+    VIGIL_LOG(*c.log, kError, 0, "*%llu %s in upstream \"%.*s\", client: %.*s",
+              static_cast<unsigned long long>(c.number), problem, static_cast<int>(text.size()),
+              text.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
+    return 500;
+  }
+  if (name) {
+    const std::string_view host = ssl_host(text);
+    VIGIL_LOG(*c.log, kError, 0, "*%llu no resolver defined to resolve %.*s, client: %.*s",
+              static_cast<unsigned long long>(c.number), static_cast<int>(host.size()),
+              host.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
+    return 502;
+  }
+  s.run_time.reset(new (std::nothrow) SessionGroup());
+  if (s.run_time == nullptr ||
+      !upstream::fill_run_time_group(s.run_time->group, s.run_time->health, s.run_time->stats, &ss,
+                                     &len, 1, text)) {
+    return 500;
+  }
+  s.run_time->group.protocol = upstream::Protocol::kStream;
+  s.group = &s.run_time->group;
+  return 0;
 }
 
-}  // namespace
+// Connects to the group's servers and relays.
+void start_proxy(Session& s) {
+  Connection& c = *s.client;
+  const StreamSrvConf& conf = *s.conf;
+  s.group = conf.upstream;
+  s.target = conf.proxy_pass;
+  if (conf.proxy_pass_var != nullptr) {
+    if (const int status = resolve_target(s); status != 0) {
+      return finalize_with(s, status, "proxy_pass failed");
+    }
+  }
+  const std::size_t n = conf.proxy_buffer_size;
+  char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
+  if (mem == nullptr) return finalize_with(s, 500, "out of memory");
+  s.up.reset(mem, n);
+  s.down.reset(mem + n, n);
+  upstream::Group& group = *s.group;
+  std::string_view key;
+  if (const VarTemplate* k = conf.fin->hash_key(group); k != nullptr && !k->evaluate(s, key)) {
+    return finalize_with(s, 500, "out of memory");
+  }
+  s.balancer.init(group, *c.loop, conf.proxy_next_upstream_tries, key, c.peer_addr);
+  s.balancer.attach(s.peer);
+  // Until the upstream answers, client events only matter as timeouts/close.
+  c.read->handler = proxy_handler;
+  c.write->handler = proxy_handler;
+  connect_upstream(s);
+}
 
-namespace {
-
-// "return text": the text with its variables, then the connection closes
+// "return text": the text with its variables, then the session ends
 // (nginx's ngx_stream_return_module).
-struct ReturnState {
-  const char* pos = nullptr;
-  std::size_t left = 0;
-};
-
 void return_handler(Event& ev) {
   Connection& c = *ev.owner<Connection>();
-  auto& st = *static_cast<ReturnState*>(c.data);
-  const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+  Session& s = *static_cast<Session*>(c.data);
   if (ev.timedout || c.close) {
     if (ev.timedout) {
       VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out",
                 static_cast<unsigned long long>(c.number));
     }
-    c.loop->pool().close_connection(c);
-    return;
+    return finalize(s, ev.timedout ? "timed out" : "closed by the worker");
   }
   if (!ev.write) return;
-  while (st.left > 0) {
-    const long n = c.send(c, st.pos, st.left);
+  while (s.ret_left > 0) {
+    const long n = c.send(c, s.ret_pos, s.ret_left);
     if (n == kIoAgain) {
-      if (!c.write->timer_set) c.loop->add_timer(*c.write, conf->proxy_timeout);
-      if (!c.loop->handle_write_event(*c.write)) c.loop->pool().close_connection(c);
+      if (!c.write->timer_set) c.loop->add_timer(*c.write, s.conf->proxy_timeout);
+      if (!c.loop->handle_write_event(*c.write)) finalize_with(s, 500, "event registration failed");
       return;
     }
-    if (n < 0) {
-      c.loop->pool().close_connection(c);
-      return;
-    }
-    st.pos += n;
-    st.left -= static_cast<std::size_t>(n);
+    if (n < 0) return finalize(s, "connection error");
+    s.ret_pos += n;
+    s.ret_left -= static_cast<std::size_t>(n);
   }
-  c.loop->pool().close_connection(c);
+  finalize(s, "returned");
 }
 
-void start_return(Connection& c, const StreamSrvConf& conf, const RealIpOriginal& orig) {
-  auto* st = c.arena->make<ReturnState>();
-  if (st == nullptr) {
-    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream return",
-              static_cast<unsigned long long>(c.number));
-    c.loop->pool().close_connection(c);
-    return;
-  }
-  const std::string_view text = hash_key(c, conf.return_text, orig);
-  st->pos = text.data();
-  st->left = text.size();
-  c.data = st;
+void start_return(Session& s) {
+  Connection& c = *s.client;
+  std::string_view text;
+  if (!s.conf->return_value.evaluate(s, text)) return finalize_with(s, 500, "out of memory");
+  s.ret_pos = text.data();
+  s.ret_left = text.size();
   c.read->handler = return_handler;
   c.write->handler = return_handler;
   return_handler(*c.write);
 }
 
-void start_session(Connection& c) {
-  const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
+void start_session(Session& s) {
+  Connection& c = *s.client;
+  const StreamSrvConf& conf = *s.conf;
   // set_real_ip_from: a trusted peer's PROXY protocol header names the
   // client from here on (nginx's ngx_stream_realip_module).
-  RealIpOriginal orig;
   const ProxyProtocolInfo* pp = c.proxy_protocol;
-  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf->realip_from, c.peer_addr)) {
+  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf.realip_from, c.peer_addr)) {
     auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
     if (sa != nullptr) {
-      orig.addr = c.addr_text;
-      orig.port = port_text(c, c.peer_addr);
+      s.realip_addr = c.addr_text;
+      s.realip_port = port_text(c, c.peer_addr);
       std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
       c.peer_addr = sa;
       c.peer_addrlen = pp->header.addrlen;
       c.addr_text = pp->src_addr;
     }
   }
-  if (conf->has_return) return start_return(c, *conf, orig);
-  std::size_t n = conf->proxy_buffer_size;
-  char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
-  auto* s = c.arena->make<Session>();
-  if (mem == nullptr || s == nullptr) {
-    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream session",
-              static_cast<unsigned long long>(c.number));
-    c.loop->pool().close_connection(c);
-    return;
-  }
-  s->client = &c;
-  s->conf = conf;
-  s->up.reset(mem, n);
-  s->down.reset(mem + n, n);
-  upstream::Group& group = *conf->upstream;
-  std::string_view key;
-  if (group.method == upstream::Method::kHash ||
-      group.method == upstream::Method::kConsistentHash) {
-    key = hash_key(c, group.hash_key, orig);
-  }
-  s->balancer.init(group, *c.loop, conf->proxy_next_upstream_tries, key, c.peer_addr);
-  s->balancer.attach(s->peer);
-  c.data = s;
-  // Until the upstream answers, client events only matter as timeouts/close.
-  c.read->handler = proxy_handler;
-  c.write->handler = proxy_handler;
-  connect_upstream(*s);
+  if (conf.has_return) return start_return(s);
+  start_proxy(s);
 }
 
 void client_handshake_done(Connection& c, TlsHandshake result) {
-  if (result != TlsHandshake::kOk) {
-    c.loop->pool().close_connection(c);
-    return;
+  Session& s = *static_cast<Session*>(c.data);
+  if (result != TlsHandshake::kOk) return finalize_with(s, 500, "SSL handshake failed");
+  // ssl_verify_client: a certificate that is missing or does not verify
+  // ends the session (nginx's stream has no error page to send).
+  if (tls_client_verify_status(c) != 0) {
+    bool found = false;
+    char reason[256];
+    const std::size_t n = tls_fact(c, TlsFact::kClientVerify, nullptr, found);
+    std::size_t len = 0;
+    if (found && n < sizeof reason) len = tls_fact(c, TlsFact::kClientVerify, reason, found);
+    VIGIL_LOG(*c.log, kInfo, 0, "*%llu client SSL certificate verify error: %.*s",
+              static_cast<unsigned long long>(c.number), static_cast<int>(len), reason);
+    return finalize_with(s, 500, "SSL certificate verify error");
   }
-  start_session(c);
+  start_session(s);
 }
 
 }  // namespace
 
-void init_connection(Connection& c) {
+namespace {
+
+// The session of a connection just accepted (null without memory: closed).
+Session* new_session(Connection& c) {
   const auto* conf = static_cast<const StreamSrvConf*>(c.listening->servers);
   if (conf->error_log != nullptr) c.log = conf->error_log;
   VIGIL_LOG(*c.log, kInfo, 0, "*%llu client %.*s connected to %s",
             static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
             c.addr_text.data(), c.listening->addr_text.c_str());
-  if (!conf->ssl_listen) return start_session(c);
-  // TLS termination: the upstream is contacted once the client's handshake is done.
-  // Unset, ssl_handshake_timeout is 60 s, nginx's stream default.
-  const Msec timeout = conf->ssl.handshake_timeout != 0 ? conf->ssl.handshake_timeout : 60000;
+  auto* s = c.arena->make<Session>();
+  if (s == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for a stream session",
+              static_cast<unsigned long long>(c.number));
+    c.loop->pool().close_connection(c);
+    return nullptr;
+  }
+  s->client = &c;
+  s->conf = conf;
+  s->accepted = clock::current_msec();
+  c.data = s;
+  return s;
+}
+
+}  // namespace
+
+void init_connection(Connection& c) {
+  if (Session* s = new_session(c)) start_session(*s);
+}
+
+void init_tls_connection(Connection& c) {
+  Session* s = new_session(c);
+  if (s == nullptr) return;
+  const StreamSrvConf& conf = *s->conf;
+  // The session starts once the client's handshake is done. Unset,
+  // ssl_handshake_timeout is 60 s, nginx's stream default.
+  const Msec timeout = conf.ssl.handshake_timeout != 0 ? conf.ssl.handshake_timeout : 60000;
   if (Status st =
-          tls_start_server(c, *conf->tls, /*detect_plain=*/false, timeout, client_handshake_done);
+          tls_start_server(c, *conf.tls, /*detect_plain=*/false, timeout, client_handshake_done);
       !st) {
     VIGIL_LOG(*c.log, kAlert, 0, "%s", st.message().c_str());
-    c.loop->pool().close_connection(c);
+    finalize_with(*s, 500, "SSL handshake failed");
   }
 }
 

@@ -11,7 +11,10 @@
 
 namespace vigil::stream {
 
-// The listener's handler for stream servers (Listening::servers is the StreamSrvConf).
+// The listener's handler for stream servers (Listening::servers is the
+// StreamSrvConf); for a "listen ... ssl" address, the one that starts with
+// the TLS handshake.
 void init_connection(Connection& c);
+void init_tls_connection(Connection& c);
 
 }  // namespace vigil::stream

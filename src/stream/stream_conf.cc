@@ -1,45 +1,16 @@
 #include "stream/stream_conf.h"
 
-#include <cctype>
-
 #include <utility>
 
+#include "core/conf/values.h"
 #include "core/error_logs.h"
+#include "stream/map.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
 
 namespace vigil::stream {
 
 namespace {
-
-// The variables stream `return` knows (proxy.cc fills them in); any other
-// is an error at load, as nginx's 'unknown "x" variable', rather than text
-// sent as written.
-Status check_return_variables(std::string_view text) {
-  static constexpr std::string_view kKnown[] = {
-      "binary_remote_addr",  "proxy_protocol_addr",        "proxy_protocol_port",
-      "proxy_protocol_server_addr", "proxy_protocol_server_port", "realip_remote_addr",
-      "realip_remote_port",  "remote_addr",                "remote_port",
-      "server_addr",         "server_port"};
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '$') continue;
-    std::string_view rest = text.substr(i + 1);
-    const bool braced = rest.starts_with('{');
-    if (braced) rest.remove_prefix(1);
-    std::size_t n = 0;
-    while (n < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[n])) != 0 || rest[n] == '_')) ++n;
-    const std::string_view name = rest.substr(0, n);
-    if (name.empty() || (braced && !rest.substr(n).starts_with('}'))) {
-      return Status::error("invalid variable name in \"" + std::string(text) + "\"");
-    }
-    bool known = false;
-    for (std::string_view k : kKnown) known = known || k == name;
-    if (!known) return Status::error("unknown \"" + std::string(name) + "\" variable");
-    i += n;
-  }
-  return Status::ok();
-}
-
 
 constexpr int kSrvSpec = 0;
 // add_directives' specs come next (the upstream blocks and their GroupSet),
@@ -57,7 +28,7 @@ Status build_tls(StreamSrvConf& srv) {
   for (const StreamListen& l : srv.listens) srv.ssl_listen = srv.ssl_listen || l.ssl;
   if (srv.ssl_listen) {
     if (srv.ssl.where.empty()) srv.ssl.where = srv.where;
-    auto ctx = TlsContext::server(srv.ssl, {});
+    auto ctx = TlsContext::server(srv.ssl, srv.ssl_alpn);
     if (!ctx) return ctx.status();
     srv.tls = std::move(ctx.value());
   }
@@ -76,6 +47,22 @@ Status build_tls(StreamSrvConf& srv) {
 Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
   const std::size_t module = ctx.module();
   fin.upstreams = &upstream::group_set(ctx, g_ups);
+  // The `hash` keys, with the stream variables.
+  for (const auto& g : fin.upstreams->groups) {
+    if (g->method != upstream::Method::kHash && g->method != upstream::Method::kConsistentHash) {
+      continue;
+    }
+    auto key = VarTemplate::compile(g->hash_key);
+    if (!key) return Status::error(key.status().message() + g->where);
+    fin.hash_keys.emplace_back(g.get(), std::move(key.value()));
+  }
+  // The stream block's own access_log files are opened (created) even when
+  // every server has its own, as nginx opens every file it is given.
+  if (auto* main = static_cast<StreamSrvConf*>(ctx.scope().conf(module, kSrvSpec))) {
+    if (Status s = resolve_access_logs(main->access_logs, fin.log_formats, fin.access_logs); !s) {
+      return s;
+    }
+  }
   for (const auto& child : ctx.scope().children()) {
     if (child->context() != kStreamSrvConf) continue;
     auto* srv = static_cast<StreamSrvConf*>(child->conf(module, kSrvSpec));
@@ -85,10 +72,28 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
     if (srv->has_return && !srv->proxy_pass.empty()) {
       return Status::error("\"return\" and \"proxy_pass\" in one server" + child->where());
     }
+    srv->fin = &fin;
+    if (Status s = resolve_access_logs(srv->access_logs, fin.log_formats, fin.access_logs); !s) {
+      return s;
+    }
+    if (srv->proxy_ssl.name.find('$') != std::string::npos) {
+      auto name = VarTemplate::compile(srv->proxy_ssl.name);
+      if (!name) return Status::error(name.status().message() + srv->where);
+      srv->proxy_ssl_name_var = std::make_shared<const VarTemplate>(std::move(name.value()));
+    }
     if (!srv->has_return) {
       if (srv->proxy_pass.empty()) {
         return Status::error("no handler for server: \"proxy_pass\" is missing" + child->where());
       }
+      const auto* set = child->find_set("proxy_pass");
+      if (srv->proxy_pass.find('$') != std::string::npos) {
+        // Which group is known per session (proxy.cc).
+        auto t = VarTemplate::compile(srv->proxy_pass);
+        if (!t) return Status::error(t.status().message() + (set ? set->where : srv->where));
+        srv->proxy_pass_var = std::make_shared<const VarTemplate>(std::move(t.value()));
+      }
+    }
+    if (!srv->has_return && srv->proxy_pass_var == nullptr) {
       const auto* set = child->find_set("proxy_pass");
       auto group = fin.upstreams->find_or_add(srv->proxy_pass, 0, set ? set->where : srv->where);
       if (!group) return group.status();
@@ -132,7 +137,33 @@ Status set_proxy_bind(const DirectiveCall& call, StreamSrvConf& srv) {
   return Status::ok();
 }
 
+// proxy_upload_rate / proxy_download_rate: a size, or variables whose value
+// is one.
+Status set_rate(const DirectiveCall& call, std::size_t& rate,
+                std::shared_ptr<const VarTemplate>& var) {
+  rate = 0;
+  var.reset();
+  if (call.arg(0).find('$') != std::string::npos) {
+    auto t = VarTemplate::compile(call.arg(0));
+    if (!t) return call.error(t.status().message());
+    var = std::make_shared<const VarTemplate>(std::move(t.value()));
+    return Status::ok();
+  }
+  const auto v = parse_size(call.arg(0));
+  if (!v) return call.invalid_value(0);
+  rate = static_cast<std::size_t>(*v);
+  return Status::ok();
+}
+
 Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf& child) {
+  if (!ctx.is_set("proxy_upload_rate")) {
+    child.proxy_upload_rate = parent.proxy_upload_rate;
+    child.proxy_upload_rate_var = parent.proxy_upload_rate_var;
+  }
+  if (!ctx.is_set("proxy_download_rate")) {
+    child.proxy_download_rate = parent.proxy_download_rate;
+    child.proxy_download_rate_var = parent.proxy_download_rate_var;
+  }
   if (!ctx.is_set("proxy_bind")) {
     child.bind_addr = parent.bind_addr;
     child.bind_len = parent.bind_len;
@@ -142,6 +173,8 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
+  if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
+  if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
   return Status::ok();
 }
 
@@ -168,16 +201,43 @@ Module* make_stream_module() {
   m->add("proxy_bind", kAny, Arity::between(1, 2), srv.custom(set_proxy_bind));
   m->add("tcp_nodelay", kAny, Arity::on_off(), srv.flag(&StreamSrvConf::tcp_nodelay, true));
   m->add("proxy_upload_rate", kAny, Arity::exactly(1),
-         srv.size(&StreamSrvConf::proxy_upload_rate, 0));
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_rate(call, conf.proxy_upload_rate, conf.proxy_upload_rate_var);
+         }));
   m->add("proxy_download_rate", kAny, Arity::exactly(1),
-         srv.size(&StreamSrvConf::proxy_download_rate, 0));
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_rate(call, conf.proxy_download_rate, conf.proxy_download_rate_var);
+         }));
   m->add("proxy_half_close", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_half_close, false));
   m->add("return", kStreamSrvConf, Arity::exactly(1),
          srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
-           if (Status st = check_return_variables(call.arg(0)); !st) return call.error(st.message());
-           conf.return_text = call.arg(0);
+           auto t = VarTemplate::compile(call.arg(0));
+           if (!t) return call.error(t.status().message());
+           conf.return_value = std::move(t.value());
            conf.has_return = true;
+           return Status::ok();
+         }));
+  m->add("log_format", kStreamMainConf, Arity::at_least(2),
+         fin.custom([](const DirectiveCall& call, StreamFinalConf& conf) {
+           return set_log_format(call, conf.log_formats);
+         }))
+      .multiple = true;
+  m->add("access_log", kAny, Arity::between(1, 6),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_access_log(call, conf.access_logs);
+         }))
+      .multiple = true;
+  m->add_block("map", kStreamMainConf, Arity::exactly(2), 0,
+               fin.custom([](const DirectiveCall& call, StreamFinalConf&) { return set_map(call); }))
+      .multiple = true;
+  m->add("ssl_alpn", kAny, Arity::one_or_more(),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           conf.ssl_alpn.clear();
+           for (std::size_t i = 0; i < call.arg_count(); ++i) {
+             if (call.arg(i).empty() || call.arg(i).size() > 255) return call.invalid_value(i);
+             conf.ssl_alpn.push_back(call.arg(i));
+           }
            return Status::ok();
          }));
   m->add("set_real_ip_from", kAny, Arity::exactly(1),

@@ -6,13 +6,16 @@
 //       upstream backend { server 127.0.0.1:9001; server 127.0.0.1:9002; }  (upstream/upstream.h)
 //       server {
 //           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
-//           proxy_pass backend;               # or an address
-//           hash-keyed groups: `hash $remote_addr;` (see stream/proxy.cc for the variables)
+//           proxy_pass backend;               # or an address, or with variables:
+//                                             # `proxy_pass $name;` (a group or an address)
+//           hash-keyed groups: `hash $remote_addr;` (variables: stream/variables.h)
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
 //           ssl_certificate c.pem; ssl_certificate_key k.pem;   # with "listen ... ssl"
 //           proxy_ssl on; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem;
+//           access_log path format;  return "text $var";  ssl_alpn proto ...;
 //       }
+//       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
 //   }
 
 #include <sys/socket.h>
@@ -28,6 +31,8 @@
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
+#include "stream/log.h"
+#include "stream/variables.h"
 #include "upstream/upstream.h"
 #include "vigil/core/clock.h"
 
@@ -42,9 +47,19 @@ namespace vigil::stream {
 
 using StreamListen = ListenArgs;  // event/listen_conf.h: the same listen syntax as http
 
+struct StreamFinalConf;
+
 struct StreamSrvConf {
   std::vector<StreamListen> listens;
   std::string proxy_pass;  // as written
+  // proxy_pass with variables: evaluated per session to a group's name or an
+  // address (null: `upstream` is the group).
+  std::shared_ptr<const VarTemplate> proxy_pass_var;
+  // proxy_ssl_name with variables (null: proxy_ssl.name as written).
+  std::shared_ptr<const VarTemplate> proxy_ssl_name_var;
+  AccessLogs access_logs;              // access_log (log.h)
+  std::vector<std::string> ssl_alpn;   // ssl_alpn: the protocols offered, preferred first
+  const StreamFinalConf* fin = nullptr;  // the stream block's, set when it is read
   Msec proxy_connect_timeout = 60000;
   Msec proxy_timeout = 600000;
   std::size_t proxy_buffer_size = 16384;
@@ -52,6 +67,10 @@ struct StreamSrvConf {
   // client / from the upstream, per session; 0: no limit.
   std::size_t proxy_upload_rate = 0;
   std::size_t proxy_download_rate = 0;
+  // The same with variables (`proxy_download_rate $rate;`): evaluated when
+  // the upstream is connected, as nginx; null: the number above.
+  std::shared_ptr<const VarTemplate> proxy_upload_rate_var;
+  std::shared_ptr<const VarTemplate> proxy_download_rate_var;
   bool proxy_next_upstream = true;
   bool tcp_nodelay = true;
   // proxy_bind: the local address of connections to the upstream (bind_len
@@ -67,7 +86,7 @@ struct StreamSrvConf {
   // set_real_ip_from: peers whose PROXY protocol header names the client.
   std::vector<Cidr> realip_from;
   // return: the text (with variables) sent instead of proxying.
-  std::string return_text;
+  VarTemplate return_value;
   bool has_return = false;
   unsigned proxy_next_upstream_tries = 0;  // 0: as many as the group has servers
   upstream::Group* upstream = nullptr;     // resolved once the block is read
@@ -96,8 +115,21 @@ struct StreamSrvConf {
 
 // Built when the stream block closes: every server, every upstream group.
 struct StreamFinalConf {
+  // Made when a stream block opens: the `map` variables declared so far
+  // belong to other configurations (a reload declares its own).
+  StreamFinalConf() { forget_maps(); }
   std::vector<StreamSrvConf*> servers;
   upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
+  std::vector<std::shared_ptr<LogFormat>> log_formats;
+  std::vector<AccessLogConf*> access_logs;  // the files a worker opens (AccessLogConf::index)
+  // The `hash` key of each group that has one, compiled.
+  std::vector<std::pair<const upstream::Group*, VarTemplate>> hash_keys;
+  const VarTemplate* hash_key(const upstream::Group& g) const {
+    for (const auto& [group, key] : hash_keys) {
+      if (group == &g) return &key;
+    }
+    return nullptr;
+  }
 };
 
 const Module& stream_module();

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "upstream/group.h"
+#include "upstream/peer_connected.h"
 #include "upstream/keepalive.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -97,6 +98,17 @@ int PeerRequest::get(PeerConnection& pc, void* data) {
   }
   pr.born_ = clock::current_msec();  // a new connection is made now
   return kPeerOk;
+}
+
+void peer_connected(const PeerRequest& pr) {
+  Peer* p = pr.peer();
+  if (p == nullptr) return;
+  PeerHealth& h = *p->health;
+  // As free() after a success: only a probe made after the last failure counts.
+  if (h.accessed.load(kRelaxed) < h.checked.load(kRelaxed)) {
+    h.fails.store(0, kRelaxed);
+    p->stats->down_until.store(0, kRelaxed);
+  }
 }
 
 void PeerRequest::free(PeerConnection& pc, void* data, unsigned state) {

@@ -68,8 +68,8 @@ TEST_F(StreamProxyProtocol, ReturnRefusesUnknownVariables) {
     EXPECT_NE(rc, 0) << ret;
     EXPECT_NE(out.find(what), std::string::npos) << out;
   };
-  fails("$ssl_session_reused", "unknown \"ssl_session_reused\" variable");
-  fails("${remote_addr", "invalid variable name");
+  fails("$no_such_variable", "unknown \"no_such_variable\" variable");
+  fails("${remote_addr", "the closing bracket in \"remote_addr\" variable is missing");
 }
 
 TEST_F(StreamProxyProtocol, ReturnShowsTheHeaderOnItsListenerOnly) {

@@ -416,6 +416,14 @@ std::string_view tls_server_name(const Connection& c) {
   return name != nullptr ? name : "";
 }
 
+std::string_view tls_alpn_protocol(const Connection& c) {
+  if (c.ssl == nullptr || c.ssl->ssl == nullptr) return {};
+  const unsigned char* p = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(c.ssl->ssl, &p, &len);
+  return p != nullptr ? std::string_view(reinterpret_cast<const char*>(p), len) : std::string_view();
+}
+
 bool tls_session_reused(const Connection& c) {
   return c.ssl != nullptr && c.ssl->ssl != nullptr && SSL_session_reused(c.ssl->ssl) == 1;
 }

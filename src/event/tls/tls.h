@@ -162,6 +162,8 @@ std::string_view tls_protocol(const Connection& c);
 std::string_view tls_cipher(const Connection& c);
 std::string_view tls_server_name(const Connection& c);
 bool tls_session_reused(const Connection& c);
+// The protocol ALPN agreed on ("" when none).
+std::string_view tls_alpn_protocol(const Connection& c);
 // Facts computed on demand for variables (facts.cc), nginx's $ssl_*.
 enum class TlsFact : std::uint8_t {
   kSessionId,            // the session's id, upper-case hex

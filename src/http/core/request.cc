@@ -425,7 +425,7 @@ void write_access_log(Request& r, const AccessLogConf& conf) {
   AccessLogLine line;
   char user[kRemoteUserMax];
   combined_fields(r, line, user);
-  if (log->write(line, c.loop->log()) && log->flush_after() > 0) {
+  if (write_combined(*log, line, c.loop->log()) && log->flush_after() > 0) {
     hc.worker->arm_flush(log->flush_after());
   }
 }

@@ -10,9 +10,11 @@
 
 #include <cstring>
 
+#include "event/local_address.h"
 #include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
 #include "codec/head_writer.h"
+#include "core/access_log.h"
 #include "http/core/request.h"
 #include "http/core/request_vars.h"
 #include "http/static/map_path.h"
@@ -48,42 +50,8 @@ std::uint16_t port_of(const sockaddr* sa) {
   return 0;
 }
 
-// The local address of the connection: the listener's, or the socket's own
-// when the listener is a wildcard (nginx's ngx_connection_local_sockaddr).
 bool server_addr(const Request& r, char* text, std::size_t cap, std::size_t& len) {
-  const Connection* c = r.c;
-  if (c == nullptr || c->local_addr == nullptr) return false;
-  sockaddr_storage ss{};
-  const sockaddr* sa = c->local_addr;
-  bool wildcard = false;
-  if (sa->sa_family == AF_UNIX) {
-    // "unix:/path", as nginx's.
-    const char* path = reinterpret_cast<const sockaddr_un*>(sa)->sun_path;
-    const std::size_t n = ::strnlen(path, sizeof(sockaddr_un::sun_path));
-    if (n + 6 > cap) return false;
-    std::memcpy(text, "unix:", 5);
-    std::memcpy(text + 5, path, n);
-    text[n + 5] = '\0';
-    len = n + 5;
-    return true;
-  }
-  if (sa->sa_family == AF_INET) {
-    wildcard = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-  } else if (sa->sa_family == AF_INET6) {
-    wildcard = IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
-  }
-  if (wildcard) {
-    socklen_t sl = sizeof ss;
-    if (::getsockname(c->fd, reinterpret_cast<sockaddr*>(&ss), &sl) == -1) return false;
-    sa = reinterpret_cast<const sockaddr*>(&ss);
-  }
-  const void* a =
-      sa->sa_family == AF_INET
-          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
-          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
-  if (::inet_ntop(sa->sa_family, a, text, static_cast<socklen_t>(cap)) == nullptr) return false;
-  len = std::strlen(text);
-  return true;
+  return r.c != nullptr && connection_local_text(*r.c, text, cap, len);
 }
 
 // The core's variables, one getter each (VarGetter in variables.h).
@@ -500,6 +468,10 @@ bool var_ssl_server_name(const Request& r, std::string_view, VarSink& s) {
   return tls_text(r, tls_server_name, s);
 }
 
+bool var_ssl_alpn_protocol(const Request& r, std::string_view, VarSink& s) {
+  return tls_text(r, tls_alpn_protocol, s);
+}
+
 bool var_ssl_session_reused(const Request& r, std::string_view, VarSink& s) {
   if (r.c == nullptr || r.c->ssl == nullptr) return false;
   s.put(tls_session_reused(*r.c) ? "r" : ".");
@@ -631,6 +603,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"ssl_cipher", var_ssl_cipher},
     {"ssl_server_name", var_ssl_server_name},
     {"ssl_session_reused", var_ssl_session_reused},
+    {"ssl_alpn_protocol", var_ssl_alpn_protocol},
     {"ssl_session_id", var_tls_fact<TlsFact::kSessionId>},
     {"ssl_curve", var_tls_fact<TlsFact::kCurve>},
     {"ssl_curves", var_tls_fact<TlsFact::kCurves>},
@@ -683,19 +656,6 @@ const VarSpec* find_variable(std::string_view name, std::string_view& arg) {
 }
 
 }  // namespace
-
-void VarSink::put_uint(std::uint64_t v) {
-  char tmp[20];
-  put(decimal(v, tmp));
-}
-
-void VarSink::put_msec(std::uint64_t ms) {
-  put_uint(ms / 1000);
-  put_char('.');
-  put_char(static_cast<char>('0' + ms % 1000 / 100));
-  put_char(static_cast<char>('0' + ms % 100 / 10));
-  put_char(static_cast<char>('0' + ms % 10));
-}
 
 namespace {
 
@@ -803,7 +763,6 @@ std::size_t percent_encode_in_place(char* p, std::size_t n, Pred escaped) {
 // Escapes the `n` raw bytes at `p` in place (the buffer has room for the
 // worst case after them); returns the escaped length.
 std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
-  static constexpr char kHexUpper[] = "0123456789ABCDEF";  // nginx's, in both formats
   switch (coding) {
     case ValueCoding::kAsIs:
       return n;
@@ -817,45 +776,8 @@ std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
     case ValueCoding::kJson:
       break;
   }
-  const bool log = coding == ValueCoding::kLog;
-  std::size_t m = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto ch = static_cast<unsigned char>(p[i]);
-    if (log) {
-      m += (ch == '"' || ch == '\\' || ch < 0x20 || ch > 0x7e) ? 4 : 1;
-    } else {
-      m += (ch == '"' || ch == '\\') ? 2 : ch < 0x20 ? 6 : 1;
-    }
-  }
-  if (m == n) return n;
-  // From the end backwards: the escaped text never overtakes the raw text.
-  char* w = p + m;
-  for (std::size_t i = n; i-- > 0;) {
-    const auto ch = static_cast<unsigned char>(p[i]);
-    if (log) {
-      if (ch == '"' || ch == '\\' || ch < 0x20 || ch > 0x7e) {
-        *--w = kHexUpper[ch & 0xf];
-        *--w = kHexUpper[ch >> 4];
-        *--w = 'x';
-        *--w = '\\';
-        continue;
-      }
-    } else if (ch == '"' || ch == '\\') {
-      *--w = static_cast<char>(ch);
-      *--w = '\\';
-      continue;
-    } else if (ch < 0x20) {
-      *--w = kHexUpper[ch & 0xf];
-      *--w = kHexUpper[ch >> 4];
-      *--w = '0';
-      *--w = '0';
-      *--w = 'u';
-      *--w = '\\';
-      continue;
-    }
-    *--w = static_cast<char>(ch);
-  }
-  return m;
+  // The access log's escapes, shared with the stream log (core/access_log.h).
+  return escape_log_in_place(p, n, coding == ValueCoding::kLog ? LogEscape::kDefault : LogEscape::kJson);
 }
 
 std::size_t worst_case(std::size_t n, ValueCoding coding) {

@@ -25,37 +25,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/var_sink.h"
 #include "vigil/core/result.h"
 
 namespace vigil::http {
 
 struct Request;
 
-// Where a variable's value is written: into memory when the caller has
-// given some, else only counted (the length pass of a template).
-class VarSink {
- public:
-  explicit VarSink(char* out) : p_(out) {}
-  void put(std::string_view s) {
-    if (p_ != nullptr && !s.empty()) std::memcpy(p_ + n_, s.data(), s.size());
-    n_ += s.size();
-  }
-  void put_char(char c) {
-    if (p_ != nullptr) p_[n_] = c;
-    ++n_;
-  }
-  void put_uint(std::uint64_t v);
-  void put_msec(std::uint64_t ms);  // "1.234": seconds with milliseconds
-  std::size_t size() const { return n_; }
-  // Where the next byte goes (null in the length pass), for a writer that
-  // fills it itself and then advance()s.
-  char* at() const { return p_ != nullptr ? p_ + n_ : nullptr; }
-  void advance(std::size_t n) { n_ += n; }
-
- private:
-  char* p_;
-  std::size_t n_ = 0;
-};
+// Where a variable's value is written (core/var_sink.h, shared with the
+// stream variables).
+using ::vigil::VarSink;
 
 // A variable's value for a request, written to `out`; false when it has
 // none (nginx's "not found": nothing in a header, "-" in the access log).

@@ -10,20 +10,23 @@
 // members is one gzip stream to zcat). USR1 reopens the file.
 
 #include <cstddef>
-#include <list>
-#include <unordered_map>
-#include <memory>
-#include <string>
+#include <cstdint>
 #include <string_view>
 
-#include "vigil/core/clock.h"
-#include "vigil/core/result.h"
+#include "core/access_log.h"
 
 namespace vigil {
 class Log;
 }
 
 namespace vigil::http {
+
+// The log file machinery is shared with the stream module (core/access_log.h).
+using ::vigil::AccessLog;
+using ::vigil::escape_log_value;
+using ::vigil::LogFileCache;
+using ::vigil::open_log_file;
+using ::vigil::write_log_fd;
 
 struct AccessLogLine {
   std::string_view remote_addr;
@@ -35,97 +38,13 @@ struct AccessLogLine {
   std::string_view user_agent;
 };
 
-class AccessLog {
- public:
-  AccessLog(std::string path, std::size_t buffer, Msec flush, int gzip = 0);
-  ~AccessLog();
-  AccessLog(const AccessLog&) = delete;
-  AccessLog& operator=(const AccessLog&) = delete;
-
-  Status open();
-  // Opens the path again and puts the new file in place of the old one
-  // (after logrotate moved it away).
-  Status reopen(Log& log);
-  // Appends one line; returns true when the buffer went from empty to not
-  // empty (the caller arms the flush timer).
-  bool write(const AccessLogLine& line, Log& log);
-  // A line of a log_format: `need` is an upper bound of its length; fill
-  // the memory begin() gives, then end() with its real end. Returns as write().
-  char* begin(std::size_t need, Log& log);
-  bool end(char* line_end, Log& log);
-  void flush(Log& log);
-
-  bool empty() const { return used_ == 0; }
-  Msec flush_after() const { return flush_; }
-  const std::string& path() const { return path_; }
-
- private:
-  void write_out(const char* p, std::size_t n, Log& log);
-  // write_out, compressed first when gzip is on.
-  void emit(const char* p, std::size_t n, Log& log);
-
-  std::string path_;
-  int fd_ = -1;
-  std::unique_ptr<char[]> buf_;
-  std::size_t size_;
-  std::size_t used_ = 0;
-  Msec flush_;
-  int gzip_;
-  std::time_t last_error_ = 0;
-  std::unique_ptr<char[]> big_;  // begin(): a line larger than the buffer
-  char* line_ = nullptr;
-  bool direct_ = false;
-};
-
-// Appends `s` escaped as nginx escapes variables in a log line ('"', '\\' and
-// bytes outside 0x20..0x7e as \xHH) to `out`; returns the end. `out` must hold
-// 4 * s.size() bytes.
-char* escape_log_value(std::string_view s, char* out);
+// Appends the combined line of `l` to `log`; returns true when the buffer
+// went from empty to not empty (the caller arms the flush timer).
+bool write_combined(AccessLog& log, const AccessLogLine& l, Log& err);
 
 // The combined format's line for `l` (with its "\n"), and an upper bound
 // of its length.
 std::size_t combined_line_size(const AccessLogLine& l);
 char* write_combined_line(const AccessLogLine& l, char* out);
-// Writes all `n` bytes to `fd` (a log file named `path`); a failure is an
-// [alert].
-void write_log_fd(int fd, const char* p, std::size_t n, const char* path, Log& log);
-
-// open_log_file_cache's table of one worker: descriptors of the files that
-// access_log paths with variables name, kept by use (nginx's
-// ngx_open_cached_file for logs). A path is cached once used min_uses
-// times within `inactive`; its descriptor is reopened after `valid`; the
-// least recently used entry leaves when there are `max`.
-class LogFileCache {
- public:
-  LogFileCache(std::uint32_t max, Msec inactive, std::uint32_t min_uses, Msec valid)
-      : max_(max), inactive_(inactive), min_uses_(min_uses), valid_(valid) {}
-  ~LogFileCache();
-  LogFileCache(const LogFileCache&) = delete;
-  LogFileCache& operator=(const LogFileCache&) = delete;
-
-  // A descriptor open for appending to `path` (NUL-terminated), or -1 with
-  // errno set. `owned`: the caller closes it after the write.
-  int open(const char* path, Msec now, bool& owned);
-
- private:
-  struct Entry {
-    std::string path;
-    int fd = -1;
-    std::uint32_t uses = 0;
-    Msec accessed = 0;
-    Msec opened = 0;
-  };
-  void drop(std::list<Entry>::iterator it);
-
-  std::uint32_t max_;
-  Msec inactive_;
-  std::uint32_t min_uses_;
-  Msec valid_;
-  std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
-};
-
-// Opens `path` for appending a log line (created 0644).
-int open_log_file(const char* path);
 
 }  // namespace vigil::http

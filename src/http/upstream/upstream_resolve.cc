@@ -11,6 +11,7 @@
 #include "http/core/worker.h"
 #include "http/upstream/client_side.h"
 #include "http/upstream/upstream.h"
+#include "upstream/run_time_group.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 
@@ -26,40 +27,7 @@ RunTimeGroup* run_time_group(Upstream& u) {
 // round-robin peers of a resolved name). False without memory.
 bool fill(RunTimeGroup& g, const sockaddr_storage* addrs, const socklen_t* lens, std::size_t n,
           std::string_view server) {
-  g.health.reset(new (std::nothrow) upstream::PeerHealth[n]);
-  g.stats.reset(new (std::nothrow) upstream::PeerStats[n]);
-  if (g.health == nullptr || g.stats == nullptr) return false;
-  try {
-    g.group.name.assign(server);
-    g.group.implicit = true;
-    g.group.peers.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      upstream::Peer& p = g.group.peers[i];
-      p.addr = addrs[i];
-      p.addrlen = lens[i];
-      char text[INET6_ADDRSTRLEN] = "";
-      unsigned port = 0;
-      if (addrs[i].ss_family == AF_INET6) {
-        const auto& a = reinterpret_cast<const sockaddr_in6&>(addrs[i]);
-        ::inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof text);
-        port = ntohs(a.sin6_port);
-        p.name = "[" + std::string(text) + "]:" + std::to_string(port);
-      } else {
-        const auto& a = reinterpret_cast<const sockaddr_in&>(addrs[i]);
-        ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
-        port = ntohs(a.sin_port);
-        p.name = std::string(text) + ":" + std::to_string(port);
-      }
-      p.server.assign(server);
-      p.index = i;
-      p.health = &g.health[i];
-      p.stats = &g.stats[i];
-    }
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
-  g.group.primaries = n;
-  return true;
+  return upstream::fill_run_time_group(g.group, g.health, g.stats, addrs, lens, n, server);
 }
 
 void resolved(ResolveRequest& q) {

@@ -229,7 +229,7 @@ TEST_F(Vars, CombinedMatchesFixedWriter) {
     l.body_bytes = 1000;
     l.referer = "http://a/\"q\"";
     l.user_agent = "agent \x7f";
-    log.write(l, elog);
+    write_combined(log, l, elog);
     std::FILE* f = std::fopen(tmpl, "rb");
     ASSERT_NE(f, nullptr);
     char buf[1024];

@@ -1,0 +1,469 @@
+#include "stream/variables.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "core/nginx_version.h"
+#include "event/local_address.h"
+#include "event/proxy_protocol.h"
+#include "event/tls/tls.h"
+#include "stream/map.h"
+#include "stream/session.h"
+#include "vigil/core/clock.h"
+
+namespace vigil::stream {
+namespace {
+
+bool is_name_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_';
+}
+
+char lower(char ch) {
+  return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+}
+
+std::uint16_t port_of(const sockaddr* sa) {
+  if (sa == nullptr) return 0;
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+// ---- the connection --------------------------------------------------------
+
+bool var_remote_addr(const Session& s, VarSink& out) {
+  out.put(s.client->addr_text);
+  return true;
+}
+
+bool var_remote_port(const Session& s, VarSink& out) {
+  // No port (a unix-domain client): empty, as nginx's.
+  if (const std::uint16_t port = port_of(s.client->peer_addr); port != 0) out.put_uint(port);
+  return true;
+}
+
+bool var_binary_remote_addr(const Session& s, VarSink& out) {
+  const sockaddr* sa = s.client->peer_addr;
+  if (sa != nullptr && sa->sa_family == AF_INET) {
+    out.put({reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr), 4});
+  } else if (sa != nullptr && sa->sa_family == AF_INET6) {
+    out.put(
+        {reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr), 16});
+  }
+  return true;
+}
+
+bool var_realip_remote_addr(const Session& s, VarSink& out) {
+  out.put(s.realip_addr.empty() ? s.client->addr_text : s.realip_addr);
+  return true;
+}
+
+bool var_realip_remote_port(const Session& s, VarSink& out) {
+  if (!s.realip_addr.empty()) {
+    out.put(s.realip_port);
+    return true;
+  }
+  return var_remote_port(s, out);
+}
+
+bool var_server_addr(const Session& s, VarSink& out) {
+  char text[128];  // an IPv6 address, or "unix:" and a socket path
+  std::size_t len = 0;
+  if (!connection_local_text(*s.client, text, sizeof text, len)) return false;
+  out.put({text, len});
+  return true;
+}
+
+bool var_server_port(const Session& s, VarSink& out) {
+  if (const std::uint16_t port = port_of(s.client->local_addr); port != 0) out.put_uint(port);
+  return true;
+}
+
+// Empty for a connection that came without a PROXY protocol header, as nginx's.
+template <std::string_view ProxyProtocolInfo::*Field>
+bool var_proxy_protocol(const Session& s, VarSink& out) {
+  if (s.client->proxy_protocol != nullptr) out.put(s.client->proxy_protocol->*Field);
+  return true;
+}
+
+bool var_protocol(const Session&, VarSink& out) {
+  out.put("TCP");  // stream servers listen on TCP only
+  return true;
+}
+
+bool var_connection(const Session& s, VarSink& out) {
+  out.put_uint(s.client->number);
+  return true;
+}
+
+bool var_bytes_sent(const Session& s, VarSink& out) {
+  out.put_uint(s.client->sent);
+  return true;
+}
+
+bool var_bytes_received(const Session& s, VarSink& out) {
+  out.put_uint(s.from_client);
+  return true;
+}
+
+bool var_session_time(const Session& s, VarSink& out) {
+  const MsecDiff d = msec_diff(clock::current_msec(), s.accepted);
+  out.put_msec(d > 0 ? static_cast<Msec>(d) : 0);
+  return true;
+}
+
+bool var_status(const Session& s, VarSink& out) {
+  out.put_uint(static_cast<std::uint64_t>(s.status));
+  return true;
+}
+
+// ---- the process and the clock -----------------------------------------------
+
+bool var_nginx_version(const Session&, VarSink& out) {
+  out.put(kNginxCompatibleVersion);
+  return true;
+}
+
+bool var_hostname(const Session&, VarSink& out) {
+  static const std::string name = [] {
+    char buf[256] = {};
+    return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("localhost");
+  }();
+  out.put(name);
+  return true;
+}
+
+bool var_pid(const Session&, VarSink& out) {
+  out.put_uint(static_cast<std::uint64_t>(::getpid()));
+  return true;
+}
+
+bool var_msec(const Session&, VarSink& out) {
+  out.put_msec(static_cast<std::uint64_t>(clock::now_sec()) * 1000 + clock::now_msec_part());
+  return true;
+}
+
+bool var_time_local(const Session&, VarSink& out) {
+  out.put(clock::common_log_time());
+  return true;
+}
+
+bool var_time_iso8601(const Session&, VarSink& out) {
+  out.put(clock::iso8601());
+  return true;
+}
+
+// ---- the upstream attempts (nginx's ngx_stream_upstream variables) ---------
+
+enum class TryField : std::uint8_t {
+  kAddr,
+  kBytesSent,
+  kBytesReceived,
+  kConnectTime,
+  kFirstByteTime,
+  kSessionTime,
+};
+
+void put_time(VarSink& out, Msec t) {
+  if (t == kNoTime) {
+    out.put_char('-');
+  } else {
+    out.put_msec(t);
+  }
+}
+
+// Every attempt, ", "-separated; not found before the first.
+template <TryField F>
+bool var_upstream(const Session& s, VarSink& out) {
+  if (s.ntries == 0) return false;
+  for (std::uint32_t i = 0; i < s.ntries; ++i) {
+    const UpstreamTry& t = s.tries[i];
+    if (i > 0) out.put(", ");
+    switch (F) {
+      case TryField::kAddr:
+        out.put(t.addr);
+        break;
+      case TryField::kBytesSent:
+        out.put_uint(t.bytes_sent);
+        break;
+      case TryField::kBytesReceived:
+        out.put_uint(t.bytes_received);
+        break;
+      case TryField::kConnectTime:
+        put_time(out, t.connect_time);
+        break;
+      case TryField::kFirstByteTime:
+        put_time(out, t.first_byte_time);
+        break;
+      case TryField::kSessionTime:
+        put_time(out, t.session_time);
+        break;
+    }
+  }
+  return true;
+}
+
+// ---- TLS (event/tls/tls.h does the work, for http's variables too) --------
+
+bool tls_text(const Session& s, std::string_view (*fact)(const Connection&), VarSink& out) {
+  if (s.client->ssl == nullptr) return false;
+  out.put(fact(*s.client));
+  return true;
+}
+
+bool var_ssl_protocol(const Session& s, VarSink& out) {
+  return tls_text(s, tls_protocol, out);
+}
+
+bool var_ssl_cipher(const Session& s, VarSink& out) {
+  return tls_text(s, tls_cipher, out);
+}
+
+bool var_ssl_server_name(const Session& s, VarSink& out) {
+  return tls_text(s, tls_server_name, out);
+}
+
+bool var_ssl_alpn_protocol(const Session& s, VarSink& out) {
+  return tls_text(s, tls_alpn_protocol, out);
+}
+
+bool var_ssl_session_reused(const Session& s, VarSink& out) {
+  if (s.client->ssl == nullptr) return false;
+  out.put(tls_session_reused(*s.client) ? "r" : ".");
+  return true;
+}
+
+template <TlsFact F>
+bool var_tls_fact(const Session& s, VarSink& out) {
+  if (s.client->ssl == nullptr) return false;
+  bool found = false;
+  out.advance(tls_fact(*s.client, F, out.at(), found));
+  return found;
+}
+
+struct VarSpec {
+  std::string_view name;
+  VarGetter get;
+};
+
+constexpr VarSpec kVariables[] = {
+    {"remote_addr", var_remote_addr},
+    {"remote_port", var_remote_port},
+    {"binary_remote_addr", var_binary_remote_addr},
+    {"realip_remote_addr", var_realip_remote_addr},
+    {"realip_remote_port", var_realip_remote_port},
+    {"server_addr", var_server_addr},
+    {"server_port", var_server_port},
+    {"proxy_protocol_addr", var_proxy_protocol<&ProxyProtocolInfo::src_addr>},
+    {"proxy_protocol_port", var_proxy_protocol<&ProxyProtocolInfo::src_port_text>},
+    {"proxy_protocol_server_addr", var_proxy_protocol<&ProxyProtocolInfo::dst_addr>},
+    {"proxy_protocol_server_port", var_proxy_protocol<&ProxyProtocolInfo::dst_port_text>},
+    {"protocol", var_protocol},
+    {"connection", var_connection},
+    {"bytes_sent", var_bytes_sent},
+    {"bytes_received", var_bytes_received},
+    {"session_time", var_session_time},
+    {"status", var_status},
+    {"nginx_version", var_nginx_version},
+    {"hostname", var_hostname},
+    {"pid", var_pid},
+    {"msec", var_msec},
+    {"time_local", var_time_local},
+    {"time_iso8601", var_time_iso8601},
+    {"upstream_addr", var_upstream<TryField::kAddr>},
+    {"upstream_bytes_sent", var_upstream<TryField::kBytesSent>},
+    {"upstream_bytes_received", var_upstream<TryField::kBytesReceived>},
+    {"upstream_connect_time", var_upstream<TryField::kConnectTime>},
+    {"upstream_first_byte_time", var_upstream<TryField::kFirstByteTime>},
+    {"upstream_session_time", var_upstream<TryField::kSessionTime>},
+    {"ssl_protocol", var_ssl_protocol},
+    {"ssl_cipher", var_ssl_cipher},
+    {"ssl_server_name", var_ssl_server_name},
+    {"ssl_alpn_protocol", var_ssl_alpn_protocol},
+    {"ssl_session_reused", var_ssl_session_reused},
+    {"ssl_session_id", var_tls_fact<TlsFact::kSessionId>},
+    {"ssl_curve", var_tls_fact<TlsFact::kCurve>},
+    {"ssl_curves", var_tls_fact<TlsFact::kCurves>},
+    {"ssl_ciphers", var_tls_fact<TlsFact::kCiphers>},
+    {"ssl_client_verify", var_tls_fact<TlsFact::kClientVerify>},
+    {"ssl_client_s_dn", var_tls_fact<TlsFact::kClientSubject>},
+    {"ssl_client_i_dn", var_tls_fact<TlsFact::kClientIssuer>},
+    {"ssl_client_s_dn_legacy", var_tls_fact<TlsFact::kClientSubjectLegacy>},
+    {"ssl_client_i_dn_legacy", var_tls_fact<TlsFact::kClientIssuerLegacy>},
+    {"ssl_client_serial", var_tls_fact<TlsFact::kClientSerial>},
+    {"ssl_client_fingerprint", var_tls_fact<TlsFact::kClientFingerprint>},
+    {"ssl_client_raw_cert", var_tls_fact<TlsFact::kClientRawCert>},
+    {"ssl_client_cert", var_tls_fact<TlsFact::kClientCert>},
+    {"ssl_client_escaped_cert", var_tls_fact<TlsFact::kClientEscapedCert>},
+    {"ssl_client_v_start", var_tls_fact<TlsFact::kClientNotBefore>},
+    {"ssl_client_v_end", var_tls_fact<TlsFact::kClientNotAfter>},
+    {"ssl_client_v_remain", var_tls_fact<TlsFact::kClientDaysLeft>},
+};
+
+const VarSpec* find_builtin(std::string_view name) {
+  for (const VarSpec& v : kVariables) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+using MapTable = std::unordered_map<std::string, std::shared_ptr<const StreamMap>>;
+
+MapTable& maps() {
+  static MapTable* table = new MapTable();  // never destroyed: configurations load until exit
+  return *table;
+}
+
+}  // namespace
+
+void declare_map(const std::string& name, std::shared_ptr<const StreamMap> map) {
+  maps()[name] = std::move(map);
+}
+
+void forget_maps() {
+  maps().clear();
+}
+
+Result<std::string> declared_variable_word(std::string_view word) {
+  if (word.size() < 2 || word[0] != '$') {
+    return Status::error("invalid variable name \"" + std::string(word) + "\"");
+  }
+  std::string name;
+  for (char ch : word.substr(1)) {
+    if (!is_name_char(ch)) return Status::error("invalid variable name \"" + std::string(word) + "\"");
+    name += lower(ch);
+  }
+  if (find_builtin(name) != nullptr) return Status::error("the duplicate \"" + name + "\" variable");
+  return name;
+}
+
+Result<VarTemplate> VarTemplate::compile(std::string_view text,
+                                         const std::vector<Regex::Name>* groups) {
+  VarTemplate t;
+  t.source_ = std::string(text);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] != '$') {
+      std::size_t j = text.find('$', i);
+      if (j == std::string_view::npos) j = text.size();
+      Part p;
+      p.text = std::string(text.substr(i, j - i));
+      t.literal_ += p.text;
+      t.parts_.push_back(std::move(p));
+      i = j;
+      continue;
+    }
+    ++i;  // '$'
+    if (i < text.size() && text[i] >= '1' && text[i] <= '9') {
+      Part p;
+      p.capture = text[i] - '0';
+      ++i;
+      ++t.variables_;
+      t.parts_.push_back(std::move(p));
+      continue;
+    }
+    const bool braced = i < text.size() && text[i] == '{';
+    if (braced) ++i;
+    std::size_t j = i;
+    while (j < text.size() && is_name_char(text[j])) ++j;
+    const std::string_view name = text.substr(i, j - i);
+    if (name.empty()) return Status::error("invalid variable name in \"" + t.source_ + "\"");
+    if (braced) {
+      if (j >= text.size() || text[j] != '}') {
+        return Status::error("the closing bracket in \"" + std::string(name) +
+                             "\" variable is missing");
+      }
+      ++j;
+    }
+    i = j;
+    std::string lname;
+    for (char ch : name) lname += lower(ch);
+    Part p;
+    const Regex::Name* group = nullptr;
+    for (std::size_t g = 0; groups != nullptr && g < groups->size() && group == nullptr; ++g) {
+      if ((*groups)[g].name == name) group = &(*groups)[g];
+    }
+    if (group != nullptr) {
+      p.capture = group->group;
+    } else if (const VarSpec* spec = find_builtin(lname)) {
+      p.get = spec->get;
+    } else if (auto it = maps().find(lname); it != maps().end()) {
+      p.map = it->second;
+    } else {
+      return Status::error("unknown \"" + std::string(name) + "\" variable");
+    }
+    ++t.variables_;
+    t.parts_.push_back(std::move(p));
+  }
+  if (t.variables_ > 0) t.literal_.clear();
+  return t;
+}
+
+bool VarTemplate::value_of(const Part& p, const Session& s, VarSink& out) {
+  if (p.get != nullptr) return p.get(s, out);
+  if (p.capture >= 0) {
+    // No such group (or no expression matched): empty, as nginx's.
+    const Captures* c = s.captures;
+    if (c != nullptr && p.capture < c->pairs && c->offsets[2 * p.capture] >= 0) {
+      const int from = c->offsets[2 * p.capture];
+      const int to = c->offsets[2 * p.capture + 1];
+      out.put(c->subject.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from)));
+    }
+    return true;
+  }
+  return p.map->value(s, out);
+}
+
+std::size_t VarTemplate::length(const Session& s, LogEscape esc, bool missing_dash) const {
+  std::size_t n = 0;
+  for (const Part& p : parts_) {
+    if (is_text(p)) {
+      n += p.text.size();
+      continue;
+    }
+    VarSink sink(nullptr);
+    if (!value_of(p, s, sink)) {
+      n += missing_dash ? 1 : 0;
+      continue;
+    }
+    n += log_escape_bound(sink.size(), esc);
+  }
+  return n;
+}
+
+char* VarTemplate::write(const Session& s, char* out, LogEscape esc, bool missing_dash) const {
+  for (const Part& p : parts_) {
+    if (is_text(p)) {
+      std::memcpy(out, p.text.data(), p.text.size());
+      out += p.text.size();
+      continue;
+    }
+    VarSink sink(out);
+    if (!value_of(p, s, sink)) {
+      if (missing_dash) *out++ = '-';
+      continue;
+    }
+    out += escape_log_in_place(out, sink.size(), esc);
+  }
+  return out;
+}
+
+bool VarTemplate::evaluate(const Session& s, std::string_view& out) const {
+  if (is_literal()) {
+    out = literal_;
+    return true;
+  }
+  const std::size_t n = length(s);
+  char* mem = static_cast<char*>(s.client->arena->alloc(n + 1, 1));
+  if (mem == nullptr) return false;
+  out = std::string_view(mem, static_cast<std::size_t>(write(s, mem) - mem));
+  return true;
+}
+
+}  // namespace vigil::stream
