@@ -114,7 +114,8 @@ TEST(ServerModules, CounterBlocksShowEveryCounterUnderAUniqueName) {
   VIGIL_WORKER_STATS(COLLECT, COLLECT, COLLECT)
 #undef COLLECT
   std::set<std::string> names;
-  const std::regex valid("vigil_[a-z_]+");
+  // Prometheus' names ([a-zA-Z_:][a-zA-Z0-9_:]*), ours lower case.
+  const std::regex valid("vigil_[a-z0-9_]+");
   for (const Figure& f : all) {
     EXPECT_TRUE(std::regex_match(f.name, valid)) << f.name;
     EXPECT_TRUE(names.insert(f.name).second) << "twice: " << f.name;
