@@ -47,7 +47,8 @@ stop_proxy() {
 }
 
 # CPU time (clock ticks, user + system) used so far by one process.
-pid_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process that ended since it was listed counts 0.
+pid_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # CPU time (clock ticks) used so far by the server processes and their children.
 server_ticks() {
