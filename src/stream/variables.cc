@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/nginx_version.h"
+#include "core/var_syntax.h"
 #include "event/local_address.h"
 #include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
@@ -18,15 +19,6 @@
 
 namespace vigil::stream {
 namespace {
-
-bool is_name_char(char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-         ch == '_';
-}
-
-char lower(char ch) {
-  return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
-}
 
 std::uint16_t port_of(const sockaddr* sa) {
   if (sa == nullptr) return 0;
@@ -51,7 +43,8 @@ bool var_remote_port(const Session& s, VarSink& out) {
 bool var_binary_remote_addr(const Session& s, VarSink& out) {
   const sockaddr* sa = s.client->peer_addr;
   if (sa != nullptr && sa->sa_family == AF_INET) {
-    out.put({reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr), 4});
+    out.put(
+        {reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr), 4});
   } else if (sa != nullptr && sa->sa_family == AF_INET6) {
     out.put(
         {reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr), 16});
@@ -331,15 +324,11 @@ void forget_maps() {
 }
 
 Result<std::string> declared_variable_word(std::string_view word) {
-  if (word.size() < 2 || word[0] != '$') {
-    return Status::error("invalid variable name \"" + std::string(word) + "\"");
+  auto name = var_word_name(word);
+  if (!name) return name;
+  if (find_builtin(*name) != nullptr) {
+    return Status::error("the duplicate \"" + *name + "\" variable");
   }
-  std::string name;
-  for (char ch : word.substr(1)) {
-    if (!is_name_char(ch)) return Status::error("invalid variable name \"" + std::string(word) + "\"");
-    name += lower(ch);
-  }
-  if (find_builtin(name) != nullptr) return Status::error("the duplicate \"" + name + "\" variable");
   return name;
 }
 
@@ -347,60 +336,40 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text,
                                          const std::vector<Regex::Name>* groups) {
   VarTemplate t;
   t.source_ = std::string(text);
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] != '$') {
-      std::size_t j = text.find('$', i);
-      if (j == std::string_view::npos) j = text.size();
-      Part p;
-      p.text = std::string(text.substr(i, j - i));
-      t.literal_ += p.text;
-      t.parts_.push_back(std::move(p));
-      i = j;
-      continue;
-    }
-    ++i;  // '$'
-    if (i < text.size() && text[i] >= '1' && text[i] <= '9') {
-      Part p;
-      p.capture = text[i] - '0';
-      ++i;
-      ++t.variables_;
-      t.parts_.push_back(std::move(p));
-      continue;
-    }
-    const bool braced = i < text.size() && text[i] == '{';
-    if (braced) ++i;
-    std::size_t j = i;
-    while (j < text.size() && is_name_char(text[j])) ++j;
-    const std::string_view name = text.substr(i, j - i);
-    if (name.empty()) return Status::error("invalid variable name in \"" + t.source_ + "\"");
-    if (braced) {
-      if (j >= text.size() || text[j] != '}') {
-        return Status::error("the closing bracket in \"" + std::string(name) +
-                             "\" variable is missing");
-      }
-      ++j;
-    }
-    i = j;
-    std::string lname;
-    for (char ch : name) lname += lower(ch);
-    Part p;
-    const Regex::Name* group = nullptr;
-    for (std::size_t g = 0; groups != nullptr && g < groups->size() && group == nullptr; ++g) {
-      if ((*groups)[g].name == name) group = &(*groups)[g];
-    }
-    if (group != nullptr) {
-      p.capture = group->group;
-    } else if (const VarSpec* spec = find_builtin(lname)) {
-      p.get = spec->get;
-    } else if (auto it = maps().find(lname); it != maps().end()) {
-      p.map = it->second;
-    } else {
-      return Status::error("unknown \"" + std::string(name) + "\" variable");
-    }
-    ++t.variables_;
-    t.parts_.push_back(std::move(p));
-  }
+  Status st = scan_var_template(
+      text,
+      [&t](std::string_view literal) {
+        Part p;
+        p.text = std::string(literal);
+        t.literal_ += p.text;
+        t.parts_.push_back(std::move(p));
+      },
+      [&t](int n) {
+        Part p;
+        p.capture = n;
+        ++t.variables_;
+        t.parts_.push_back(std::move(p));
+      },
+      [&t, groups](std::string_view name, const std::string& lname) {
+        Part p;
+        const Regex::Name* group = nullptr;
+        for (std::size_t g = 0; groups != nullptr && g < groups->size() && group == nullptr; ++g) {
+          if ((*groups)[g].name == name) group = &(*groups)[g];
+        }
+        if (group != nullptr) {
+          p.capture = group->group;
+        } else if (const VarSpec* spec = find_builtin(lname)) {
+          p.get = spec->get;
+        } else if (auto it = maps().find(lname); it != maps().end()) {
+          p.map = it->second;
+        } else {
+          return Status::error("unknown \"" + std::string(name) + "\" variable");
+        }
+        ++t.variables_;
+        t.parts_.push_back(std::move(p));
+        return Status::ok();
+      });
+  if (!st) return st;
   if (t.variables_ > 0) t.literal_.clear();
   return t;
 }
@@ -413,7 +382,8 @@ bool VarTemplate::value_of(const Part& p, const Session& s, VarSink& out) {
     if (c != nullptr && p.capture < c->pairs && c->offsets[2 * p.capture] >= 0) {
       const int from = c->offsets[2 * p.capture];
       const int to = c->offsets[2 * p.capture + 1];
-      out.put(c->subject.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from)));
+      out.put(
+          c->subject.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from)));
     }
     return true;
   }

@@ -10,35 +10,28 @@
 
 #include <cstring>
 
+#include "codec/head_writer.h"
+#include "core/access_log.h"
+#include "core/var_syntax.h"
 #include "event/local_address.h"
 #include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
-#include "codec/head_writer.h"
-#include "core/access_log.h"
+#include "http/core/counters.h"
+#include "http/core/module.h"
 #include "http/core/request.h"
 #include "http/core/request_vars.h"
 #include "http/static/map_path.h"
-#include "http/core/counters.h"
-#include "http/core/module.h"
 #include "vigil/core/clock.h"
-#include "vigil/core/log.h"
 #include "vigil/core/counters.h"
+#include "vigil/core/log.h"
 
 namespace vigil::http {
 namespace {
 
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 bool same_lower(std::string_view any_case, std::string_view lower_case) {
   if (any_case.size() != lower_case.size()) return false;
   for (std::size_t k = 0; k < any_case.size(); ++k) {
-    if (lower(any_case[k]) != lower_case[k]) return false;
+    if (var_lower(any_case[k]) != lower_case[k]) return false;
   }
   return true;
 }
@@ -59,7 +52,7 @@ bool server_addr(const Request& r, char* text, std::size_t cap, std::size_t& len
 bool var_host(const Request& r, std::string_view, VarSink& s) {
   std::string_view h = r.check.host;
   if (h.empty() && r.srv != nullptr && !r.srv->server_names.empty()) h = r.srv->server_names[0];
-  for (char ch : h) s.put_char(lower(ch));
+  for (char ch : h) s.put_char(var_lower(ch));
   return true;
 }
 
@@ -364,8 +357,8 @@ bool var_sent_http(const Request& r, std::string_view name, VarSink& s) {
 bool var_sent_trailer(const Request& r, std::string_view name, VarSink& s) {
   const ChunkFrame& f = r.chunk_frame;
   if (f.trailer_mem == nullptr || f.fields_end <= f.fields_begin) return false;
-  return fields_in_text(std::string_view(f.trailer_mem + f.fields_begin, f.fields_end - f.fields_begin),
-                        name, s);
+  return fields_in_text(
+      std::string_view(f.trailer_mem + f.fields_begin, f.fields_end - f.fields_begin), name, s);
 }
 
 bool var_content_length(const Request& r, std::string_view, VarSink& s) {
@@ -777,7 +770,8 @@ std::size_t escape_in_place(char* p, std::size_t n, ValueCoding coding) {
       break;
   }
   // The access log's escapes, shared with the stream log (core/access_log.h).
-  return escape_log_in_place(p, n, coding == ValueCoding::kLog ? LogEscape::kDefault : LogEscape::kJson);
+  return escape_log_in_place(p, n,
+                             coding == ValueCoding::kLog ? LogEscape::kDefault : LogEscape::kJson);
 }
 
 std::size_t worst_case(std::size_t n, ValueCoding coding) {
@@ -805,7 +799,7 @@ std::size_t request_header_value(const Request& r, std::string_view name, char* 
     const std::string_view fname = r.fields[i].name;
     if (fname.size() != name.size()) continue;
     bool same = true;
-    for (std::size_t k = 0; k < name.size() && same; ++k) same = lower(fname[k]) == name[k];
+    for (std::size_t k = 0; k < name.size() && same; ++k) same = var_lower(fname[k]) == name[k];
     if (!same) continue;
     const std::string_view v = r.fields[i].value;
     if (found) {
@@ -820,17 +814,11 @@ std::size_t request_header_value(const Request& r, std::string_view name, char* 
 }
 
 Result<std::string> declared_variable_word(std::string_view word) {
-  if (word.size() < 2 || word[0] != '$') {
-    return Status::error("invalid variable name \"" + std::string(word) + "\"");
-  }
-  std::string name;
-  for (char ch : word.substr(1)) {
-    if (!is_name_char(ch)) return Status::error("invalid variable name \"" + std::string(word) + "\"");
-    name += lower(ch);
-  }
+  auto name = var_word_name(word);
+  if (!name) return name;
   std::string_view arg;
-  if (find_declared_variable(name) < 0 && find_variable(name, arg) != nullptr) {
-    return Status::error("the duplicate \"" + name + "\" variable");
+  if (find_declared_variable(*name) < 0 && find_variable(*name, arg) != nullptr) {
+    return Status::error("the duplicate \"" + *name + "\" variable");
   }
   return name;
 }
@@ -838,65 +826,43 @@ Result<std::string> declared_variable_word(std::string_view word) {
 Result<VarTemplate> VarTemplate::compile(std::string_view text) {
   VarTemplate t;
   t.source_ = std::string(text);
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] != '$') {
-      std::size_t j = text.find('$', i);
-      if (j == std::string_view::npos) j = text.size();
-      Part p;
-      p.text = std::string(text.substr(i, j - i));
-      t.literal_ += p.text;
-      t.parts_.push_back(std::move(p));
-      i = j;
-      continue;
-    }
-    ++i;  // '$'
-    if (i < text.size() && text[i] >= '1' && text[i] <= '9') {
-      Part p;
-      p.capture = text[i] - '0';
-      ++i;
-      ++t.variables_;
-      t.parts_.push_back(std::move(p));
-      continue;
-    }
-    bool braced = i < text.size() && text[i] == '{';
-    if (braced) ++i;
-    std::size_t j = i;
-    while (j < text.size() && is_name_char(text[j])) ++j;
-    std::string_view name = text.substr(i, j - i);
-    if (name.empty()) return Status::error("invalid variable name in \"" + t.source_ + "\"");
-    if (braced) {
-      if (j >= text.size() || text[j] != '}') {
-        return Status::error("the closing bracket in \"" + std::string(name) +
-                             "\" variable is missing");
-      }
-      ++j;
-    }
-    i = j;
-    Part p;
-    std::string lname;
-    for (char ch : name) lname += lower(ch);
-    std::string_view arg;
-    const VarSpec* spec = find_variable(lname, arg);
-    if (spec == nullptr) {
-      const int declared = find_declared_variable(lname);
-      if (declared < 0) return Status::error("unknown \"" + std::string(name) + "\" variable");
-      p.declared = declared;
-      ++t.variables_;
-      t.parts_.push_back(std::move(p));
-      continue;
-    }
-    p.get = spec->get;
-    p.text = std::string(arg);
-    // Header names: '_' stands for '-'.
-    if (spec->prefix && (spec->name.ends_with("http_") || spec->name == "sent_trailer_")) {
-      for (char& ch : p.text) {
-        if (ch == '_') ch = '-';
-      }
-    }
-    ++t.variables_;
-    t.parts_.push_back(std::move(p));
-  }
+  Status st = scan_var_template(
+      text,
+      [&t](std::string_view literal) {
+        Part p;
+        p.text = std::string(literal);
+        t.literal_ += p.text;
+        t.parts_.push_back(std::move(p));
+      },
+      [&t](int n) {
+        Part p;
+        p.capture = n;
+        ++t.variables_;
+        t.parts_.push_back(std::move(p));
+      },
+      [&t](std::string_view name, const std::string& lname) {
+        Part p;
+        std::string_view arg;
+        const VarSpec* spec = find_variable(lname, arg);
+        if (spec == nullptr) {
+          const int declared = find_declared_variable(lname);
+          if (declared < 0) return Status::error("unknown \"" + std::string(name) + "\" variable");
+          p.declared = declared;
+        } else {
+          p.get = spec->get;
+          p.text = std::string(arg);
+          // Header names: '_' stands for '-'.
+          if (spec->prefix && (spec->name.ends_with("http_") || spec->name == "sent_trailer_")) {
+            for (char& ch : p.text) {
+              if (ch == '_') ch = '-';
+            }
+          }
+        }
+        ++t.variables_;
+        t.parts_.push_back(std::move(p));
+        return Status::ok();
+      });
+  if (!st) return st;
   if (t.variables_ > 0) t.literal_.clear();
   return t;
 }
@@ -940,7 +906,8 @@ char* VarTemplate::write(const Request& r, char* out, VarEscape esc, bool missin
     VarSink s(out);
     if (!value_of(p, r, s)) {
       if (p.declared >= 0 && r.loc != nullptr && r.loc->warn_uninitialized && r.c != nullptr) {
-        const std::string_view name = declared_variable_name(static_cast<std::uint32_t>(p.declared));
+        const std::string_view name =
+            declared_variable_name(static_cast<std::uint32_t>(p.declared));
         VIGIL_LOG(*r.c->log, kWarn, 0, "*%llu using uninitialized \"%.*s\" variable",
                   static_cast<unsigned long long>(r.c->number), static_cast<int>(name.size()),
                   name.data());
