@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <new>
 
+#include "core/access_log_conf.h"
 #include "core/conf/values.h"
 #include "stream/session.h"
 #include "stream/stream_conf.h"
@@ -162,29 +163,12 @@ Status set_access_log(const DirectiveCall& call, AccessLogs& logs) {
       log->path_var = std::make_shared<const VarTemplate>(std::move(t.value()));
     }
   }
-  bool buffer_set = false;
+  LogBufferParams params;
   for (std::size_t i = 2; i < call.arg_count(); ++i) {
     const std::string& a = call.arg(i);
-    if (a.starts_with("buffer=")) {
-      auto v = parse_size(std::string_view(a).substr(7));
-      if (!v || *v == 0 || *v > (64u << 20)) {
-        return call.error("invalid buffer size \"" + a.substr(7) + "\"");
-      }
-      log->buffer = static_cast<std::size_t>(*v);
-      buffer_set = true;
-    } else if (a == "gzip" || a.starts_with("gzip=")) {
-      log->gzip = 1;  // nginx's default level for logs
-      if (a.size() > 4) {
-        auto v = parse_number(std::string_view(a).substr(5));
-        if (a[4] != '=' || !v || *v < 1 || *v > 9) {
-          return call.error("invalid compression level \"" + a.substr(5) + "\"");
-        }
-        log->gzip = static_cast<int>(*v);
-      }
-    } else if (a.starts_with("flush=")) {
-      auto v = parse_msec(std::string_view(a).substr(6));
-      if (!v || *v == 0) return call.error("invalid flush time \"" + a.substr(6) + "\"");
-      log->flush = *v;
+    std::string error;
+    if (parse_log_buffer_param(a, params, error)) {
+      if (!error.empty()) return call.error(error);
     } else if (a.starts_with("if=") && a.size() > 3) {
       auto t = VarTemplate::compile(std::string_view(a).substr(3));
       if (!t) return call.error(t.status().message());
@@ -193,24 +177,18 @@ Status set_access_log(const DirectiveCall& call, AccessLogs& logs) {
       return call.error("invalid parameter \"" + a + "\"");
     }
   }
-  // As nginx's: gzip alone buffers 64k; flush needs a buffer.
-  if (log->gzip != 0 && !buffer_set) {
-    log->buffer = 64 * 1024;
-    buffer_set = true;
+  if (Status s = finish_log_buffer_params(params, call.arg(0), log->path_var != nullptr); !s) {
+    return call.error(s.message());
   }
-  if (log->flush != 0 && !buffer_set) {
-    return call.error("no buffer is defined for access_log \"" + call.arg(0) + "\"");
-  }
-  if (log->path_var != nullptr && buffer_set) {
-    return call.error("buffered logs cannot have variables in name");
-  }
+  log->buffer = params.buffer;
+  log->flush = params.flush;
+  log->gzip = params.gzip;
   logs.off = false;
   logs.logs.push_back(std::move(log));
   return Status::ok();
 }
 
-Status resolve_access_logs(AccessLogs& logs,
-                           const std::vector<std::shared_ptr<LogFormat>>& formats,
+Status resolve_access_logs(AccessLogs& logs, const std::vector<std::shared_ptr<LogFormat>>& formats,
                            std::vector<AccessLogConf*>& files) {
   for (const auto& log : logs.logs) {
     if (log->format == nullptr) {
