@@ -187,6 +187,27 @@ int verify_keep_going(int, X509_STORE_CTX*) {
 
 int g_ctx_index = -1;
 
+// ssl_crl / proxy_ssl_crl: the PEM revocation lists in `path` join the
+// context's certificate store, and every certificate of a peer's chain is
+// then checked against them (a chain certificate whose issuer has no list is
+// "unable to get certificate CRL").
+Status load_crl(SSL_CTX* ctx, const std::string& path, const std::string& where) {
+  if (path.empty()) return Status::ok();
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  X509_LOOKUP* lookup = store != nullptr ? X509_STORE_add_lookup(store, X509_LOOKUP_file()) : nullptr;
+  if (lookup == nullptr) {
+    return Status::error("X509_STORE_add_lookup() failed" + tls_error_text() + where);
+  }
+  if (X509_load_crl_file(lookup, path.c_str(), X509_FILETYPE_PEM) <= 0) {
+    return Status::error("X509_LOOKUP_load_file(\"" + path + "\") failed" + tls_error_text() +
+                         where);
+  }
+  if (X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL) != 1) {
+    return Status::error("X509_STORE_set_flags() failed" + tls_error_text() + where);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string tls_error_text() {
@@ -340,6 +361,8 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
                          tls_error_text() + where);
   }
 
+  if (Status s = load_crl(ctx, conf.crl, where); !s) return s;
+
   // Sessions. The id context ties a session to this server's certificates and
   // verification settings, so it never resumes in a server that would have
   // judged the client differently.
@@ -431,6 +454,7 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
       return Status::error("cannot load trusted certificates \"" + conf.trusted_certificate + "\"" +
                            tls_error_text() + where);
     }
+    if (Status s = load_crl(ctx, conf.crl, where); !s) return s;
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_verify_depth(ctx, conf.verify_depth);
   }

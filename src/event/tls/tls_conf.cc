@@ -240,6 +240,11 @@ const ServerDirective kServerDirectives[] = {
        t.trusted_certificate = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
+    {"ssl_crl", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       t.crl = call.env().conf_prefixed(call.arg(0));
+       return Status::ok();
+     }},
     {"ssl_verify_depth", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsServerConf& t) { return parse_depth(call, t.verify_depth); }},
 };
@@ -266,6 +271,11 @@ const ClientDirective kClientDirectives[] = {
     {"proxy_ssl_trusted_certificate", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.trusted_certificate = call.env().conf_prefixed(call.arg(0));
+       return Status::ok();
+     }},
+    {"proxy_ssl_crl", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsClientConf& t) {
+       t.crl = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
     {"proxy_ssl_verify_depth", Arity::exactly(1), false,
@@ -380,6 +390,7 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_verify_client")) c.verify = p.verify;
   if (!ctx.is_set("ssl_client_certificate")) c.client_certificate = p.client_certificate;
   if (!ctx.is_set("ssl_trusted_certificate")) c.trusted_certificate = p.trusted_certificate;
+  if (!ctx.is_set("ssl_crl")) c.crl = p.crl;
   if (!ctx.is_set("ssl_verify_depth")) c.verify_depth = p.verify_depth;
   if (c.where.empty()) c.where = p.where;
 }
@@ -390,6 +401,7 @@ void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClien
   if (!ctx.is_set("proxy_ssl_ciphers")) c.ciphers = p.ciphers;
   if (!ctx.is_set("proxy_ssl_verify")) c.verify = p.verify;
   if (!ctx.is_set("proxy_ssl_trusted_certificate")) c.trusted_certificate = p.trusted_certificate;
+  if (!ctx.is_set("proxy_ssl_crl")) c.crl = p.crl;
   if (!ctx.is_set("proxy_ssl_verify_depth")) c.verify_depth = p.verify_depth;
   if (!ctx.is_set("proxy_ssl_server_name")) c.server_name = p.server_name;
   if (!ctx.is_set("proxy_ssl_name")) c.name = p.name;

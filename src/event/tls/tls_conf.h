@@ -71,6 +71,7 @@ struct TlsServerConf {
   TlsVerify verify = TlsVerify::kOff;
   std::string client_certificate;
   std::string trusted_certificate;
+  std::string crl;  // ssl_crl: revocation lists checked for every certificate of a chain
   int verify_depth = 1;
 
   std::string where;  // the directive (or server) messages point at
@@ -85,6 +86,7 @@ struct TlsClientConf {
   std::string ciphers = "DEFAULT";
   bool verify = false;
   std::string trusted_certificate;
+  std::string crl;  // proxy_ssl_crl (with proxy_ssl_verify)
   int verify_depth = 1;
   bool server_name = false;
   std::string name;  // proxy_ssl_name; "" = the proxy_pass host
