@@ -36,8 +36,8 @@ class Crl : public ::testing::Test {
     s_.write("html/index.html", "tls backend\n");
   }
   bool ca(std::vector<std::string> args) {
-    std::vector<std::string> a = {"ca", "-config", "ca.conf", "-keyfile", "ca.key", "-cert",
-                                  "ca.crt"};
+    std::vector<std::string> a = {"ca",     "-config", "ca.conf", "-keyfile",
+                                  "ca.key", "-cert",   "ca.crt"};
     a.insert(a.end(), args.begin(), args.end());
     return test::openssl_cli(s_.dir(), a);
   }
@@ -49,11 +49,12 @@ class Crl : public ::testing::Test {
   // too.
   void start_verify(const std::string& crl) {
     port_ = test::free_port();
-    ASSERT_TRUE(s_.start("access_log off;\n" +
-                         test::tls_server_block(
-                             port_, "ssl_verify_client on;\n  ssl_client_certificate "
-                                    "../ca.crt;\n  ssl_crl ../" +
-                                        crl + ";\n  add_header X-Verify $ssl_client_verify always;")))
+    ASSERT_TRUE(s_.start(
+        "access_log off;\n" +
+        test::tls_server_block(port_,
+                               "ssl_verify_client on;\n  ssl_client_certificate "
+                               "../ca.crt;\n  ssl_crl ../" +
+                                   crl + ";\n  add_header X-Verify $ssl_client_verify always;")))
         << s_.output();
   }
   Response get_as(const std::string& who) {
@@ -96,14 +97,13 @@ TEST_F(Crl, ProxySslCrlChecksTheUpstreamCertificate) {
   const int backend = test::free_port();
   const int front = test::free_port();
   const std::string up = "https://127.0.0.1:" + std::to_string(backend) + "/";
-  ASSERT_TRUE(s_.start(
-      "access_log off;\n" + test::tls_server_block(backend) + "server {\n  listen 127.0.0.1:" +
-      std::to_string(front) +
-      ";\n  proxy_ssl_verify on;\n  proxy_ssl_trusted_certificate ../ca.crt;\n"
-      "  proxy_ssl_name localhost;\n"
-      "  location /ok/ { proxy_ssl_crl ../alice.crl; proxy_pass " +
-      up + "; }\n  location /revoked/ { proxy_ssl_crl ../all.crl; proxy_pass " + up +
-      "; }\n  location /none/ { proxy_pass " + up + "; }\n}\n"))
+  ASSERT_TRUE(s_.start("access_log off;\n" + test::tls_server_block(backend) +
+                       "server {\n  listen 127.0.0.1:" + std::to_string(front) +
+                       ";\n  proxy_ssl_verify on;\n  proxy_ssl_trusted_certificate ../ca.crt;\n"
+                       "  proxy_ssl_name localhost;\n"
+                       "  location /ok/ { proxy_ssl_crl ../alice.crl; proxy_pass " +
+                       up + "; }\n  location /revoked/ { proxy_ssl_crl ../all.crl; proxy_pass " +
+                       up + "; }\n  location /none/ { proxy_pass " + up + "; }\n}\n"))
       << s_.output();
   Response ok = test::get(front, test::simple_get("/ok/index.html"));
   EXPECT_EQ(ok.status, 200) << ok.head << s_.output();
