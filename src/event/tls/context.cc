@@ -194,7 +194,8 @@ int g_ctx_index = -1;
 Status load_crl(SSL_CTX* ctx, const std::string& path, const std::string& where) {
   if (path.empty()) return Status::ok();
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  X509_LOOKUP* lookup = store != nullptr ? X509_STORE_add_lookup(store, X509_LOOKUP_file()) : nullptr;
+  X509_LOOKUP* lookup =
+      store != nullptr ? X509_STORE_add_lookup(store, X509_LOOKUP_file()) : nullptr;
   if (lookup == nullptr) {
     return Status::error("X509_STORE_add_lookup() failed" + tls_error_text() + where);
   }
