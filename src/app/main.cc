@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/conf/loader.h"
+#include "core/conf/scope.h"
 #include "core/core_module.h"
 #include "core/process/pidfile.h"
 #include "core/process/signals.h"
@@ -151,8 +152,9 @@ int main(int argc, char** argv) {
   if (!conf) {
     startup.emerg(conf.status().message());
     if (o.test) {
-      std::string path = o.conf.empty() ? "conf/vigil.conf" : o.conf;
-      if (!o.prefix.empty() && path[0] != '/') path = o.prefix + "/" + path;
+      // The path as the loader joined it (nginx's message names it so).
+      const std::string path =
+          join_conf_path(o.prefix, o.conf.empty() ? "conf/vigil.conf" : o.conf);
       std::fprintf(stderr, "vigil: configuration file %s test failed\n", path.c_str());
     }
     return 1;

@@ -52,6 +52,18 @@ TEST_F(Cli, TestFlagOnAGoodFile) {
       << out;
 }
 
+// A prefix given with its trailing slash (as nginx-tests and init scripts
+// pass it): the failure names the file once joined, as the error line does.
+TEST_F(Cli, TestFailedNamesTheJoinedPath) {
+  write("conf/bad.conf", std::string(kGood) + "\nfoo bar;\n");
+  auto [rc, out] = test::run({kVigil, "-p", dir_ + "/", "-c", "conf/bad.conf", "-t"});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("in " + dir_ + "/conf/bad.conf:8"), std::string::npos) << out;
+  EXPECT_NE(out.find("vigil: configuration file " + dir_ + "/conf/bad.conf test failed"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(Cli, TestFlagOnABadFileNamesFileLineAndProblem) {
   write("conf/bad.conf", std::string(kGood) + "\nfoo bar;\n");
   auto [rc, out] = test::run({kVigil, "-p", dir_, "-c", "conf/bad.conf", "-t"});
