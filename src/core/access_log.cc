@@ -10,6 +10,7 @@
 
 #include <zlib.h>
 
+#include "core/syslog.h"
 #include "vigil/core/log.h"
 
 namespace vigil {
@@ -92,6 +93,12 @@ int open_log_file(const char* path) {
 }
 
 Status AccessLog::open() {
+  if (path_.starts_with(SyslogPeer::kPrefix)) {
+    auto peer = SyslogPeer::parse(path_);
+    if (!peer) return peer.status();
+    syslog_ = std::move(peer).value();
+    return Status::ok();
+  }
   int fd = open_log_file(path_.c_str());
   if (fd == -1) return Status::sys("open() \"" + path_ + "\"");
   if (fd_ != -1 && ::close(fd_) == -1) {
@@ -105,6 +112,7 @@ Status AccessLog::open() {
 
 Status AccessLog::reopen(Log& log) {
   flush(log);
+  if (syslog_ != nullptr) return Status::ok();
   int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd == -1) return Status::sys("open() \"" + path_ + "\"");
   // dup2 swaps the file under the same descriptor, so a line written at any
@@ -145,6 +153,11 @@ void AccessLog::write_out(const char* p, std::size_t n, Log& log) {
 // One gzip member of the `n` bytes (nginx's access_log gzip): deflated
 // whole, with its own header and trailer.
 void AccessLog::emit(const char* p, std::size_t n, Log& log) {
+  if (syslog_ != nullptr) {
+    if (n > 0 && p[n - 1] == '\n') --n;  // the datagram is the line
+    syslog_->send(-1, std::string_view(p, n));
+    return;
+  }
   if (gzip_ == 0) {
     write_out(p, n, log);
     return;

@@ -1,11 +1,12 @@
 #pragma once
-// An access log file of one worker (nginx's ngx_http_log_module and
+// An access log file (or syslog: target) of one worker (nginx's ngx_http_log_module and
 // ngx_stream_log_module share this): each line is written at once, or, with
 // buffer=, gathered in a buffer that is written when full, when the owner's
 // flush timer fires (flush=) and at exit; with gzip= each write is a gzip
 // member of its own (a file of members is one gzip stream to zcat). USR1
-// reopens the file. The line formats are the protocols' (http/log,
-// stream/log.h).
+// reopens the file. A path "syslog:server=..." sends each line as a syslog
+// datagram instead (never buffered). The line formats are the protocols'
+// (http/log, stream/log.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,7 @@
 namespace vigil {
 
 class Log;
+class SyslogPeer;
 
 class AccessLog {
  public:
@@ -53,6 +55,7 @@ class AccessLog {
 
   std::string path_;
   int fd_ = -1;
+  std::unique_ptr<SyslogPeer> syslog_;  // a syslog: target (no file)
   std::unique_ptr<char[]> buf_;
   std::size_t size_;
   std::size_t used_ = 0;

@@ -1,6 +1,7 @@
 #include "core/access_log_conf.h"
 
 #include "core/conf/values.h"
+#include "core/syslog.h"
 
 namespace vigil {
 
@@ -40,6 +41,14 @@ bool parse_log_buffer_param(const std::string& a, LogBufferParams& p, std::strin
 }
 
 Status finish_log_buffer_params(LogBufferParams& p, const std::string& path, bool path_has_vars) {
+  if (path.starts_with(SyslogPeer::kPrefix)) {
+    // Each line is a datagram of its own, sent at once.
+    if (p.buffer_set || p.gzip != 0 || p.flush != 0) {
+      return Status::error("logs to syslog cannot be buffered");
+    }
+    auto peer = SyslogPeer::parse(path);
+    return peer ? Status::ok() : peer.status();
+  }
   if (p.gzip != 0 && !p.buffer_set) {
     p.buffer = 64 * 1024;
     p.buffer_set = true;

@@ -24,7 +24,8 @@ struct LogBufferParams {
 bool parse_log_buffer_param(const std::string& arg, LogBufferParams& p, std::string& error);
 
 // After the last argument: gzip alone buffers 64k; flush needs a buffer; a
-// buffered log has no variables in its name. `path` is the directive's first
+// buffered log has no variables in its name; a syslog: target is valid and
+// not buffered. `path` is the directive's first
 // argument, for the message.
 Status finish_log_buffer_params(LogBufferParams& p, const std::string& path, bool path_has_vars);
 

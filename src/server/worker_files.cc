@@ -29,7 +29,9 @@ std::vector<std::string> worker_files(const Cycle& cycle) {
   }
   cycle.conf->error_logs().for_each_file([&](const std::string& path) { files.push_back(path); });
   if (const http::HttpServers* servers = http::http_servers(*cycle.conf); servers != nullptr) {
-    for (const http::AccessLogConf* al : servers->access_logs) files.push_back(al->path);
+    for (const http::AccessLogConf* al : servers->access_logs) {
+      if (is_file(al->path)) files.push_back(al->path);
+    }
   }
   return files;
 }

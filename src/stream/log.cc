@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/access_log_conf.h"
+#include "core/syslog.h"
 #include "core/conf/values.h"
 #include "stream/session.h"
 #include "stream/stream_conf.h"
@@ -153,10 +154,11 @@ Status set_access_log(const DirectiveCall& call, AccessLogs& logs) {
   }
   if (call.arg_count() < 2) return call.error("log format is not specified");
   auto log = std::make_shared<AccessLogConf>();
-  log->path = call.env().prefixed(call.arg(0));
+  const bool syslog = call.arg(0).starts_with(SyslogPeer::kPrefix);
+  log->path = syslog ? call.arg(0) : call.env().prefixed(call.arg(0));
   log->where = call.where();
   log->format_name = call.arg(1);
-  if (call.arg(0).find('$') != std::string::npos) {
+  if (!syslog && call.arg(0).find('$') != std::string::npos) {
     auto t = VarTemplate::compile(log->path);
     if (!t) return call.error(t.status().message());
     if (!t.value().is_literal()) {

@@ -110,12 +110,15 @@ TEST_F(ErrorLog, EachHttpLevelReplacesTheOneAbove) {
   const int second = free_port();
   ASSERT_TRUE(server_.start(
       "error_log logs/http.log warn;\n"
-      "server { listen 127.0.0.1:" + std::to_string(first) + "; error_log logs/server.log info;\n"
+      "server { listen 127.0.0.1:" +
+      std::to_string(first) +
+      "; error_log logs/server.log info;\n"
       "  location /loc/ { error_log logs/loc_a.log error; error_log logs/loc_b.log info; }\n"
       "  location /crit/ { error_log logs/crit.log crit; }\n"
       "  location /srv/ { }\n"
       "}\n"
-      "server { listen 127.0.0.1:" + std::to_string(second) + "; location / { } }\n"))
+      "server { listen 127.0.0.1:" +
+      std::to_string(second) + "; location / { } }\n"))
       << server_.output();
 
   ASSERT_EQ(get(first, simple_get("/loc/missing-a")).status, 404);
@@ -163,7 +166,8 @@ TEST_F(ErrorLog, SeveralAtOneLevelEachWriteTheirLevel) {
 }
 
 TEST_F(ErrorLog, ReopenedOnUsr1) {
-  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:0; error_log logs/srv.log; location / { } }"))
+  ASSERT_TRUE(
+      server_.start("server { listen 127.0.0.1:0; error_log logs/srv.log; location / { } }"))
       << server_.output();
   const int port = server_.port();
   ASSERT_EQ(get(port, simple_get("/before")).status, 404);
@@ -186,9 +190,10 @@ TEST_F(ErrorLog, ErrorsNameTheDirective) {
   EXPECT_NE(out.find("[emerg]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"memory:\""), std::string::npos) << out;
   EXPECT_NE(out.find("t.conf:3"), std::string::npos) << out;
-  out = check("events {}\nstream {\nserver { listen 127.0.0.1:1; proxy_pass 127.0.0.1:2;\n"
-              "error_log syslog:server=127.0.0.1,facility=nope; }\n}\n",
-              &rc);
+  out = check(
+      "events {}\nstream {\nserver { listen 127.0.0.1:1; proxy_pass 127.0.0.1:2;\n"
+      "error_log syslog:server=127.0.0.1,facility=nope; }\n}\n",
+      &rc);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("unknown syslog facility \"nope\""), std::string::npos) << out;
   EXPECT_NE(out.find("t.conf:4"), std::string::npos) << out;
@@ -206,12 +211,18 @@ TEST_F(ErrorLog, SyslogDatagrams) {
   UdpReceiver sys;
   ASSERT_GT(sys.port(), 0);
   const std::string to = "syslog:server=127.0.0.1:" + std::to_string(sys.port());
-  ASSERT_TRUE(server_.start("server { listen 127.0.0.1:0;\n"
-                            "  location /plain/ { error_log " + to + "; }\n"
-                            "  location /user/ { error_log " + to +
-                            ",facility=user,severity=alert,tag=vtest; }\n"
-                            "  location /bare/ { error_log " + to + ",nohostname; }\n"
-                            "}\n"))
+  ASSERT_TRUE(
+      server_.start("server { listen 127.0.0.1:0;\n"
+                    "  location /plain/ { error_log " +
+                    to +
+                    "; }\n"
+                    "  location /user/ { error_log " +
+                    to +
+                    ",facility=user,severity=alert,tag=vtest; }\n"
+                    "  location /bare/ { error_log " +
+                    to +
+                    ",nohostname; }\n"
+                    "}\n"))
       << server_.output();
   const int port = server_.port();
   ASSERT_EQ(get(port, simple_get("/plain/x1")).status, 404);
@@ -220,8 +231,9 @@ TEST_F(ErrorLog, SyslogDatagrams) {
   // local7.err: <187>; the error log's line, without its newline, after the
   // RFC 3164 header.
   EXPECT_TRUE(std::regex_match(
-      got.back(), std::regex(R"(<187>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ nginx: )"
-                             R"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[error\] \d+#0: \*\d+ open\(\) .*x1.*)")))
+      got.back(),
+      std::regex(R"(<187>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ nginx: )"
+                 R"(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[error\] \d+#0: \*\d+ open\(\) .*x1.*)")))
       << got.back();
   ASSERT_EQ(get(port, simple_get("/user/x2")).status, 404);
   got = sys.until("x2");
@@ -232,9 +244,92 @@ TEST_F(ErrorLog, SyslogDatagrams) {
   ASSERT_EQ(get(port, simple_get("/bare/x3")).status, 404);
   got = sys.until("x3");
   ASSERT_FALSE(got.empty());
-  EXPECT_TRUE(std::regex_search(got.back(), std::regex(R"(^<187>\w{3} [ \d]\d \d\d:\d\d:\d\d nginx: )")))
+  EXPECT_TRUE(
+      std::regex_search(got.back(), std::regex(R"(^<187>\w{3} [ \d]\d \d\d:\d\d:\d\d nginx: )")))
       << got.back();
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// access_log to syslog: each line (without its newline) is a datagram, at
+// local7.info unless facility=/severity= say otherwise; if= and the format
+// apply as to a file; stream's access_log takes the same target.
+TEST_F(ErrorLog, AccessLogToSyslog) {
+  UdpReceiver sys;
+  ASSERT_GT(sys.port(), 0);
+  const std::string to = "syslog:server=127.0.0.1:" + std::to_string(sys.port());
+  const int stream_port = free_port();
+  const int backend = free_port();
+  ASSERT_TRUE(server_.start(
+      "log_format uri \"$uri:$status\";\n"
+      "server { listen 127.0.0.1:0;\n"
+      "  location /plain/ { access_log " +
+          to +
+          " uri; }\n"
+          "  location /user/ { access_log " +
+          to +
+          ",facility=user,severity=alert,tag=vtest uri; }\n"
+          "  location /if/ { access_log " +
+          to +
+          " uri if=$arg_log; }\n"
+          "}\n"
+          "server { listen 127.0.0.1:" +
+          std::to_string(backend) + "; return 200 up; }\n",
+      "stream { log_format s \"stream $status $upstream_addr\";\n"
+      "  server { listen 127.0.0.1:" +
+          std::to_string(stream_port) + "; proxy_pass 127.0.0.1:" + std::to_string(backend) +
+          "; access_log " + to + ",nohostname s; }\n}\n"))
+      << server_.output();
+  const int port = server_.port();
+  ASSERT_EQ(get(port, simple_get("/plain/a1")).status, 404);
+  std::vector<std::string> got = sys.until("a1");
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(std::regex_match(
+      got.back(),
+      std::regex(R"(<190>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ nginx: /plain/a1:404)")))
+      << got.back();
+  ASSERT_EQ(get(port, simple_get("/user/a2")).status, 404);
+  got = sys.until("a2");
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(got.back().starts_with("<9>")) << got.back();  // user.alert
+  EXPECT_TRUE(got.back().ends_with(" vtest: /user/a2:404")) << got.back();
+  // if=: an empty or "0" value logs nothing; the next line that is logged
+  // comes alone.
+  ASSERT_EQ(get(port, simple_get("/if/skipped?log=0")).status, 404);
+  ASSERT_EQ(get(port, simple_get("/if/kept?log=1")).status, 404);
+  got = sys.until("kept");
+  ASSERT_FALSE(got.empty());
+  for (const std::string& d : got) EXPECT_EQ(d.find("skipped"), std::string::npos) << d;
+
+  Client c(stream_port);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send(simple_get("/")));
+  EXPECT_EQ(c.read_response().body, "up");
+  c.close();
+  got = sys.until("stream 200");
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(std::regex_match(
+      got.back(),
+      std::regex(R"(<190>\w{3} [ \d]\d \d\d:\d\d:\d\d nginx: stream 200 127\.0\.0\.1:\d+)")))
+      << got.back();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(ErrorLog, AccessLogToSyslogIsNeverBuffered) {
+  int rc = 0;
+  std::string out = check(
+      "events {}\nhttp {\nserver { listen 127.0.0.1:1;\n"
+      "  access_log syslog:server=127.0.0.1 combined buffer=4k; }\n}\n",
+      &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("logs to syslog cannot be buffered"), std::string::npos) << out;
+  EXPECT_NE(out.find("t.conf:4"), std::string::npos) << out;
+  out = check(
+      "events {}\nstream {\nlog_format s $status;\n"
+      "server { listen 127.0.0.1:1; proxy_pass 127.0.0.1:2;\n"
+      "  access_log syslog:server=127.0.0.1,severity=loud s; }\n}\n",
+      &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("unknown syslog severity \"loud\""), std::string::npos) << out;
 }
 
 TEST_F(ErrorLog, StreamServerLevel) {
@@ -245,10 +340,12 @@ TEST_F(ErrorLog, StreamServerLevel) {
       "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
       "events { worker_connections 64; }\n"
       "stream {\n error_log logs/stream.log info;\n"
-      " server { listen 127.0.0.1:" + std::to_string(first) + "; proxy_pass 127.0.0.1:" +
-      std::to_string(closed) + "; error_log logs/s1.log info; }\n"
-      " server { listen 127.0.0.1:" + std::to_string(second) + "; proxy_pass 127.0.0.1:" +
-      std::to_string(closed) + "; }\n"
+      " server { listen 127.0.0.1:" +
+      std::to_string(first) + "; proxy_pass 127.0.0.1:" + std::to_string(closed) +
+      "; error_log logs/s1.log info; }\n"
+      " server { listen 127.0.0.1:" +
+      std::to_string(second) + "; proxy_pass 127.0.0.1:" + std::to_string(closed) +
+      "; }\n"
       "}\n"))
       << server_.output();
   {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/access_log_conf.h"
+#include "core/syslog.h"
 #include "core/conf/values.h"
 #include "core/error_logs.h"
 #include "event/listen_conf.h"
@@ -325,9 +326,10 @@ Status set_access_log(const DirectiveCall& call, HttpLocConf& loc) {
     return Status::ok();
   }
   auto log = std::make_shared<AccessLogConf>();
-  log->path = call.env().prefixed(call.arg(0));
+  const bool syslog = call.arg(0).starts_with(SyslogPeer::kPrefix);
+  log->path = syslog ? call.arg(0) : call.env().prefixed(call.arg(0));
   log->where = call.where();
-  if (call.arg(0).find('$') != std::string::npos) {
+  if (!syslog && call.arg(0).find('$') != std::string::npos) {
     auto t = VarTemplate::compile(log->path);
     if (!t) return call.error(t.status().message());
     if (!t.value().is_literal()) log->path_var = std::make_shared<const VarTemplate>(std::move(t.value()));
