@@ -9,6 +9,7 @@
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
 #include "http/access/realip.h"
+#include "http/charset/charset.h"
 #include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
@@ -40,7 +41,7 @@ std::span<const HttpModule* const> http_modules() {
       &auth_request_module(), &auth_delay_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
-      &open_file_cache_module(), &proxy_module(),  &gzip_module(),
+      &open_file_cache_module(), &proxy_module(),  &charset_module(), &gzip_module(),
       &brotli_module(),     &zstd_module(),
       &filters_module(),
   };
@@ -51,21 +52,26 @@ std::span<const HttpModule* const> http_modules() {
 // filters.h). Header filters: the preconditions first (a 304 or 412 is
 // decided on the whole representation), then expires and add_header, each
 // only when some location of the configuration uses it (add_header's
-// Last-Modified is the date If-Range compares), then gunzip and gzip (after
+// Last-Modified is the date If-Range compares), then charset (before gunzip:
+// a coded body is never recoded), then gunzip and gzip (after
 // expires, whose fields gzip_proxied reads; gunzip first, as in nginx, so a
 // response it decodes is not coded again), then Range (a coded body has no
 // length, so no ranges: nginx's order). Body filters, before HTTP/1's final
-// writer: a module that changes the body (gzip) adds its filter before
-// chunked, which frames what the others made, when its directive is used.
+// writer: a module that changes the body (charset, then gzip: recoded, then
+// compressed) adds its filter before chunked, which frames what the others
+// made, when its directive is used.
 bool register_filters(FilterChains& chains, const HttpServers& servers) {
   bool ok = chains.header.add(not_modified_header_filter);
   if (ok && uses_expires(servers)) ok = chains.header.add(expires_header_filter);
   if (ok && uses_add_header(servers)) ok = chains.header.add(add_header_filter);
   const bool gunzip = uses_gunzip(servers);
   const bool gzip = uses_gzip(servers);
+  const bool charset = uses_charset(servers);
+  if (ok && charset) ok = chains.header.add(charset_header_filter);
   if (ok && gunzip) ok = chains.header.add(gunzip_header_filter);
   if (ok && gzip) ok = chains.header.add(gzip_header_filter);
   ok = ok && chains.header.add(range_header_filter);
+  if (ok && charset) ok = chains.body.add(charset_body_filter);
   if (ok && (gzip || gunzip)) ok = chains.body.add(gzip_body_filter);
   return ok && chains.body.add(chunked_body_filter);
 }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "http/charset/charset.h"
 #include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/request.h"
@@ -237,8 +238,32 @@ void put_size(Out& o, const Entry& e, bool exact) {
   }
 }
 
+// The bytes of the first `chars` UTF-8 characters of `s`, and in `count`
+// how many characters `s` holds; false when `s` is not valid UTF-8 (then
+// its bytes count, as nginx counts them).
+bool utf8_prefix(std::string_view s, std::size_t chars, std::size_t& bytes, std::size_t& count) {
+  bytes = s.size();
+  count = 0;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                                                          : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    if (count == chars) bytes = i;
+    ++count;
+    i += len;
+  }
+  return true;
+}
+
+// `utf8`: the page goes out as UTF-8 (the location's `charset utf-8`), so
+// a name's column width counts characters, not bytes.
 void format_html(Out& o, std::string_view uri, const Entry* e, std::size_t n, const char* names,
-                 const AutoindexConf& conf, long gmtoff) {
+                 const AutoindexConf& conf, long gmtoff, bool utf8) {
   o.put("<html>\r\n<head><title>Index of ");
   put_html(o, uri);
   o.put("</title></head>\r\n<body>\r\n<h1>Index of ");
@@ -251,8 +276,17 @@ void format_html(Out& o, std::string_view uri, const Entry* e, std::size_t n, co
     if (e[i].dir) o.put('/');
     o.put("\">");
     std::size_t len = name.size();
+    std::size_t cut = kNameColumn - 3;
+    if (utf8) {
+      std::size_t chars = 0;
+      std::size_t bytes = 0;
+      if (utf8_prefix(name, kNameColumn - 3, bytes, chars)) {
+        len = chars;
+        cut = bytes;
+      }
+    }
     if (len > kNameColumn) {
-      put_html(o, name.substr(0, kNameColumn - 3));
+      put_html(o, name.substr(0, cut));
       o.put("..&gt;</a>");
     } else {
       put_html(o, name);
@@ -478,10 +512,11 @@ int autoindex_handler(Request& r, const char* dir_path, std::string_view uri) {
     std::tm tm{};
     if (::localtime_r(&now, &tm) != nullptr) gmtoff = tm.tm_gmtoff;
   }
+  const bool utf8 = format == AutoindexFormat::kHtml && charset_is_utf8(r, "text/html");
   auto format_into = [&](Out& o) {
     switch (format) {
       case AutoindexFormat::kHtml:
-        format_html(o, uri, e, n, nm, conf, gmtoff);
+        format_html(o, uri, e, n, nm, conf, gmtoff, utf8);
         break;
       case AutoindexFormat::kXml:
         format_xml(o, e, n, nm);

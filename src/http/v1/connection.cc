@@ -19,6 +19,7 @@
 #include "http/core/request.h"
 #include "http/core/subrequest.h"
 #include "http/core/worker.h"
+#include "http/charset/charset.h"
 #include "http/gzip/gzip.h"
 #include "http/static/open_file_cache.h"
 #include "http/upstream/upstream.h"
@@ -60,6 +61,7 @@ void free_request(Request& r) {
   if (r.parent == nullptr) r.c->write->delayed = 0;
   upstream_core::release(r);
   release_gzip(r);
+  release_charset(r);
   if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
   release_request_body_file(r);
   release_file(r);
