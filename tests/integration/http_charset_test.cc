@@ -32,12 +32,12 @@ class HttpCharset : public ::testing::Test {
 };
 
 TEST_F(HttpCharset, NamesTheCharsetOfTheTypesItIsFor) {
-  ASSERT_TRUE(start(
-      "location / { charset utf-8; }\n"
-      "location /types/ { charset koi8-r; charset_types text/css; }\n"
-      "location /any/ { charset windows-1251; charset_types *; }\n"
-      "location /var/ { charset $arg_c; }\n"
-      "location /off/ { charset off; }"))
+  ASSERT_TRUE(
+      start("location / { charset utf-8; }\n"
+            "location /types/ { charset koi8-r; charset_types text/css; }\n"
+            "location /any/ { charset windows-1251; charset_types *; }\n"
+            "location /var/ { charset $arg_c; }\n"
+            "location /off/ { charset off; }"))
       << server_.output();
   server_.write("html/a.html", "x");
   server_.write("html/a.png", "x");
@@ -64,11 +64,15 @@ TEST_F(HttpCharset, AProxiedCharsetIsKeptUnlessOverridden) {
       std::string(kMaps) + "server { listen 127.0.0.1:" + std::to_string(backend) +
       "; root html; access_log off;\n"
       "  location / { default_type \"text/html; charset=a\"; types { } } }\n"
-      "server { listen 127.0.0.1:" + std::to_string(port_) + "; access_log off;\n"
-      "  location /keep/ { charset b; proxy_pass http://127.0.0.1:" + std::to_string(backend) +
+      "server { listen 127.0.0.1:" +
+      std::to_string(port_) +
+      "; access_log off;\n"
+      "  location /keep/ { charset b; proxy_pass http://127.0.0.1:" +
+      std::to_string(backend) +
       "/; }\n"
       "  location /override/ { charset b; override_charset on; proxy_pass http://127.0.0.1:" +
-      std::to_string(backend) + "/; }\n"
+      std::to_string(backend) +
+      "/; }\n"
       "  location /utf8/ { charset utf-8; override_charset on; proxy_pass http://127.0.0.1:" +
       std::to_string(backend) + "/; }\n}"))
       << server_.output();
@@ -87,12 +91,14 @@ TEST_F(HttpCharset, AProxiedCharsetIsKeptUnlessOverridden) {
 }
 
 TEST_F(HttpCharset, EightBitTablesWorkBothWays) {
-  ASSERT_TRUE(start("location /ab/ { charset b; source_charset a; }\n"
-                    "location /ba/ { charset A; source_charset B; }\n"
-                    "location /none/ { charset b; source_charset c; }"))
+  ASSERT_TRUE(
+      start("location /ab/ { charset b; source_charset a; }\n"
+            "location /ba/ { charset A; source_charset B; }\n"
+            "location /none/ { charset b; source_charset c; }"))
       << server_.output();
   const std::string text = "text \xC0\xC1\xC2 end";
-  for (const char* d : {"ab", "ba", "none"}) server_.write(std::string("html/") + d + "/t.html", text);
+  for (const char* d : {"ab", "ba", "none"})
+    server_.write(std::string("html/") + d + "/t.html", text);
   Response ab = request("/ab/t.html");
   EXPECT_EQ(ab.status, 200);
   EXPECT_EQ(ab.header("content-type"), "text/html; charset=b");

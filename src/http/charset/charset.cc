@@ -126,9 +126,9 @@ struct CharsetConf {
   std::string source_name;
   std::shared_ptr<const VarTemplate> source_var;
   bool override_charset = false;
-  std::vector<std::string> types{"text/html",           "text/xml",
-                                 "text/plain",          "text/vnd.wap.wml",
-                                 "application/javascript", "application/rss+xml"};
+  std::vector<std::string> types{
+      "text/html",          "text/xml", "text/plain", "text/vnd.wap.wml", "application/javascript",
+      "application/rss+xml"};
   bool any_type = false;
   // The http level's charset_map tables (every level shares them).
   std::shared_ptr<CharsetMaps> maps;
@@ -296,7 +296,7 @@ struct CharsetCtx {
   std::uint32_t in_count = 0;
   const std::uint8_t* in_ptr = nullptr;
   std::size_t in_len = 0;
-  Buf* cur = nullptr;  // the memory buffer in_ptr reads (its pos follows)
+  Buf* cur = nullptr;    // the memory buffer in_ptr reads (its pos follows)
   char* rbuf = nullptr;  // a file range's piece read into memory
   std::uint32_t rbuf_size = 0;
   // Output buffers, taken as needed and reused.
@@ -473,8 +473,8 @@ bool take_input(Request& r, CharsetCtx& x) {
       const std::size_t piece = r.loc->output_buffer < 4096 ? 4096 : r.loc->output_buffer;
       if (r.hc->worker->buffers().reserve(x.rbuf, x.rbuf_size, piece) == nullptr) return false;
       const off_t left = b->file_last - b->file_pos;
-      const std::size_t n = left < static_cast<off_t>(x.rbuf_size) ? static_cast<std::size_t>(left)
-                                                                    : x.rbuf_size;
+      const std::size_t n =
+          left < static_cast<off_t>(x.rbuf_size) ? static_cast<std::size_t>(left) : x.rbuf_size;
       const std::size_t got = read_file_some(*r.c, b->file_fd, b->file_pos, x.rbuf, n);
       if (got == 0) return false;
       b->file_pos += static_cast<off_t>(got);
