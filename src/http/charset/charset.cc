@@ -14,6 +14,7 @@
 #include "codec/tokens.h"
 #include "core/conf/parser.h"
 #include "event/file_read.h"
+#include "http/charset/recode.h"
 #include "http/core/conf.h"
 #include "http/core/filters.h"
 #include "http/core/module.h"
@@ -27,31 +28,9 @@
 namespace vigil::http {
 namespace {
 
-// ---- tables -------------------------------------------------------------------------
-
-constexpr std::size_t kUtf8Max = 4;  // a table's UTF-8 entry: its length, then up to 3 bytes
-
-// One charset_map: between `from` (8-bit) and `to` (8-bit, or UTF-8).
-struct CharsetMap {
-  std::string from;  // lower case
-  std::string to;
-  bool utf8 = false;
-  std::array<std::uint8_t, 256> from_to{};  // 8-bit to 8-bit
-  std::array<std::uint8_t, 256> to_from{};
-  std::array<std::array<std::uint8_t, kUtf8Max>, 256> from_utf8{};  // [0] = length
-  std::unordered_map<std::uint32_t, std::uint8_t> utf8_from;        // code point -> byte
-};
-
 struct CharsetMaps {
   std::vector<std::unique_ptr<CharsetMap>> maps;
 };
-
-// How one response is recoded.
-enum class Recode : std::uint8_t { kEightBit, kToUtf8, kFromUtf8 };
-
-bool is_utf8(std::string_view name) {
-  return iequals(name, "utf-8");
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -59,59 +38,6 @@ std::string lower(std::string_view s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
-}
-
-int hex_value(std::string_view s) {
-  if (s.empty() || s.size() > 8) return -1;
-  int v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return -1;
-    }
-    v = v * 16 + d;
-  }
-  return v;
-}
-
-// The code point of the UTF-8 sequence [p, p + n) (complete, n = its
-// length), or -1 when it is not a valid one.
-std::int32_t utf8_decode(const std::uint8_t* p, std::size_t n) {
-  std::uint32_t cp;
-  std::uint32_t min;
-  if (n == 2) {
-    cp = p[0] & 0x1fu;
-    min = 0x80;
-  } else if (n == 3) {
-    cp = p[0] & 0x0fu;
-    min = 0x800;
-  } else if (n == 4) {
-    cp = p[0] & 0x07u;
-    min = 0x10000;
-  } else {
-    return n == 1 && p[0] < 0x80 ? p[0] : -1;
-  }
-  for (std::size_t i = 1; i < n; ++i) {
-    if ((p[i] & 0xc0u) != 0x80u) return -1;
-    cp = (cp << 6) | (p[i] & 0x3fu);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
-  return static_cast<std::int32_t>(cp);
-}
-
-// The length of a UTF-8 sequence starting with `lead` (0: not a lead byte).
-std::size_t utf8_length(std::uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
 }
 
 // ---- configuration ------------------------------------------------------------------------
@@ -186,31 +112,10 @@ class MapSink : public StatementSink {
     const std::string where = parser.origin().where(st.words[0].line);
     if (st.end != ConfTerminator::kSemicolon) return Status::error("unexpected \"{\"" + where);
     if (st.words.size() != 2) return Status::error("invalid parameters number" + where);
-    const std::string& from = st.words[0].text;
-    const std::string& to = st.words[1].text;
-    const int b = hex_value(from);
-    if (b < 0 || b > 255) return Status::error("invalid value \"" + from + "\"" + where);
-    if (!map_.utf8) {
-      const int v = hex_value(to);
-      if (v < 0 || v > 255) return Status::error("invalid value \"" + to + "\"" + where);
-      map_.from_to[b] = static_cast<std::uint8_t>(v);
-      map_.to_from[v] = static_cast<std::uint8_t>(b);
-      return Status::ok();
+    std::string_view bad;
+    if (!map_.add(st.words[0].text, st.words[1].text, bad)) {
+      return Status::error("invalid value \"" + std::string(bad) + "\"" + where);
     }
-    if (to.size() % 2 != 0 || to.empty() || to.size() / 2 > kUtf8Max - 1) {
-      return Status::error("invalid value \"" + to + "\"" + where);
-    }
-    std::array<std::uint8_t, kUtf8Max> seq{};
-    seq[0] = static_cast<std::uint8_t>(to.size() / 2);
-    for (std::size_t i = 0; i < seq[0]; ++i) {
-      const int v = hex_value(std::string_view(to).substr(i * 2, 2));
-      if (v < 0) return Status::error("invalid value \"" + to + "\"" + where);
-      seq[i + 1] = static_cast<std::uint8_t>(v);
-    }
-    const std::int32_t cp = utf8_decode(seq.data() + 1, seq[0]);
-    if (cp < 0) return Status::error("invalid value \"" + to + "\"" + where);
-    map_.from_utf8[b] = seq;
-    map_.utf8_from[static_cast<std::uint32_t>(cp)] = static_cast<std::uint8_t>(b);
     return Status::ok();
   }
 
@@ -221,7 +126,7 @@ class MapSink : public StatementSink {
 Status set_map(const DirectiveCall& call, CharsetConf& c) {
   const std::string from = lower(call.arg(0));
   const std::string to = lower(call.arg(1));
-  if (is_utf8(from)) {
+  if (is_utf8_name(from)) {
     return call.error("\"charset_map\" from \"" + call.arg(0) + "\" is not supported");
   }
   if (c.maps == nullptr) c.maps = std::make_shared<CharsetMaps>();
@@ -231,16 +136,7 @@ Status set_map(const DirectiveCall& call, CharsetConf& c) {
                         call.arg(1) + "\"");
     }
   }
-  auto map = std::make_unique<CharsetMap>();
-  map->from = from;
-  map->to = to;
-  map->utf8 = is_utf8(to);
-  for (int i = 0; i < 256; ++i) {
-    const auto b = static_cast<std::uint8_t>(i < 0x80 ? i : '?');
-    map->from_to[i] = b;
-    map->to_from[i] = b;
-    map->from_utf8[i] = {1, b, 0, 0};
-  }
+  auto map = std::make_unique<CharsetMap>(from, to);
   MapSink sink(*map);
   if (Status s = call.parse_block(sink); !s) return s;
   c.maps->maps.push_back(std::move(map));
@@ -276,20 +172,14 @@ const CharsetConf& conf_of(const Request& r) {
 constexpr std::uint32_t kMaxInput = 128;  // the producer's buffers not yet read
 constexpr std::uint32_t kOutBufs = 4;
 constexpr std::size_t kOutSize = 16384;
-constexpr std::size_t kMaxOut = sizeof("&#1114111;") - 1;  // the most one character becomes
-constexpr std::size_t kMaxLabel = 512;                     // "type; charset=name"
+constexpr std::size_t kMaxLabel = 512;  // "type; charset=name"
 
 struct CharsetCtx {
-  const CharsetMap* map = nullptr;  // null: the Content-Type only
-  Recode recode = Recode::kEightBit;
-  bool reverse = false;  // from the map's `to` to its `from`
-  bool busy = false;     // output passed on and not yet sent
-  bool done = false;     // the end of the body was passed on
+  Recoder recoder;    // map null: the Content-Type only
+  bool busy = false;  // output passed on and not yet sent
+  bool done = false;  // the end of the body was passed on
   bool last_seen = false;
   bool flush_pending = false;
-  // A UTF-8 sequence split between two input buffers.
-  std::uint8_t saved[kUtf8Max] = {};
-  std::uint32_t saved_len = 0;
   // Input not yet read, oldest first.
   Buf* in[kMaxInput] = {};
   std::uint32_t in_head = 0;
@@ -400,61 +290,8 @@ bool label(Request& r, CharsetCtx& x, std::string_view type, std::string_view na
 
 // Recodes from x.in_ptr into [out, end); returns the new output end.
 char* recode_some(CharsetCtx& x, char* out, char* end) {
-  const CharsetMap& m = *x.map;
   const std::uint8_t* in = x.in_ptr;
-  const std::uint8_t* in_end = in + x.in_len;
-  switch (x.recode) {
-    case Recode::kEightBit: {
-      const auto& table = x.reverse ? m.to_from : m.from_to;
-      while (in < in_end && out < end) *out++ = static_cast<char>(table[*in++]);
-      break;
-    }
-    case Recode::kToUtf8:
-      while (in < in_end) {
-        const auto& seq = m.from_utf8[*in];
-        if (static_cast<std::size_t>(end - out) < seq[0]) break;
-        for (std::size_t i = 1; i <= seq[0]; ++i) *out++ = static_cast<char>(seq[i]);
-        ++in;
-      }
-      break;
-    case Recode::kFromUtf8:
-      while (in < in_end && static_cast<std::size_t>(end - out) >= kMaxOut) {
-        const std::uint8_t c = *in;
-        if (x.saved_len == 0 && c < 0x80) {
-          *out++ = static_cast<char>(c);
-          ++in;
-          continue;
-        }
-        if (x.saved_len > 0 && (c & 0xc0u) != 0x80u) {
-          // A sequence cut short: '?' for it, and this byte starts over.
-          *out++ = '?';
-          x.saved_len = 0;
-          continue;
-        }
-        if (x.saved_len == 0 && utf8_length(c) == 0) {
-          *out++ = '?';
-          ++in;
-          continue;
-        }
-        x.saved[x.saved_len++] = c;
-        ++in;
-        const std::size_t need = utf8_length(x.saved[0]);
-        if (x.saved_len < need) continue;
-        const std::int32_t cp = utf8_decode(x.saved, need);
-        x.saved_len = 0;
-        if (cp < 0) {
-          *out++ = '?';
-          continue;
-        }
-        auto found = m.utf8_from.find(static_cast<std::uint32_t>(cp));
-        if (found != m.utf8_from.end()) {
-          *out++ = static_cast<char>(found->second);
-        } else {
-          out += std::snprintf(out, kMaxOut + 1, "&#%d;", cp);
-        }
-      }
-      break;
-  }
+  out = x.recoder.run(in, x.in_ptr + x.in_len, out, end);
   const auto used = static_cast<std::size_t>(in - x.in_ptr);
   if (x.cur != nullptr) x.cur->pos += used;
   x.in_ptr = in;
@@ -501,7 +338,7 @@ bool take_input(Request& r, CharsetCtx& x) {
 bool produce(Request& r, CharsetCtx& x) {
   for (;;) {
     Buf* o = x.nout > 0 ? &x.out[x.nout - 1] : nullptr;
-    if (o == nullptr || static_cast<std::size_t>(o->end - o->last) < kMaxOut) {
+    if (o == nullptr || static_cast<std::size_t>(o->end - o->last) < kRecodeMaxOut) {
       if (x.nout == kOutBufs) return true;
       char*& mem = x.out_mem[x.nout];
       if (mem == nullptr) mem = r.hc->worker->buffers().get(kOutSize);
@@ -516,10 +353,7 @@ bool produce(Request& r, CharsetCtx& x) {
     if (x.in_len == 0) {
       if (!take_input(r, x)) return false;
       if (x.in_len == 0) {
-        if (x.last_seen && x.saved_len > 0) {
-          *o->last++ = '?';  // the body ended inside a UTF-8 sequence
-          x.saved_len = 0;
-        }
+        if (x.last_seen) o->last = x.recoder.finish(o->last, o->end);
         return true;
       }
     }
@@ -613,9 +447,9 @@ int charset_header_filter(Request& r) {
     return 0;
   }
   if (!label(r, *x, type, dst)) return 0;
-  x->map = map;
-  x->reverse = reverse;
-  x->recode = !map->utf8 ? Recode::kEightBit : reverse ? Recode::kFromUtf8 : Recode::kToUtf8;
+  x->recoder.map = map;
+  x->recoder.reverse = reverse;
+  x->recoder.kind = !map->utf8 ? Recode::kEightBit : reverse ? Recode::kFromUtf8 : Recode::kToUtf8;
   // The producer passes the whole body through the filters, and no range
   // of the old bytes is sent; UTF-8 on either side changes the length.
   r.body_changed = true;
@@ -626,7 +460,7 @@ int charset_header_filter(Request& r) {
 
 int charset_body_filter(Request& r, Chain* in, BodyFilterNext next) {
   CharsetCtx* x = ctx_of(r);
-  if (x == nullptr || x->map == nullptr || r.header_only) return next(r, in);
+  if (x == nullptr || x->recoder.map == nullptr || r.header_only) return next(r, in);
   for (Chain* cl = in; cl != nullptr; cl = cl->next) {
     if (x->done) {
       // Bytes after the end (a proxied body's tail): dropped.
@@ -697,7 +531,7 @@ bool charset_is_utf8(const Request& r, std::string_view type) {
   const CharsetConf& c = conf_of(r);
   if (c.charset == Source::kOff || !type_listed(c, type)) return false;
   char mem[128];
-  return is_utf8(name_for(r, c.charset, c.charset_name, c.charset_var, mem, sizeof mem));
+  return is_utf8_name(name_for(r, c.charset, c.charset_name, c.charset_var, mem, sizeof mem));
 }
 
 bool uses_charset(const HttpServers& servers) {
