@@ -131,18 +131,10 @@ int auth_basic_check(Request& r) {
     left -= realm.size();
   }
 
+  // A second Authorization line never reaches here (process_request
+  // refuses it: which set of credentials a proxy in front checked cannot be
+  // known).
   const HeaderField* f = authorization(r);
-  // Two sets of credentials: which one a proxy in front checked cannot be
-  // known, so neither is taken (nginx refuses the field twice in any request).
-  for (const HeaderField* g = f; g != nullptr && g < r.fields + r.nfields; ++g) {
-    if (g != f && iequals(g->name, "authorization")) {
-      VIGIL_LOG(*r.c->log, kInfo, 0,
-                "*%llu client sent duplicate header line: \"Authorization\", client: %.*s",
-                static_cast<unsigned long long>(r.c->number),
-                static_cast<int>(r.c->addr_text.size()), r.c->addr_text.data());
-      return 400;
-    }
-  }
   std::string_view user, password;
   if (f == nullptr || f->value.size() >= left ||
       !parse_basic_credentials(f->value, scratch, user, password)) {

@@ -222,6 +222,36 @@ void refuse_head(Request& r) {
   finalize_error(r, r.check.status);
 }
 
+// A second line of a field that must appear once (nginx's unique request
+// fields; Host, Content-Length and Transfer-Encoding are the parser's
+// checks): which two, or null. Two values of a precondition or of the
+// credentials leave no one meaning to act on (RFC 9110 §5.3: a field that
+// is not a list must not be repeated).
+const HeaderField* duplicate_field(const Request& r, const HeaderField*& first) {
+  std::uint32_t seen = 0;
+  const HeaderField* firsts[8] = {};
+  for (std::uint32_t i = 0; i < r.nfields; ++i) {
+    const HeaderField& f = r.fields[i];
+    constexpr HeaderId kOnce[] = {HeaderId::kIfModifiedSince, HeaderId::kIfUnmodifiedSince,
+                                  HeaderId::kIfMatch,         HeaderId::kIfNoneMatch,
+                                  HeaderId::kIfRange,         HeaderId::kExpect,
+                                  HeaderId::kAuthorization};
+    int k = -1;
+    for (int j = 0; j < 7; ++j) {
+      if (f.id == kOnce[j]) k = j;
+    }
+    if (k < 0 && f.id == HeaderId::kOther && iequals(f.name, "content-range")) k = 7;
+    if (k < 0) continue;
+    if ((seen & (1u << k)) != 0) {
+      first = firsts[k];
+      return &f;
+    }
+    seen |= 1u << k;
+    firsts[k] = &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void process_request(Request& r) {
@@ -242,6 +272,19 @@ void process_request(Request& r) {
   if (!r.check.ok()) {
     VIGIL_LOG(*c.log, kInfo, 0, "*%llu client sent invalid header: %s",
               static_cast<unsigned long long>(c.number), r.check.error);
+    refuse_head(r);
+    return;
+  }
+  const HeaderField* first = nullptr;
+  if (const HeaderField* dup = duplicate_field(r, first); dup != nullptr) {
+    VIGIL_LOG(*c.log, kInfo, 0,
+              "*%llu client sent duplicate header line: \"%.*s: %.*s\", previous value: \"%.*s: "
+              "%.*s\"",
+              static_cast<unsigned long long>(c.number), static_cast<int>(dup->name.size()),
+              dup->name.data(), static_cast<int>(dup->value.size()), dup->value.data(),
+              static_cast<int>(first->name.size()), first->name.data(),
+              static_cast<int>(first->value.size()), first->value.data());
+    r.check.status = 400;
     refuse_head(r);
     return;
   }

@@ -795,6 +795,9 @@ std::size_t worst_case(std::size_t n, ValueCoding coding) {
 std::size_t request_header_value(const Request& r, std::string_view name, char* out, bool& found) {
   found = false;
   std::size_t n = 0;
+  // Cookie fields join as one cookie-string ("; ", RFC 6265 §5.4 and RFC
+  // 9113 §8.2.3), any other list with ", " (RFC 9110 §5.3).
+  const bool cookie = name == "cookie";
   for (std::uint32_t i = 0; i < r.nfields; ++i) {
     const std::string_view fname = r.fields[i].name;
     if (fname.size() != name.size()) continue;
@@ -803,7 +806,7 @@ std::size_t request_header_value(const Request& r, std::string_view name, char* 
     if (!same) continue;
     const std::string_view v = r.fields[i].value;
     if (found) {
-      if (out != nullptr) std::memcpy(out + n, ", ", 2);
+      if (out != nullptr) std::memcpy(out + n, cookie ? "; " : ", ", 2);
       n += 2;
     }
     if (out != nullptr) std::memcpy(out + n, v.data(), v.size());

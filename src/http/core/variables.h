@@ -111,7 +111,7 @@ class VarTemplate {
 Result<std::string> declared_variable_word(std::string_view word);
 
 // The value of $http_NAME-style lookups: the request's fields named `name`
-// (case-insensitive) joined with ", ", written to `out` (nullptr: only the
+// (case-insensitive) joined with ", " ("; " for cookie), written to `out` (nullptr: only the
 // length). Returns the length; `found` false when there is no such field.
 std::size_t request_header_value(const Request& r, std::string_view name, char* out, bool& found);
 
