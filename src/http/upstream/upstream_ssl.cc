@@ -142,6 +142,10 @@ void connected(Upstream& us) {
   }
   note_connected(us);
   us.stage = Stage::kSending;
+  if (us.protocol->attach != nullptr && !us.protocol->attach(us)) {
+    next_upstream(us, kNextError, 502);
+    return;
+  }
   send_request(us);
 }
 
