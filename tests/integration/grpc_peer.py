@@ -4,7 +4,7 @@ generic handlers with bytes in and out).
 
   grpc_peer.py server [--tls CERT KEY]
       serves test.Echo on 127.0.0.1, an ephemeral port; prints "port N" once
-      listening, and runs until stdin closes.
+      listening, and runs until it is killed.
   grpc_peer.py client TARGET METHOD [options]
       calls /test.Echo/METHOD through TARGET (host:port) and prints one JSON
       object: code, details, messages (as text), initial and trailing metadata.
@@ -17,7 +17,6 @@ the caller's address: the same for two calls on one connection).
 """
 import json
 import sys
-import threading
 from concurrent import futures
 
 import grpc
@@ -77,15 +76,7 @@ def serve(args):
         port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print("port %d" % port, flush=True)
-    done = threading.Event()
-
-    def wait_stdin():
-        sys.stdin.read()
-        done.set()
-
-    threading.Thread(target=wait_stdin, daemon=True).start()
-    done.wait()
-    server.stop(0)
+    server.wait_for_termination()
 
 
 def call(args):

@@ -112,6 +112,8 @@ constexpr upstream_core::UpstreamProtocol kHttp2{
     .attach = attach,
     .control_output = control_output,
     .own_connections = true,
+    .scheme = "grpc",
+    .tls_scheme = "grpcs",
 };
 
 int grpc_content(Request& r) {

@@ -200,7 +200,7 @@ void log_error(Upstream& u, int level, int err, const char* what) {
                static_cast<unsigned long long>(c.number), what, errtext, action(u.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
                static_cast<int>(lc.server.size()), lc.server.data(),
-               static_cast<int>(r.line.line.size()), r.line.line.data(), u.https ? "https" : "http",
+               static_cast<int>(r.line.line.size()), r.line.line.data(), u.https ? u.protocol->tls_scheme : u.protocol->scheme,
                static_cast<int>(peer.size()), peer.data(), static_cast<int>(uri.size()), uri.data(),
                static_cast<int>(lc.host_len), lc.host);
 }

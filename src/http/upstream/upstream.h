@@ -109,6 +109,9 @@ struct UpstreamProtocol {
   // Its connections carry only this protocol: the keepalive cache keeps
   // them apart from HTTP/1 ones to the same servers.
   bool own_connections = false;
+  // The scheme of the "upstream:" in log lines, plain and with TLS.
+  const char* scheme = "http";
+  const char* tls_scheme = "https";
 };
 
 // A group made for one request from addresses known only at run time (an
