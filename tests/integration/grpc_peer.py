@@ -5,6 +5,11 @@ generic handlers with bytes in and out).
   grpc_peer.py server [--tls CERT KEY]
       serves test.Echo on 127.0.0.1, an ephemeral port; prints "port N" once
       listening, and runs until it is killed.
+  grpc_peer.py raw-server good|bad
+      a bare HTTP/2 server on the socket API: answers each request with
+      ":status 200" and "content-type: application/grpc" Huffman-coded, its
+      padding right ("good") or one whole 0xff byte too long ("bad", what
+      nginx-tests' encoder sends; RFC 7541 §5.2 makes it a decoding error).
   grpc_peer.py client TARGET METHOD [options]
       calls /test.Echo/METHOD through TARGET (host:port) and prints one JSON
       object: code, details, messages (as text), initial and trailing metadata.
@@ -79,6 +84,45 @@ def serve(args):
     server.wait_for_termination()
 
 
+def raw_serve(args):
+    import socket
+    import struct
+    # "application/grpc" is 88 bits of Huffman code: 11 bytes, no padding.
+    value = b"\x1du\xd0b\x0d&=LMed"
+    block = b"\x88\x5f" + (bytes([0x80 | 12]) + value + b"\xff" if args[0] == "bad"
+                          else bytes([0x80 | 11]) + value)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    print("port %d" % srv.getsockname()[1], flush=True)
+    while True:
+        c, _ = srv.accept()
+        buf = b""
+        try:
+            while len(buf) < 24:
+                buf += c.recv(65536)
+            buf = buf[24:]
+            c.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")  # SETTINGS
+            while True:
+                while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+                    data = c.recv(65536)
+                    if not data:
+                        raise EOFError
+                    buf += data
+                length = int.from_bytes(buf[:3], "big")
+                ftype, flags = buf[3], buf[4]
+                sid = struct.unpack(">I", buf[5:9])[0] & 0x7fffffff
+                buf = buf[9 + length:]
+                if ftype == 4 and not flags & 1:
+                    c.sendall(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
+                if ftype == 1:
+                    c.sendall(len(block).to_bytes(3, "big") + b"\x01\x05" +
+                              struct.pack(">I", sid) + block)
+        except (EOFError, OSError):
+            pass
+        c.close()
+
+
 def call(args):
     target, method = args[0], args[1]
     opts = args[2:]
@@ -146,5 +190,7 @@ def call(args):
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         serve(sys.argv[2:])
+    elif sys.argv[1] == "raw-server":
+        raw_serve(sys.argv[2:])
     else:
         call(sys.argv[2:])

@@ -208,6 +208,32 @@ TEST_F(Grpc, DirectivesAreCheckedAtLoad) {
   EXPECT_EQ(rc3, 0) << out3;
 }
 
+// RFC 7541 §5.2: Huffman padding longer than 7 bits is a decoding error
+// (nginx takes it; docs/compatibility.md). A bare HTTP/2 server answers with
+// "content-type: application/grpc" padded right, then one byte too long.
+TEST(GrpcHpack, HuffmanPaddingLongerThanSevenBitsIsADecodingError) {
+  for (const std::string kind : {"good", "bad"}) {
+    Process raw({"/usr/bin/python3", kPeer, "raw-server", kind});
+    ASSERT_TRUE(raw.wait_for_output("\n", 20000)) << raw.output();
+    const int backend = std::stoi(raw.output().substr(raw.output().find("port ") + 5));
+    test::VigilServer s;
+    const int port = test::free_port();
+    ASSERT_TRUE(s.start("access_log off;\nserver {\n  listen 127.0.0.1:" + std::to_string(port) +
+                        ";\n  location / { grpc_pass 127.0.0.1:" + std::to_string(backend) +
+                        "; }\n}\n"))
+        << s.output();
+    auto [rc, out] = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                                "content-type: application/grpc",
+                                "http://127.0.0.1:" + std::to_string(port) + "/x"});
+    if (kind == "good") {
+      EXPECT_EQ(out, "200");
+    } else {
+      EXPECT_EQ(out, "502");
+      EXPECT_TRUE(s.wait_output("upstream sent invalid http2 table index")) << s.output();
+    }
+  }
+}
+
 // grpcs:// to a TLS gRPC server, and TLS with ALPN h2 from the client.
 class GrpcTls : public ::testing::Test {
  protected:
