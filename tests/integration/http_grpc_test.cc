@@ -106,6 +106,23 @@ TEST_F(Grpc, GrpcSchemeAndSetHeaderReachTheBackend) {
   EXPECT_TRUE(has(out, "\"echo-x-client\": \"one\"")) << out;
 }
 
+TEST_F(Grpc, PassWithVariables) {
+  // The address comes with the request (metadata is a field): evaluated per
+  // request, as nginx's; an upstream block by name too.
+  start("location / { grpc_pass grpc://$http_x_backend; }",
+        "upstream named { server " + backend() + "; }\n");
+  const std::string out = call(target(), "Unary", {"--meta", "x-backend=" + backend()});
+  EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << out;
+  EXPECT_TRUE(has(out, "\"x-trailer\": \"end\"")) << out;
+  const std::string named = call(target(), "Stream", {"--payload", "2", "--meta", "x-backend=named"});
+  EXPECT_TRUE(has(named, "[\"m0\", \"m1\"]")) << named;
+  // No port: 500, logged as nginx does.
+  const std::string bad = call(target(), "Unary", {"--meta", "x-backend=127.0.0.1"});
+  EXPECT_TRUE(has(bad, "\"code\": \"INTERNAL\"") || has(bad, "\"code\": \"UNKNOWN\""))
+      << bad;
+  EXPECT_TRUE(s_.wait_output("no port in upstream \"grpc://127.0.0.1\"")) << s_.output();
+}
+
 TEST_F(Grpc, ServerStreaming) {
   start("location / { grpc_pass " + backend() + "; }");
   const std::string out = call(target(), "Stream", {"--payload", "5"});

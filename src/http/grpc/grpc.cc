@@ -94,6 +94,7 @@ void finalize(Upstream& u) {
   auto& gs = static_cast<GrpcState&>(u);
   if (gs.inflater != nullptr) nghttp2_hd_inflate_del(gs.inflater);
   if (gs.fields_mem != nullptr) gs.r->hc->worker->buffers().put(gs.fields_mem, gs.fields_cap);
+  if (gs.url_mem != nullptr) gs.r->hc->worker->buffers().put(gs.url_mem, gs.url_mem_size);
   if (gs.r->headers_out.trailers == gs.trailers) {
     gs.r->headers_out.trailers = nullptr;
     gs.r->headers_out.ntrailers = 0;
@@ -118,6 +119,43 @@ constexpr upstream_core::UpstreamProtocol kHttp2{
 
 int grpc_content(Request& r) {
   return start(r);
+}
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// grpc_pass with variables (nginx's ngx_http_grpc_eval): an optional
+// grpc:// or grpcs://, then an upstream block's name, an address or a name
+// to resolve. 0, or the status the client gets.
+int eval_url(GrpcState& gs) {
+  Request& r = *gs.r;
+  const GrpcConf& conf = gs.gconf();
+  const std::size_t n = conf.url.length(r);
+  const std::size_t size = (n + 4095) & ~std::size_t{4095};
+  char* mem = r.hc->worker->buffers().get(size);
+  if (mem == nullptr) return 500;
+  gs.url_mem = mem;
+  gs.url_mem_size = static_cast<std::uint32_t>(size);
+  const std::string_view url(mem, static_cast<std::size_t>(conf.url.write(r, mem) - mem));
+  std::string_view rest = url;
+  gs.https = false;
+  if (starts_with_nocase(url, "grpc://")) {
+    rest = url.substr(7);
+  } else if (starts_with_nocase(url, "grpcs://")) {
+    rest = url.substr(8);
+    gs.https = true;
+  }
+  std::string_view host;
+  std::string_view port_text;
+  unsigned port = 0;
+  if (const int status =
+          upstream_core::route_to(gs, url, rest, 0, conf.groups, host, port_text, port);
+      status != 0) {
+    return status;
+  }
+  gs.authority = rest;  // the host, and the port when one is written
+  return 0;
 }
 
 }  // namespace
@@ -148,7 +186,7 @@ GrpcConnState* conn_state(Connection& c, bool fresh) {
 
 int start(Request& r) {
   const GrpcConf& conf = grpc_conf(*r.loc);
-  if (!conf.enabled || conf.group == nullptr) return 500;
+  if (!conf.enabled || (conf.group == nullptr && !conf.variables)) return 500;
   if (r.upstream != nullptr) upstream_core::release(r);
   HttpWorker& w = *r.hc->worker;
   char* mem = w.buffers().get(sizeof(GrpcState));
@@ -163,6 +201,10 @@ int start(Request& r) {
   gs->group = conf.group;
   gs->https = conf.https;
   gs->target = conf.target;
+  gs->authority = conf.host;
+  if (conf.variables) {
+    if (const int status = eval_url(*gs); status != 0) return status;
+  }
   return upstream_core::start(*gs);
 }
 

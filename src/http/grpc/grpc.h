@@ -111,6 +111,12 @@ struct GrpcState : Upstream {
   bool status_seen = false;
   HeaderField trailers[kMaxTrailers];
   std::uint32_t ntrailers = 0;
+
+  // grpc_pass with variables: the URL evaluated for this request (a worker
+  // buffer) and the :authority it gives.
+  char* url_mem = nullptr;
+  std::uint32_t url_mem_size = 0;
+  std::string_view authority;
 };
 
 // ---- grpc.cc ------------------------------------------------------------------------

@@ -25,7 +25,17 @@ constexpr ConfContextMask kLoc = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
 Status set_grpc_pass(const DirectiveCall& call, GrpcConf& g) {
   const std::string& url = call.arg(0);
   if (url.find('$') != std::string::npos) {
-    return call.error("grpc_pass with variables is not supported in \"" + url + "\"");
+    // As nginx: with variables, the scheme and host are taken per request.
+    auto t = VarTemplate::compile(url);
+    if (!t) return call.error(t.status().message());
+    if (!t.value().is_literal()) {
+      g.url = std::move(t.value());
+      g.variables = true;
+      g.pass = url;
+      g.where = call.where();
+      g.enabled = true;
+      return set_location_content(call, &grpc::kContent);
+    }
   }
   std::string rest = url;
   g.https = false;
@@ -108,10 +118,14 @@ Status resolve(const ConfInit& ctx, GrpcConf& g) {
                                 ? upstream::find_group_set(ctx.scope(), http, http_upstream_specs())
                                 : nullptr;
   if (set == nullptr) return Status::error("internal error: no upstream groups" + g.where);
-  auto group = set->find_or_add(g.target, 0, g.where);
-  if (!group) return group.status();
-  g.group = group.value();
-  if (g.https) {
+  if (g.variables) {
+    g.groups = set;  // the scheme is known per request: a TLS context in case
+  } else {
+    auto group = set->find_or_add(g.target, 0, g.where);
+    if (!group) return group.status();
+    g.group = group.value();
+  }
+  if (g.https || g.variables) {
     if (g.ssl.where.empty()) g.ssl.where = g.where;
     auto tls = TlsContext::client(g.ssl);
     if (!tls) return tls.status();
@@ -127,7 +141,7 @@ Status resolve(const ConfInit& ctx, GrpcConf& g) {
       g.ssl_name = std::move(t.value());
     }
   }
-  if (!g.group->hash_key.empty()) {
+  if (g.group != nullptr && !g.group->hash_key.empty()) {
     auto t = VarTemplate::compile(g.group->hash_key);
     if (!t) return Status::error(t.status().message() + g.group->where);
     g.hash_key = std::move(t.value());
@@ -159,6 +173,9 @@ Status merge_grpc(const ConfInit& ctx, const GrpcConf& parent, GrpcConf& child) 
     child.https = parent.https;
     child.target = parent.target;
     child.group = parent.group;
+    child.variables = parent.variables;
+    child.url = parent.url;
+    child.groups = parent.groups;
     child.hash_key = parent.hash_key;
     child.tls = parent.tls;
     child.ssl_name = parent.ssl_name;

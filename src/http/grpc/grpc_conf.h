@@ -35,6 +35,11 @@ struct GrpcConf : UpstreamConf {
   std::vector<ProxyHeader> set_headers;
   VarTemplate host_value;
   bool host_set = false;
+  // grpc_pass with variables: the URL is evaluated per request (grpc.cc)
+  // and names an upstream block, an address, or a name to resolve.
+  bool variables = false;
+  VarTemplate url;
+  upstream::GroupSet* groups = nullptr;  // the http block's upstream blocks
 };
 
 const HttpModule& grpc_module();

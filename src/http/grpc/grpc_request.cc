@@ -121,7 +121,7 @@ int create_request(Upstream& u) {
   }
   std::size_t path_len = r.uri_redirected ? 3 * r.uri.size() + 1 + r.line.query.size()
                                           : raw.size() + 1 + r.line.query.size();
-  const std::size_t authority_len = g.host_set ? g.host_value.length(r) : g.host.size();
+  const std::size_t authority_len = g.host_set ? g.host_value.length(r) : gs.authority.size();
   std::size_t need = kPrefaceLen + 9 + 32 + r.line.method_name.size() + path_len + authority_len +
                      16;
   for (const auto& h : g.set_headers) need += h.name.size() + 10 + h.value.length(r);
@@ -192,7 +192,7 @@ int create_request(Upstream& u) {
     std::memcpy(len_at, len_bytes, nl);
     p = len_at + nl + n;
   } else {
-    p = put_str(p, g.host);
+    p = put_str(p, gs.authority);
   }
   for (const auto& h : g.set_headers) {
     if (iequals(h.name, "host")) continue;

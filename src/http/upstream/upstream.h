@@ -233,6 +233,17 @@ void log_request_error(Request& r, int level, const char* what);
 // A group of one address (an IP address in proxy_pass with variables).
 // False without memory.
 bool set_address_group(Upstream& u, const sockaddr* sa, socklen_t len, std::string_view server);
+// A *_pass with variables: the backend its evaluated URL names by
+// "host[:port]" (`url`, the whole URL, for the error lines): an upstream
+// block named by the host alone, the group a *_pass without variables made
+// for that very host:port, an address (a group of its own), or else a name
+// for the resolver (u.resolve_host/resolve_port). `default_port` when none
+// is written (0: one is required). Sets u.target and, for the caller, the
+// host, the port as written and the port. 0, or 500 (logged as nginx:
+// "invalid port in upstream \"...\"").
+int route_to(Upstream& u, std::string_view url, std::string_view hostport, unsigned default_port,
+             upstream::GroupSet* groups, std::string_view& host, std::string_view& port_text,
+             unsigned& port);
 // u.group is null: resolves u.resolve_host with the location's resolver,
 // then connects (or answers 502).
 void resolve(Upstream& u);
