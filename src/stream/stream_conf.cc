@@ -170,7 +170,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
     child.bind_transparent = parent.bind_transparent;
   }
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
-  merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl);
+  merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl, "proxy");
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
@@ -264,7 +264,7 @@ Module* make_stream_module() {
                             tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_client_member<StreamSrvConf, &StreamSrvConf::proxy_ssl>,
-                            /*with_enable_flag=*/true);
+                            /*with_enable_flag=*/true, "proxy");
   return m;
 }
 

@@ -16,7 +16,8 @@
     stall PATH                a zero window: the response waits, reads nothing
 
 Prints one line per stream: "<path> <status> <body length> <md5 of body>"
-plus, for a response, "h <name>: <value>" lines before it with --headers;
+plus, for a response, "h <name>: <value>" lines before it with --headers
+(and "t <name>: <value>" for its trailers);
 "reset <path> <code>" for a stream the server reset; "goaway <code>" when the
 server ends the connection. Exit status 0 unless the connection failed.
 """
@@ -126,6 +127,8 @@ class Peer:
             st["status"] = dict(ev.headers)[":status"]
         elif isinstance(ev, h2.events.InformationalResponseReceived):
             pass
+        elif isinstance(ev, h2.events.TrailersReceived):
+            self.streams[ev.stream_id]["trailers"] = ev.headers
         elif isinstance(ev, h2.events.DataReceived):
             self.streams[ev.stream_id]["body"] += ev.data
             if self.auto_ack:
@@ -149,6 +152,8 @@ class Peer:
             if show_headers:
                 for k, v in st["headers"]:
                     print("h %s: %s" % (k, v))
+                for k, v in st.get("trailers", []):
+                    print("t %s: %s" % (k, v))
             print("%s %s %d %s" % (st["path"], st["status"], len(st["body"]),
                                    hashlib.md5(st["body"]).hexdigest()))
         if self.goaway is not None:

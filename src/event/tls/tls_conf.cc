@@ -257,57 +257,57 @@ struct ClientDirective {
 };
 
 const ClientDirective kClientDirectives[] = {
-    {"proxy_ssl_protocols", Arity::one_or_more(), false,
+    {"ssl_protocols", Arity::one_or_more(), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        return parse_protocols(call, t.protocols);
      }},
-    {"proxy_ssl_ciphers", Arity::exactly(1), false,
+    {"ssl_ciphers", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.ciphers = call.arg(0);
        return Status::ok();
      }},
-    {"proxy_ssl_verify", Arity::on_off(), false,
+    {"ssl_verify", Arity::on_off(), false,
      [](const DirectiveCall& call, TlsClientConf& t) { return parse_flag_into(call, t.verify); }},
-    {"proxy_ssl_trusted_certificate", Arity::exactly(1), false,
+    {"ssl_trusted_certificate", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.trusted_certificate = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
-    {"proxy_ssl_crl", Arity::exactly(1), false,
+    {"ssl_crl", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.crl = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
-    {"proxy_ssl_verify_depth", Arity::exactly(1), false,
+    {"ssl_verify_depth", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) { return parse_depth(call, t.verify_depth); }},
-    {"proxy_ssl_server_name", Arity::on_off(), false,
+    {"ssl_server_name", Arity::on_off(), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        return parse_flag_into(call, t.server_name);
      }},
-    {"proxy_ssl_name", Arity::exactly(1), false,
+    {"ssl_name", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.name = call.arg(0);
        return Status::ok();
      }},
-    {"proxy_ssl_session_reuse", Arity::on_off(), false,
+    {"ssl_session_reuse", Arity::on_off(), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        return parse_flag_into(call, t.session_reuse);
      }},
-    {"proxy_ssl_certificate", Arity::exactly(1), false,
+    {"ssl_certificate", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.certificate = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
-    {"proxy_ssl_certificate_key", Arity::exactly(1), false,
+    {"ssl_certificate_key", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        t.certificate_key = call.env().conf_prefixed(call.arg(0));
        return Status::ok();
      }},
-    {"proxy_ssl_password_file", Arity::exactly(1), false,
+    {"ssl_password_file", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
        return read_password_file(call, t.passwords);
      }},
-    {"proxy_ssl_conf_command", Arity::exactly(2), true,
+    {"ssl_conf_command", Arity::exactly(2), true,
      [](const DirectiveCall& call, TlsClientConf& t) {
        return set_conf_command(call, t.conf_commands);
      }},
@@ -341,8 +341,8 @@ void add_tls_server_directives(Module& m, ConfContextMask contexts, int spec,
 
 void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,
                                const std::type_info& conf_type, TlsClientConf& (*get)(void*),
-                               bool with_enable_flag) {
-  auto add = [&](const char* name, Arity arity, bool multiple, ClientSetter set) {
+                               bool with_enable_flag, std::string_view prefix) {
+  auto add = [&](const char* suffix, Arity arity, bool multiple, ClientSetter set) {
     DirectiveBody b;
     b.spec = spec;
     b.conf_type = &conf_type;
@@ -351,10 +351,13 @@ void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,
       if (t.where.empty()) t.where = call.where();
       return set(call, t);
     };
-    m.add(name, contexts, arity, std::move(b)).multiple = multiple;
+    std::string name(prefix);
+    name += '_';
+    name += suffix;
+    m.add(std::move(name), contexts, arity, std::move(b)).multiple = multiple;
   };
   if (with_enable_flag) {
-    add("proxy_ssl", Arity::on_off(), false, [](const DirectiveCall& call, TlsClientConf& t) {
+    add("ssl", Arity::on_off(), false, [](const DirectiveCall& call, TlsClientConf& t) {
       return parse_flag_into(call, t.enable);
     });
   }
@@ -395,21 +398,28 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (c.where.empty()) c.where = p.where;
 }
 
-void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClientConf& c) {
-  if (!ctx.is_set("proxy_ssl")) c.enable = p.enable;
-  if (!ctx.is_set("proxy_ssl_protocols")) c.protocols = p.protocols;
-  if (!ctx.is_set("proxy_ssl_ciphers")) c.ciphers = p.ciphers;
-  if (!ctx.is_set("proxy_ssl_verify")) c.verify = p.verify;
-  if (!ctx.is_set("proxy_ssl_trusted_certificate")) c.trusted_certificate = p.trusted_certificate;
-  if (!ctx.is_set("proxy_ssl_crl")) c.crl = p.crl;
-  if (!ctx.is_set("proxy_ssl_verify_depth")) c.verify_depth = p.verify_depth;
-  if (!ctx.is_set("proxy_ssl_server_name")) c.server_name = p.server_name;
-  if (!ctx.is_set("proxy_ssl_name")) c.name = p.name;
-  if (!ctx.is_set("proxy_ssl_session_reuse")) c.session_reuse = p.session_reuse;
-  if (!ctx.is_set("proxy_ssl_certificate")) c.certificate = p.certificate;
-  if (!ctx.is_set("proxy_ssl_certificate_key")) c.certificate_key = p.certificate_key;
-  if (!ctx.is_set("proxy_ssl_password_file")) c.passwords = p.passwords;
-  if (!ctx.is_set("proxy_ssl_conf_command")) c.conf_commands = p.conf_commands;
+void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClientConf& c,
+                           std::string_view prefix) {
+  auto set = [&](const char* suffix) {
+    std::string name(prefix);
+    name += '_';
+    name += suffix;
+    return ctx.is_set(name);
+  };
+  if (!set("ssl")) c.enable = p.enable;
+  if (!set("ssl_protocols")) c.protocols = p.protocols;
+  if (!set("ssl_ciphers")) c.ciphers = p.ciphers;
+  if (!set("ssl_verify")) c.verify = p.verify;
+  if (!set("ssl_trusted_certificate")) c.trusted_certificate = p.trusted_certificate;
+  if (!set("ssl_crl")) c.crl = p.crl;
+  if (!set("ssl_verify_depth")) c.verify_depth = p.verify_depth;
+  if (!set("ssl_server_name")) c.server_name = p.server_name;
+  if (!set("ssl_name")) c.name = p.name;
+  if (!set("ssl_session_reuse")) c.session_reuse = p.session_reuse;
+  if (!set("ssl_certificate")) c.certificate = p.certificate;
+  if (!set("ssl_certificate_key")) c.certificate_key = p.certificate_key;
+  if (!set("ssl_password_file")) c.passwords = p.passwords;
+  if (!set("ssl_conf_command")) c.conf_commands = p.conf_commands;
   if (c.where.empty()) c.where = p.where;
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -102,15 +103,17 @@ struct TlsClientConf {
 // TlsServerConf that `get` finds in the module's conf of spec `spec`.
 void add_tls_server_directives(Module& m, ConfContextMask contexts, int spec,
                                const std::type_info& conf_type, TlsServerConf& (*get)(void*));
-// The proxy_ssl_* directives.
+// The <prefix>_ssl_* directives (proxy_ssl_*, grpc_ssl_*), and
+// <prefix>_ssl itself with `with_enable_flag`.
 void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,
                                const std::type_info& conf_type, TlsClientConf& (*get)(void*),
-                               bool with_enable_flag);
+                               bool with_enable_flag, std::string_view prefix);
 
 // Copies what the child scope did not set from its parent (the merge of
 // nginx's ngx_http_ssl_merge_srv_conf).
 void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& parent, TlsServerConf& child);
-void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& parent, TlsClientConf& child);
+void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& parent, TlsClientConf& child,
+                           std::string_view prefix);
 
 template <class Conf, TlsServerConf Conf::*Member>
 TlsServerConf& tls_server_member(void* conf) {

@@ -20,6 +20,7 @@
 #include "http/filters/expires.h"
 #include "http/geo/geo.h"
 #include "http/gzip/gzip.h"
+#include "http/grpc/grpc_conf.h"
 #include "http/map/map.h"
 #include "http/proxy/proxy_conf.h"
 #include "http/rewrite/rewrite.h"
@@ -41,7 +42,8 @@ std::span<const HttpModule* const> http_modules() {
       &auth_request_module(), &auth_delay_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
       &add_header_module(), &expires_module(),     &disable_symlinks_module(),
-      &open_file_cache_module(), &proxy_module(),  &charset_module(), &gzip_module(),
+      &open_file_cache_module(), &proxy_module(),  &grpc_module(),  &charset_module(),
+      &gzip_module(),
       &brotli_module(),     &zstd_module(),
       &filters_module(),
   };

@@ -13,6 +13,7 @@
 #include "http/core/request.h"
 #include "http/core/worker.h"
 #include "http/filters/add_header.h"
+#include "http/filters/trailers.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -122,6 +123,15 @@ bool frame_trailers(Request& r, bool after_data) {
 }
 
 }  // namespace
+
+bool write_trailer_fields(Request& r) {
+  return frame_trailers(r, false);
+}
+
+bool has_trailers(const Request& r) {
+  return r.headers_out.ntrailers > 0 ||
+         (r.headers_out.expect_trailers && r.headers_out.add_trailers != nullptr);
+}
 
 int chunked_body_filter(Request& r, Chain* in, BodyFilterNext next) {
   if (!r.chunked_out || in == nullptr) return next(r, in);

@@ -110,89 +110,18 @@ int eval_url(ProxyState& ps) {
     ps.eval_uri = rest.substr(end);
     ps.eval_uri_slash = ps.eval_uri.front() == '?';
   }
-  if (hostport.empty()) return fail("no host");
-  std::string_view host = hostport;
+  std::string_view host;
   std::string_view port_text;
-  if (host.front() == '[') {
-    const std::size_t close = host.find(']');
-    if (close == std::string_view::npos) return fail("invalid host");
-    if (close + 1 < host.size()) {
-      if (host[close + 1] != ':') return fail("invalid host");
-      port_text = host.substr(close + 2);
-      if (port_text.empty()) return fail("invalid port");
-    }
-    host = host.substr(0, close + 1);
-  } else if (const std::size_t colon = host.rfind(':'); colon != std::string_view::npos) {
-    port_text = host.substr(colon + 1);
-    host = host.substr(0, colon);
-    if (port_text.empty()) return fail("invalid port");
+  unsigned port = 0;
+  if (const int status = upstream_core::route_to(ps, url, hostport, ps.https ? 443 : 80,
+                                                 conf.groups, host, port_text, port);
+      status != 0) {
+    return status;
   }
-  if (host.empty() || host == "[]") return fail("no host");
-  const unsigned default_port = ps.https ? 443 : 80;
-  unsigned port = default_port;
-  if (!port_text.empty()) {
-    auto v = parse_number(port_text);
-    if (!v || *v < 1 || *v > 65535) return fail("invalid port");
-    port = static_cast<unsigned>(*v);
-  }
-  ps.target = hostport;
   ps.port = port_text.empty() ? (ps.https ? std::string_view("443") : std::string_view("80"))
                               : port_text;
   // $proxy_host: the port only when it is not the scheme's.
-  ps.host_header = port == default_port ? host : hostport;
-  // An upstream block of that name (named without a port, as nginx matches
-  // it), or the group a proxy_pass without variables made for this very
-  // host and port (nginx's implicit upstreams are searched the same way).
-  if (conf.groups != nullptr) {
-    if (port_text.empty()) {
-      if (upstream::Group* g = conf.groups->find(host); g != nullptr && !g->implicit) {
-        ps.group = g;
-        return 0;
-      }
-    } else {
-      for (const auto& g : conf.groups->groups) {
-        if (g->implicit && iequals(g->name, hostport)) {
-          ps.group = g.get();
-          return 0;
-        }
-      }
-    }
-  }
-  // An address literal goes straight to a group of its own.
-  char text[INET6_ADDRSTRLEN + 1];
-  const bool v6 = host.front() == '[';
-  const std::string_view bare = v6 ? host.substr(1, host.size() - 2) : host;
-  if (bare.size() < sizeof text) {
-    std::memcpy(text, bare.data(), bare.size());
-    text[bare.size()] = '\0';
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (v6) {
-      auto& a = reinterpret_cast<sockaddr_in6&>(ss);
-      if (::inet_pton(AF_INET6, text, &a.sin6_addr) == 1) {
-        a.sin6_family = AF_INET6;
-        a.sin6_port = htons(static_cast<std::uint16_t>(port));
-        len = sizeof a;
-      }
-    } else {
-      auto& a = reinterpret_cast<sockaddr_in&>(ss);
-      if (::inet_pton(AF_INET, text, &a.sin_addr) == 1) {
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<std::uint16_t>(port));
-        len = sizeof a;
-      }
-    }
-    if (len != 0) {
-      if (!upstream_core::set_address_group(ps, reinterpret_cast<sockaddr*>(&ss), len, hostport)) {
-        return 500;
-      }
-      return 0;
-    }
-    if (v6) return fail("invalid IPv6 address");
-  }
-  // A name: resolved once the request is built (upstream_resolve.cc).
-  ps.resolve_host = host;
-  ps.resolve_port = port;
+  ps.host_header = port == (ps.https ? 443u : 80u) ? host : hostport;
   return 0;
 }
 

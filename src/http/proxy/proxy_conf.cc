@@ -21,13 +21,6 @@ namespace {
 
 constexpr ConfContextMask kLoc = kHttpMainConf | kHttpSrvConf | kHttpLocConf;
 
-std::string lower(std::string s) {
-  for (char& ch : s) {
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  }
-  return s;
-}
-
 // proxy_pass http://host[:port][/uri] | https://host[:port][/uri]
 Status set_proxy_pass(const DirectiveCall& call, ProxyConf& p) {
   const std::string& url = call.arg(0);
@@ -131,96 +124,6 @@ Status set_template(const DirectiveCall& call, VarTemplate& out) {
   return Status::ok();
 }
 
-// proxy_bind address [transparent] | off
-Status set_bind(const DirectiveCall& call, ProxyConf& p) {
-  p.local = VarTemplate{};
-  p.local_transparent = false;
-  if (call.arg(0) == "off") {
-    if (call.arg_count() != 1) return call.invalid_value(1);
-    return Status::ok();
-  }
-  auto t = VarTemplate::compile(call.arg(0));
-  if (!t) return call.error(t.status().message());
-  if (t.value().is_literal()) {
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (!parse_local_address(call.arg(0), ss, len)) {
-      return call.error("invalid address \"" + call.arg(0) + "\"");
-    }
-  }
-  p.local = std::move(t.value());
-  if (call.arg_count() == 2) {
-    if (call.arg(1) != "transparent") return call.invalid_value(1);
-    p.local_transparent = true;
-  }
-  return Status::ok();
-}
-
-Status set_name_list(const DirectiveCall& call, std::vector<std::string>& list) {
-  list.push_back(lower(call.arg(0)));
-  return Status::ok();
-}
-
-// proxy_ignore_headers field ...: nginx's names. X-Accel-Redirect and
-// X-Accel-Limit-Rate mean something here (the other X-Accel-* fields are not
-// acted on anyway, and Expires, Cache-Control, Set-Cookie and Vary only
-// matter to a cache).
-Status set_ignore_headers(const DirectiveCall& call, ProxyConf& p) {
-  static constexpr const char* kNames[] = {
-      "X-Accel-Redirect", "X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering",
-      "X-Accel-Charset",  "Expires",         "Cache-Control",      "Set-Cookie",
-      "Vary"};
-  p.ignore_accel_redirect = false;
-  p.ignore_accel_limit_rate = false;
-  for (std::size_t i = 0; i < call.arg_count(); ++i) {
-    bool known = false;
-    for (const char* n : kNames) known = known || iequals(call.arg(i), n);
-    if (!known) return call.invalid_value(i);
-    if (iequals(call.arg(i), "X-Accel-Redirect")) p.ignore_accel_redirect = true;
-    if (iequals(call.arg(i), "X-Accel-Limit-Rate")) p.ignore_accel_limit_rate = true;
-  }
-  return Status::ok();
-}
-
-Status set_next_upstream(const DirectiveCall& call, ProxyConf& p) {
-  struct Name {
-    const char* name;
-    unsigned bit;
-  };
-  static constexpr Name kNames[] = {
-      {"error", kNextError},
-      {"timeout", kNextTimeout},
-      {"invalid_header", kNextInvalidHeader},
-      {"http_500", kNextHttp500},
-      {"http_502", kNextHttp502},
-      {"http_503", kNextHttp503},
-      {"http_504", kNextHttp504},
-      {"http_403", kNextHttp403},
-      {"http_404", kNextHttp404},
-      {"http_429", kNextHttp429},
-      {"non_idempotent", kNextNonIdempotent},
-  };
-  unsigned mask = 0;
-  for (std::size_t i = 0; i < call.arg_count(); ++i) {
-    const std::string& a = call.arg(i);
-    if (a == "off") {
-      if (call.arg_count() != 1) return call.error("invalid value \"off\" with other values");
-      mask = 0;
-      continue;
-    }
-    bool known = false;
-    for (const auto& n : kNames) {
-      if (a == n.name) {
-        mask |= n.bit;
-        known = true;
-      }
-    }
-    if (!known) return call.invalid_value(i);
-  }
-  p.next_upstream = mask;
-  return Status::ok();
-}
-
 Status set_buffers(const DirectiveCall& call, ProxyConf& p) {
   auto n = parse_number(call.arg(0));
   auto size = parse_size(call.arg(1));
@@ -235,13 +138,6 @@ Status set_size(const DirectiveCall& call, std::size_t& out) {
   auto v = parse_size(call.arg(0));
   if (!v || *v < 1 || *v > (16u << 20)) return call.invalid_value(0);
   out = static_cast<std::size_t>(*v);
-  return Status::ok();
-}
-
-Status set_msec(const DirectiveCall& call, Msec& out) {
-  auto v = parse_msec(call.arg(0));
-  if (!v) return call.invalid_value(0);
-  out = *v;
   return Status::ok();
 }
 
@@ -285,21 +181,7 @@ const std::vector<Inherit>& inherited() {
       {"proxy_set_header", VIGIL_COPY(set_headers)},
       {"proxy_pass_request_headers", VIGIL_COPY(pass_request_headers)},
       {"proxy_pass_request_body", VIGIL_COPY(pass_request_body)},
-      {"proxy_hide_header", VIGIL_COPY(hide_headers)},
-      {"proxy_pass_header", VIGIL_COPY(pass_headers)},
-      {"proxy_ignore_headers",
-       [](const ProxyConf& a, ProxyConf& b) {
-         b.ignore_accel_redirect = a.ignore_accel_redirect;
-         b.ignore_accel_limit_rate = a.ignore_accel_limit_rate;
-       }},
-      {"proxy_connect_timeout", VIGIL_COPY(connect_timeout)},
-      {"proxy_send_timeout", VIGIL_COPY(send_timeout)},
-      {"proxy_read_timeout", VIGIL_COPY(read_timeout)},
-      {"proxy_next_upstream", VIGIL_COPY(next_upstream)},
-      {"proxy_next_upstream_tries", VIGIL_COPY(next_upstream_tries)},
-      {"proxy_next_upstream_timeout", VIGIL_COPY(next_upstream_timeout)},
       {"proxy_buffering", VIGIL_COPY(buffering)},
-      {"proxy_buffer_size", VIGIL_COPY(buffer_size)},
       {"proxy_buffers",
        [](const ProxyConf& a, ProxyConf& b) {
          b.buffers_num = a.buffers_num;
@@ -309,7 +191,6 @@ const std::vector<Inherit>& inherited() {
       {"proxy_max_temp_file_size", VIGIL_COPY(max_temp_file_size)},
       {"proxy_temp_file_write_size", VIGIL_COPY(temp_file_write_size)},
       {"proxy_request_buffering", VIGIL_COPY(request_buffering)},
-      {"proxy_intercept_errors", VIGIL_COPY(intercept_errors)},
       {"proxy_redirect",
        [](const ProxyConf& a, ProxyConf& b) {
          b.redirect_off = a.redirect_off;
@@ -320,11 +201,6 @@ const std::vector<Inherit>& inherited() {
       {"proxy_cookie_domain", VIGIL_COPY(cookie_domains)},
       {"proxy_cookie_path", VIGIL_COPY(cookie_paths)},
       {"proxy_cookie_flags", VIGIL_COPY(cookie_flags)},
-      {"proxy_bind",
-       [](const ProxyConf& a, ProxyConf& b) {
-         b.local = a.local;
-         b.local_transparent = a.local_transparent;
-       }},
       {"proxy_set_body",
        [](const ProxyConf& a, ProxyConf& b) {
          b.body_set = a.body_set;
@@ -372,6 +248,10 @@ Status check(const ConfInit& ctx, ProxyConf& p) {
 
 TlsClientConf& proxy_ssl_conf(void* conf) {
   return static_cast<ProxyConf*>(conf)->ssl;
+}
+
+UpstreamConf& proxy_upstream_conf(void* conf) {
+  return *static_cast<ProxyConf*>(conf);
 }
 
 // proxy_pass names an upstream block or an address (an implicit group). The
@@ -436,7 +316,8 @@ Status merge_proxy(const ConfInit& ctx, const ProxyConf& parent, ProxyConf& chil
   for (const auto& i : inherited()) {
     if (!ctx.is_set(i.directive)) i.copy(parent, child);
   }
-  merge_tls_client_conf(ctx, parent.ssl, child.ssl);
+  merge_upstream_conf(ctx, "proxy", parent, child);
+  merge_tls_client_conf(ctx, parent.ssl, child.ssl, "proxy");
   if (ctx.is_set("proxy_set_header")) add_default_headers(child.set_headers);
   if (Status st = check(ctx, child); !st) return st;
   if (child.enabled && child.variables) {
@@ -485,33 +366,8 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.pass_request_headers); });
   add("proxy_pass_request_body", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.pass_request_body); });
-  add("proxy_hide_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
-    return set_name_list(c, p.hide_headers);
-  }).multiple = true;
-  add("proxy_pass_header", kLoc, Arity::exactly(1), [](const DirectiveCall& c, ProxyConf& p) {
-    return set_name_list(c, p.pass_headers);
-  }).multiple = true;
-  add("proxy_ignore_headers", kLoc, Arity::one_or_more(), set_ignore_headers);
-  add("proxy_connect_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.connect_timeout); });
-  add("proxy_send_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.send_timeout); });
-  add("proxy_read_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.read_timeout); });
-  add("proxy_next_upstream", kLoc, Arity::one_or_more(), set_next_upstream);
-  add("proxy_next_upstream_tries", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) {
-        auto v = parse_number(c.arg(0));
-        if (!v || *v < 0 || *v > 1000) return c.invalid_value(0);
-        p.next_upstream_tries = static_cast<unsigned>(*v);
-        return Status::ok();
-      });
-  add("proxy_next_upstream_timeout", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_msec(c, p.next_upstream_timeout); });
   add("proxy_buffering", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.buffering); });
-  add("proxy_buffer_size", kLoc, Arity::exactly(1),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.buffer_size); });
   add("proxy_buffers", kLoc, Arity::exactly(2), set_buffers);
   add("proxy_temp_path", kLoc, Arity::between(1, 4),
       [](const DirectiveCall& c, ProxyConf&) { return check_temp_path(c); });
@@ -531,10 +387,7 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
       [](const DirectiveCall& c, ProxyConf& p) { return set_size(c, p.busy_buffers_size); });
   add("proxy_request_buffering", kLoc, Arity::on_off(),
       [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.request_buffering); });
-  add("proxy_intercept_errors", kLoc, Arity::on_off(),
-      [](const DirectiveCall& c, ProxyConf& p) { return set_flag(c, p.intercept_errors); });
   add("proxy_redirect", kLoc, Arity::between(1, 2), proxy::set_redirect).multiple = true;
-  add("proxy_bind", kLoc, Arity::between(1, 2), set_bind);
   add("proxy_cookie_domain", kLoc, Arity::between(1, 2), proxy::set_cookie_domain).multiple = true;
   add("proxy_cookie_path", kLoc, Arity::between(1, 2), proxy::set_cookie_path).multiple = true;
   add("proxy_cookie_flags", kLoc, Arity::between(1, 4), proxy::set_cookie_flags).multiple = true;
@@ -554,7 +407,8 @@ void add_proxy_directives(Module& m, ConfSlot<ProxyConf> conf) {
   // proxy_ssl_* (the event layer's one parser, shared with stream); TLS is
   // switched on by "proxy_pass https://", so no "proxy_ssl on" here.
   add_tls_client_directives(m, kLoc, conf.index(), typeid(ProxyConf), proxy_ssl_conf,
-                            /*with_enable_flag=*/false);
+                            /*with_enable_flag=*/false, "proxy");
+  add_upstream_directives(m, kLoc, conf.index(), typeid(ProxyConf), proxy_upstream_conf, "proxy");
 }
 
 // proxy_pass's host[:port]: the default Host of a proxied request.

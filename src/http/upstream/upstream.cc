@@ -4,6 +4,8 @@
 // $upstream_* bookkeeping, the backend connection's events, and the end.
 #include "http/upstream/upstream.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -89,6 +91,8 @@ bool rewind_request(Upstream& u) {
   if (u.r->body.file.in_file) u.r->body.file.file_pos = 0;
   u.pending = nullptr;
   u.request_sent = false;
+  u.body_blocked = false;
+  u.ctl_pending = nullptr;
   u.resp = ResponseHead{};
   u.nfields = 0;
   u.resp_any = false;
@@ -196,7 +200,7 @@ void log_error(Upstream& u, int level, int err, const char* what) {
                static_cast<unsigned long long>(c.number), what, errtext, action(u.stage),
                static_cast<int>(c.addr_text.size()), c.addr_text.data(),
                static_cast<int>(lc.server.size()), lc.server.data(),
-               static_cast<int>(r.line.line.size()), r.line.line.data(), u.https ? "https" : "http",
+               static_cast<int>(r.line.line.size()), r.line.line.data(), u.https ? u.protocol->tls_scheme : u.protocol->scheme,
                static_cast<int>(peer.size()), peer.data(), static_cast<int>(uri.size()), uri.data(),
                static_cast<int>(lc.host_len), lc.host);
 }
@@ -299,7 +303,11 @@ void choose_peer(Upstream& u) {
   u.pr.init(group, *r.c->loop, u.conf->next_upstream_tries, key, r.c->peer_addr);
   // Cached connections are kept per TLS context (null: plain), so a location
   // gets back only connections made with its own *_ssl_* settings.
-  u.pr.set_reuse_key(u.conf->tls.get());
+  // A protocol with connections of its own (HTTP/2) keys its plain ones by
+  // its table, so neither gets the other's.
+  const void* reuse_key = u.conf->tls.get();
+  if (reuse_key == nullptr && u.protocol->own_connections) reuse_key = u.protocol;
+  u.pr.set_reuse_key(reuse_key);
   u.pr.attach(u.pc);
   u.pc.log = r.c->log;
   if (!u.conf->local.empty() && !set_local(u)) {
@@ -350,6 +358,12 @@ void connect(Upstream& u) {
       return;
     }
     u.u = u.pc.connection;
+    if (u.conf->socket_keepalive && !u.pc.cached) {
+      // *_socket_keepalive: TCP keepalive on the connection (a failure
+      // only costs the probes).
+      const int on = 1;
+      (void)::setsockopt(u.u->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    }
     u.u->data = &u;
     u.u->read->handler = upstream_handler;
     u.u->write->handler = upstream_handler;
@@ -419,7 +433,7 @@ void close_upstream(Upstream& u, bool reusable) {
 void finish(Upstream& u, bool error) {
   if (u.stage == Stage::kDone) return;
   const bool reusable = !error && u.resp_done && u.upstream_reusable && u.request_sent &&
-                        u.resp.keep_alive && !u.upstream_eof &&
+                        u.resp.keep_alive && !u.upstream_eof && u.ctl_pending == nullptr &&
                         (u.u == nullptr || tls_drained(*u.u));
   u.stage = Stage::kDone;
   close_upstream(u, reusable);
@@ -489,7 +503,12 @@ void upstream_handler(Event& ev) {
         return;
       }
       if (ev.write) {
-        if (!u.request_sent) send_request(u);
+        if (!u.request_sent) {
+          send_request(u);
+        } else if (!send_control(u)) {
+          log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream closed the connection");
+          next_upstream(u, kNextError, 502);
+        }
         return;
       }
       read_response_head(u);
@@ -505,6 +524,14 @@ void upstream_handler(Event& ev) {
         ev.timedout = 0;
         log_error(u, static_cast<int>(LogLevel::kError), ETIMEDOUT, "upstream timed out");
         finish(u, true);
+        return;
+      }
+      if (ev.write) {
+        // Only a protocol's own bytes go to the backend now (control_output).
+        if (!send_control(u)) {
+          log_error(u, static_cast<int>(LogLevel::kError), 0, "upstream closed the connection");
+          finish(u, true);
+        }
         return;
       }
       relay(u);

@@ -92,6 +92,26 @@ struct UpstreamProtocol {
   // The request ends: give back what the protocol holds (before the state
   // memory goes back to the cache).
   void (*finalize)(Upstream& u);
+
+  // ---- optional (null for HTTP/1); a multiplexed protocol (HTTP/2: grpc/) ----
+  // The connection to the backend is ready (fresh, or u.pc.cached), before
+  // the first byte of this attempt is sent: the protocol binds the request
+  // to the connection (its stream id, whether the connection preface is
+  // still due). False: the connection cannot be used (an error, next upstream).
+  bool (*attach)(Upstream& u) = nullptr;
+  // Bytes the protocol sends on its own once the request is sent (HTTP/2
+  // SETTINGS and PING acknowledgements, WINDOW_UPDATE as the response is
+  // consumed): the next piece, or null when there is none. The core calls it
+  // when the protocol asked with want_send() and the backend's connection
+  // can take bytes; while the request is being sent, body_output carries
+  // such bytes itself, between the frames of the body.
+  Buf* (*control_output)(Upstream& u) = nullptr;
+  // Its connections carry only this protocol: the keepalive cache keeps
+  // them apart from HTTP/1 ones to the same servers.
+  bool own_connections = false;
+  // The scheme of the "upstream:" in log lines, plain and with TLS.
+  const char* scheme = "http";
+  const char* tls_scheme = "https";
 };
 
 // A group made for one request from addresses known only at run time (an
@@ -148,6 +168,13 @@ struct Upstream {
   Chain out[4];
   Chain* pending = nullptr;  // what is left of the current send
   bool request_sent = false;
+  // body_output could not queue the body: the backend's flow-control window
+  // is closed (HTTP/2). The core waits for the backend's bytes (its
+  // WINDOW_UPDATE, read by process_header or input_filter); the protocol
+  // calls want_send() when the window opens.
+  bool body_blocked = false;
+  Chain ctl_out;                 // control_output's piece in flight
+  Chain* ctl_pending = nullptr;  // what is left of it
 
   // The response head (process_header fills it).
   ResponseHead resp;
@@ -206,6 +233,17 @@ void log_request_error(Request& r, int level, const char* what);
 // A group of one address (an IP address in proxy_pass with variables).
 // False without memory.
 bool set_address_group(Upstream& u, const sockaddr* sa, socklen_t len, std::string_view server);
+// A *_pass with variables: the backend its evaluated URL names by
+// "host[:port]" (`url`, the whole URL, for the error lines): an upstream
+// block named by the host alone, the group a *_pass without variables made
+// for that very host:port, an address (a group of its own), or else a name
+// for the resolver (u.resolve_host/resolve_port). `default_port` when none
+// is written (0: one is required). Sets u.target and, for the caller, the
+// host, the port as written and the port. 0, or 500 (logged as nginx:
+// "invalid port in upstream \"...\"").
+int route_to(Upstream& u, std::string_view url, std::string_view hostport, unsigned default_port,
+             upstream::GroupSet* groups, std::string_view& host, std::string_view& port_text,
+             unsigned& port);
 // u.group is null: resolves u.resolve_host with the location's resolver,
 // then connects (or answers 502).
 void resolve(Upstream& u);
@@ -243,6 +281,13 @@ void read_response_head(Upstream& u);
 void relay(Upstream& u);
 // Returns every ring buffer to the worker's cache.
 void release_ring(Upstream& u);
+// The protocol has bytes to send (body_output while the request is sent,
+// control_output after): the backend's write event is posted, so the send
+// runs once the protocol's callback has returned.
+void want_send(Upstream& u);
+// Sends control_output's pieces while the backend's connection takes them.
+// False when the connection failed (the caller ends the attempt).
+bool send_control(Upstream& u);
 bool idempotent(const Request& r);
 // Hop-by-hop fields (RFC 9110 §7.6.1), never forwarded as they are, in
 // either direction. nginx clears only some of these by default; the RFC says

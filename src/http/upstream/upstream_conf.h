@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include "event/tls/tls_conf.h"
@@ -17,6 +19,8 @@
 #include "vigil/core/clock.h"
 
 namespace vigil {
+class Module;
+class ConfInit;
 class TlsContext;
 }  // namespace vigil
 namespace vigil::upstream {
@@ -71,12 +75,27 @@ struct UpstreamConf {
   // proxy_bind: the local address of connections to the backend, with
   // variables ("" : none), IP_TRANSPARENT with `transparent`.
   VarTemplate local;
-  bool local_transparent = false;  // bytes per second read from the backend per request; 0: none
+  bool local_transparent = false;
+  bool socket_keepalive = false;  // *_socket_keepalive: SO_KEEPALIVE on connections to the backend
 
   // TLS to the backend; the context is built when the http block is finished.
   TlsClientConf ssl;
   std::shared_ptr<TlsContext> tls;
   VarTemplate ssl_name;  // compiled; empty: the host of `target`
 };
+
+// The directives every protocol has under its own prefix ("proxy",
+// "grpc"...), with nginx's syntax and defaults: <prefix>_connect_timeout,
+// _send_timeout, _read_timeout, _next_upstream, _next_upstream_tries,
+// _next_upstream_timeout, _buffer_size, _hide_header, _pass_header,
+// _ignore_headers, _intercept_errors, _bind, _socket_keepalive
+// (upstream_directives.cc). `get` finds the UpstreamConf in the module's
+// conf of spec `spec` (of type `conf_type`).
+void add_upstream_directives(Module& m, std::uint32_t contexts, int spec,
+                             const std::type_info& conf_type, UpstreamConf& (*get)(void*),
+                             std::string_view prefix);
+// Copies what the child level did not set of those from its parent.
+void merge_upstream_conf(const ConfInit& ctx, std::string_view prefix, const UpstreamConf& parent,
+                         UpstreamConf& child);
 
 }  // namespace vigil::http

@@ -199,12 +199,25 @@ void send_request(Upstream& u) {
         if (body.empty() && !u.r->body.done) {
           const int rc = read_client_body(u);
           if (rc < 0) return;
-          if (rc == 0 && k == 0) return;  // the client's read event brings us back
+          // The client's read event brings us back; a protocol with bytes of
+          // its own (control frames) is asked for them first.
+          if (rc == 0 && k == 0 && u.protocol->control_output == nullptr) return;
         }
         k = u.protocol->body_output(u, u.out, k);
       }
+      if (k == 0 && u.body_blocked) {
+        // The backend's flow-control window is closed: its WINDOW_UPDATE
+        // comes with a read (the protocol then calls want_send); the send
+        // timeout runs meanwhile.
+        loop.add_timer(*c.write, u.conf->send_timeout);
+        if (!loop.handle_read_event(*c.read)) next_upstream(u, kNextError, 502);
+        return;
+      }
       if (k == 0) {
-        if (u.body_out && !u.r->body.done) continue;  // read more
+        if (u.body_out && !u.r->body.done) {
+          if (body.empty() && u.protocol->control_output != nullptr) return;  // as above
+          continue;  // read more
+        }
         // All sent: now the response (which may have started already).
         u.request_sent = true;
         loop.del_timer(*c.write);
@@ -245,6 +258,46 @@ void send_request(Upstream& u) {
     if (!u.r->body.done && body.empty() && body.start != nullptr) {
       body.pos = body.last = body.start;
       u.body_replayable = false;
+    }
+  }
+}
+
+void want_send(Upstream& u) {
+  if (u.u == nullptr || u.u->write->posted) return;
+  u.r->c->loop->post(*u.u->write);
+}
+
+bool send_control(Upstream& u) {
+  if (u.protocol->control_output == nullptr || u.u == nullptr) return true;
+  Connection& c = *u.u;
+  EventLoop& loop = *u.r->c->loop;
+  for (;;) {
+    if (u.ctl_pending == nullptr) {
+      Buf* b = u.protocol->control_output(u);
+      if (b == nullptr) {
+        loop.del_timer(*c.write);
+        return true;
+      }
+      u.ctl_out.buf = b;
+      u.ctl_out.next = nullptr;
+      u.ctl_pending = &u.ctl_out;
+    }
+    const off_t before = c.sent;
+    Chain* rest = c.send_chain(c, u.ctl_pending, 0);
+    if (c.sent != before) {
+      if (UpstreamTry* t = current_try(u); t != nullptr) {
+        t->bytes_sent += static_cast<std::uint64_t>(c.sent - before);
+      }
+    }
+    if (rest == kChainError) {
+      u.ctl_pending = nullptr;
+      u.upstream_reusable = false;
+      return false;
+    }
+    u.ctl_pending = rest;
+    if (rest != nullptr && !c.write->ready) {
+      loop.add_timer(*c.write, u.conf->send_timeout);
+      return static_cast<bool>(loop.handle_write_event(*c.write));
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/conf/values.h"
 #include "http/core/worker.h"
 #include "http/upstream/client_side.h"
 #include "http/upstream/upstream.h"
@@ -105,5 +106,99 @@ void resolve(Upstream& u) {
   g->resolver = res;
   if (res->resolve_name(g->query, u.resolve_host)) resolved(g->query);
 }
+
+int route_to(Upstream& u, std::string_view url, std::string_view hostport, unsigned default_port,
+             upstream::GroupSet* groups, std::string_view& host, std::string_view& port_text,
+             unsigned& port) {
+  char what[600];
+  auto fail = [&](const char* text) {
+    std::snprintf(what, sizeof what, "%s in upstream \"%.*s\"", text,
+                  static_cast<int>(url.size() > 400 ? 400 : url.size()), url.data());
+    log_request_error(*u.r, static_cast<int>(LogLevel::kError), what);
+    return 500;
+  };
+  host = hostport;
+  port_text = {};
+  if (hostport.empty()) return fail("no host");
+  if (host.front() == '[') {
+    const std::size_t close = host.find(']');
+    if (close == std::string_view::npos) return fail("invalid host");
+    if (close + 1 < host.size()) {
+      if (host[close + 1] != ':') return fail("invalid host");
+      port_text = host.substr(close + 2);
+      if (port_text.empty()) return fail("invalid port");
+    }
+    host = host.substr(0, close + 1);
+  } else if (const std::size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+    port_text = host.substr(colon + 1);
+    host = host.substr(0, colon);
+    if (port_text.empty()) return fail("invalid port");
+  }
+  if (host.empty() || host == "[]") return fail("no host");
+  port = default_port;
+  if (!port_text.empty()) {
+    auto v = parse_number(port_text);
+    if (!v || *v < 1 || *v > 65535) return fail("invalid port");
+    port = static_cast<unsigned>(*v);
+  }
+  u.target = hostport;
+  // An upstream block of that name (named without a port, as nginx matches
+  // it), or the group a proxy_pass without variables made for this very
+  // host and port (nginx's implicit upstreams are searched the same way).
+  if (groups != nullptr) {
+    if (port_text.empty()) {
+      if (upstream::Group* g = groups->find(host); g != nullptr && !g->implicit) {
+        u.group = g;
+        return 0;
+      }
+    } else {
+      for (const auto& g : groups->groups) {
+        if (g->implicit && iequals(g->name, hostport)) {
+          u.group = g.get();
+          return 0;
+        }
+      }
+    }
+  }
+  // An address literal goes straight to a group of its own.
+  char text[INET6_ADDRSTRLEN + 1];
+  const bool v6 = host.front() == '[';
+  const std::string_view bare = v6 ? host.substr(1, host.size() - 2) : host;
+  if (bare.size() < sizeof text) {
+    std::memcpy(text, bare.data(), bare.size());
+    text[bare.size()] = '\0';
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    if (v6) {
+      auto& a = reinterpret_cast<sockaddr_in6&>(ss);
+      if (::inet_pton(AF_INET6, text, &a.sin6_addr) == 1) {
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(static_cast<std::uint16_t>(port));
+        len = sizeof a;
+      }
+    } else {
+      auto& a = reinterpret_cast<sockaddr_in&>(ss);
+      if (::inet_pton(AF_INET, text, &a.sin_addr) == 1) {
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<std::uint16_t>(port));
+        len = sizeof a;
+      }
+    }
+    if (len != 0 && port == 0) return fail("no port");
+    if (len != 0) {
+      if (!set_address_group(u, reinterpret_cast<sockaddr*>(&ss), len, hostport)) {
+        return 500;
+      }
+      return 0;
+    }
+    if (v6) return fail("invalid IPv6 address");
+  }
+  if (port == 0) return fail("no port");
+  // A name: resolved once the request is built.
+  u.resolve_host = host;
+  u.resolve_port = port;
+  return 0;
+}
+
 
 }  // namespace vigil::http::upstream_core

@@ -77,14 +77,24 @@ void session_saved(Connection& u, SSL_SESSION* session) {
   sessions_of(*us).keep(us->conf->tls.get(), us->pr.peer(), session);
 }
 
+// The connection is ready (TLS too): the protocol binds the request to it,
+// then the request goes.
+void begin_sending(Upstream& us) {
+  note_connected(us);
+  us.stage = Stage::kSending;
+  if (us.protocol->attach != nullptr && !us.protocol->attach(us)) {
+    next_upstream(us, kNextError, 502);
+    return;
+  }
+  send_request(us);
+}
+
 void handshake_done(Connection& u, TlsHandshake result) {
   Upstream& us = *static_cast<Upstream*>(u.data);
   u.read->handler = upstream_handler;
   u.write->handler = upstream_handler;
   if (result == TlsHandshake::kOk) {
-    note_connected(us);
-    us.stage = Stage::kSending;
-    send_request(us);
+    begin_sending(us);
     return;
   }
   if (us.conf->ssl.session_reuse && us.pr.peer() != nullptr) {
@@ -140,9 +150,7 @@ void connected(Upstream& us) {
     start_tls(us);
     return;
   }
-  note_connected(us);
-  us.stage = Stage::kSending;
-  send_request(us);
+  begin_sending(us);
 }
 
 bool cached_fits(const Upstream& us, const Connection& u) {

@@ -599,6 +599,7 @@ void free_stream(Stream& st) {
   BufferCache& cache = s.worker->buffers();
   if (st.scratch != nullptr) cache.put(st.scratch, st.scratch_size);
   if (st.pre != nullptr) cache.put(st.pre, st.pre_size);
+  if (st.trailers != nullptr) cache.put(st.trailers, st.trailers_size);
   Buf& head = st.hc.buffer;
   if (head.start != nullptr) cache.put(head.start, static_cast<std::size_t>(head.end - head.start));
   delete &st;

@@ -69,6 +69,12 @@ struct Stream {
   bool deferred = false;         // the data source said "no data yet" (resume when some comes)
   bool closed = false;           // nghttp2 closed the stream (on_stream_close)
   bool reset = false;            // closed before the response was complete (client reset, error)
+  // The response's trailer fields ("name: value\r\n" lines, a worker
+  // buffer), taken when the last buffer is passed: the trailing HEADERS
+  // goes after the last DATA, which may be after the request is released.
+  char* trailers = nullptr;
+  std::uint32_t trailers_size = 0;
+  std::uint32_t trailers_len = 0;
 };
 
 struct Session {

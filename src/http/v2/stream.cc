@@ -10,6 +10,7 @@
 #include "http/core/filters.h"
 #include "http/core/phases.h"
 #include "http/core/worker.h"
+#include "http/filters/trailers.h"
 #include "http/v2/h2.h"
 #include "http/v2/session.h"
 #include "vigil/core/log.h"
@@ -306,7 +307,52 @@ void stream_closed(Stream& st) {
   if (!st.rev.posted && st.rev.handler != nullptr) st.fc.loop->post(st.rev);
 }
 
-ssize_t read_response_data(nghttp2_session* /*ng*/, std::int32_t /*id*/, std::uint8_t* buf,
+// The response's trailer fields, as the chunked filter writes them for
+// HTTP/1, copied to the stream when the last buffer is passed (false: no
+// memory). They go as a trailing HEADERS frame (RFC 9113 §8.1) once the
+// data source has given its last byte.
+static bool take_trailers(Request& r, Stream& st) {
+  if (!write_trailer_fields(r)) return false;
+  const ChunkFrame& f = r.chunk_frame;
+  const std::uint32_t n = f.fields_end - f.fields_begin;
+  if (n == 0) return true;
+  const std::size_t size = (n + 1023) & ~std::size_t{1023};
+  char* mem = st.session->worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  std::memcpy(mem, f.trailer_mem + f.fields_begin, n);
+  st.trailers = mem;
+  st.trailers_size = static_cast<std::uint32_t>(size);
+  st.trailers_len = n;
+  return true;
+}
+
+static bool submit_trailers(nghttp2_session* ng, Stream& st) {
+  char* p = st.trailers;
+  char* const end = st.trailers + st.trailers_len;
+  nghttp2_nv nv[kStackFields];
+  std::size_t n = 0;
+  while (p < end && n < kStackFields) {
+    char* nl = static_cast<char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    if (nl == nullptr) break;
+    char* colon = static_cast<char*>(std::memchr(p, ':', static_cast<std::size_t>(nl - p)));
+    if (colon != nullptr) {
+      for (char* q = p; q < colon; ++q) {
+        if (*q >= 'A' && *q <= 'Z') *q = static_cast<char>(*q - 'A' + 'a');
+      }
+      char* v = colon + 1;
+      while (v < nl && *v == ' ') ++v;
+      char* vend = nl;
+      if (vend > v && vend[-1] == '\r') --vend;
+      nv[n++] = {reinterpret_cast<std::uint8_t*>(p), reinterpret_cast<std::uint8_t*>(v),
+                 static_cast<std::size_t>(colon - p), static_cast<std::size_t>(vend - v),
+                 NGHTTP2_NV_FLAG_NONE};
+    }
+    p = nl + 1;
+  }
+  return n > 0 && nghttp2_submit_trailer(ng, st.id, nv, n) == 0;
+}
+
+ssize_t read_response_data(nghttp2_session* ng, std::int32_t /*id*/, std::uint8_t* buf,
                            std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                            void* /*user*/) {
   Stream& st = *static_cast<Stream*>(source->ptr);
@@ -346,6 +392,10 @@ ssize_t read_response_data(nghttp2_session* /*ng*/, std::int32_t /*id*/, std::ui
   if (st.pending == nullptr && st.out_last) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     st.out_eof = true;
+    // Trailers: this DATA frame does not end the stream, their HEADERS does.
+    if (st.trailers_len > 0 && submit_trailers(ng, st)) {
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
   } else if (n == 0) {
     st.deferred = true;
     wake_writer(st);
@@ -408,7 +458,10 @@ bool write_header(Request& r) {
     p = nl + 1;
   }
   const int code = r.headers_out.status;
-  const bool body = !r.header_only && code >= 200 && code != 204 && code != 304;
+  // An empty body without trailers: the HEADERS frame ends the stream (as
+  // nginx's; a gRPC "trailers-only" response must come so).
+  const bool body = !r.header_only && code >= 200 && code != 204 && code != 304 &&
+                    !(r.headers_out.content_length == 0 && !has_trailers(r));
   nghttp2_data_provider provider;
   provider.source.ptr = &st;
   provider.read_callback = read_response_data;
@@ -465,6 +518,9 @@ int write_filter(Request& r, Chain* in) {
     for (Chain* l = in; l != nullptr; l = l->next) {
       if (l->buf->last_buf) st.out_last = true;
     }
+    if (st.out_last && st.trailers == nullptr && has_trailers(r) && !take_trailers(r, st)) {
+      return kBodyError;
+    }
   }
   while (st.pending != nullptr && st.pending->buf->empty()) st.pending = st.pending->next;
   if (st.pending == nullptr && !st.out_last) {
@@ -477,6 +533,9 @@ int write_filter(Request& r, Chain* in) {
       r.out[1].next = nullptr;
       st.pending = &r.out[1];
       if (r.bbuf.last_buf) st.out_last = true;
+      if (st.out_last && st.trailers == nullptr && has_trailers(r) && !take_trailers(r, st)) {
+        return kBodyError;
+      }
     }
   }
   if (st.deferred && (st.pending != nullptr || st.out_last)) {

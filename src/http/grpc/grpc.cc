@@ -1,0 +1,211 @@
+// The grpc handler, its protocol table on the upstream core, and what is
+// kept per backend connection (nginx's ngx_http_grpc_handler and
+// ngx_http_grpc_get_connection_data).
+#include "http/grpc/grpc.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "http/core/worker.h"
+#include "vigil/core/log.h"
+#include "vigil/event/loop.h"
+#include "vigil/event/pool.h"
+
+namespace vigil::http::grpc {
+namespace {
+
+// The per-connection entries of this worker's loop, one per slot of its
+// connection pool, made once; an entry belongs to the connection whose
+// serial number it holds (a slot reused by another connection starts anew).
+struct ConnTable {
+  EventLoop* loop = nullptr;
+  std::unique_ptr<GrpcConnState[]> entries;
+  std::size_t n = 0;
+};
+thread_local ConnTable t_conns;
+
+bool attach(Upstream& u) {
+  auto& gs = static_cast<GrpcState&>(u);
+  Connection& c = *u.u;
+  GrpcConnState* cs = conn_state(c, !u.pc.cached);
+  if (cs == nullptr) {
+    upstream_core::log_error(u, static_cast<int>(LogLevel::kError), 0,
+                             "no connection data found for keepalive http2 connection");
+    u.upstream_reusable = false;
+    return false;
+  }
+  gs.conn = cs;
+  if (cs->last_stream_id >= 0x7ffffffd) {
+    // No stream id left on this connection: a fresh one for this request.
+    u.upstream_reusable = false;
+    return false;
+  }
+  gs.id = cs->last_stream_id == 0 ? 1 : cs->last_stream_id + 2;
+  cs->last_stream_id = gs.id;
+  gs.send_window = cs->init_window;
+  gs.recv_window = kMaxWindow;
+  // The preface goes on a fresh connection only.
+  u.head.pos = u.head.start + (u.pc.cached ? kPrefaceLen : 0);
+  // The stream id into every frame of the header block.
+  char* p = u.head.start + gs.headers_off;
+  while (p + 9 <= u.head.last) {
+    const std::uint32_t len = (static_cast<std::uint32_t>(static_cast<unsigned char>(p[0])) << 16) |
+                              (static_cast<std::uint32_t>(static_cast<unsigned char>(p[1])) << 8) |
+                              static_cast<unsigned char>(p[2]);
+    p[5] = static_cast<char>((gs.id >> 24) & 0x7f);
+    p[6] = static_cast<char>((gs.id >> 16) & 0xff);
+    p[7] = static_cast<char>((gs.id >> 8) & 0xff);
+    p[8] = static_cast<char>(gs.id & 0xff);
+    p += 9 + len;
+  }
+  return true;
+}
+
+void reinit_request(Upstream& u) {
+  auto& gs = static_cast<GrpcState&>(u);
+  gs.conn = nullptr;
+  gs.id = 0;
+  gs.end_sent = false;
+  gs.ctl_len = 0;
+  gs.fstage = FrameStage::kHeader;
+  gs.fh_len = 0;
+  gs.frame_rest = 0;
+  gs.skip_head = 0;
+  gs.padding = 0;
+  gs.pad_pending = false;
+  gs.small_len = 0;
+  gs.in_headers = false;
+  gs.head_done = false;
+  gs.end_stream = false;
+  gs.trailers_done = false;
+  gs.fields_used = 0;
+  gs.status_seen = false;
+  gs.ntrailers = 0;
+  if (gs.inflater != nullptr) {
+    nghttp2_hd_inflate_del(gs.inflater);
+    gs.inflater = nullptr;
+  }
+}
+
+void finalize(Upstream& u) {
+  auto& gs = static_cast<GrpcState&>(u);
+  if (gs.inflater != nullptr) nghttp2_hd_inflate_del(gs.inflater);
+  if (gs.fields_mem != nullptr) gs.r->hc->worker->buffers().put(gs.fields_mem, gs.fields_cap);
+  if (gs.url_mem != nullptr) gs.r->hc->worker->buffers().put(gs.url_mem, gs.url_mem_size);
+  if (gs.r->headers_out.trailers == gs.trailers) {
+    gs.r->headers_out.trailers = nullptr;
+    gs.r->headers_out.ntrailers = 0;
+  }
+  gs.~GrpcState();
+}
+
+constexpr upstream_core::UpstreamProtocol kHttp2{
+    .create_request = create_request,
+    .reinit_request = reinit_request,
+    .body_output = body_output,
+    .process_header = process_header,
+    .input_filter_init = input_filter_init,
+    .input_filter = input_filter,
+    .finalize = finalize,
+    .attach = attach,
+    .control_output = control_output,
+    .own_connections = true,
+    .scheme = "grpc",
+    .tls_scheme = "grpcs",
+};
+
+int grpc_content(Request& r) {
+  return start(r);
+}
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// grpc_pass with variables (nginx's ngx_http_grpc_eval): an optional
+// grpc:// or grpcs://, then an upstream block's name, an address or a name
+// to resolve. 0, or the status the client gets.
+int eval_url(GrpcState& gs) {
+  Request& r = *gs.r;
+  const GrpcConf& conf = gs.gconf();
+  const std::size_t n = conf.url.length(r);
+  const std::size_t size = (n + 4095) & ~std::size_t{4095};
+  char* mem = r.hc->worker->buffers().get(size);
+  if (mem == nullptr) return 500;
+  gs.url_mem = mem;
+  gs.url_mem_size = static_cast<std::uint32_t>(size);
+  const std::string_view url(mem, static_cast<std::size_t>(conf.url.write(r, mem) - mem));
+  std::string_view rest = url;
+  gs.https = false;
+  if (starts_with_nocase(url, "grpc://")) {
+    rest = url.substr(7);
+  } else if (starts_with_nocase(url, "grpcs://")) {
+    rest = url.substr(8);
+    gs.https = true;
+  }
+  std::string_view host;
+  std::string_view port_text;
+  unsigned port = 0;
+  if (const int status =
+          upstream_core::route_to(gs, url, rest, 0, conf.groups, host, port_text, port);
+      status != 0) {
+    return status;
+  }
+  gs.authority = rest;  // the host, and the port when one is written
+  return 0;
+}
+
+}  // namespace
+
+const ContentHandler kContent{"grpc_pass", grpc_content, true, true};
+
+GrpcConnState* conn_state(Connection& c, bool fresh) {
+  EventLoop& loop = *c.loop;
+  ConnectionPool& pool = loop.pool();
+  if (t_conns.loop != &loop || t_conns.n != pool.size()) {
+    if (!fresh) return nullptr;
+    auto* entries = new (std::nothrow) GrpcConnState[pool.size()];
+    if (entries == nullptr) return nullptr;
+    t_conns.entries.reset(entries);
+    t_conns.n = pool.size();
+    t_conns.loop = &loop;
+  }
+  const std::size_t i = static_cast<std::size_t>(&c - pool.connections());
+  if (i >= t_conns.n) return nullptr;
+  GrpcConnState& e = t_conns.entries[i];
+  if (fresh) {
+    e = GrpcConnState{};
+    e.number = c.number;
+    return &e;
+  }
+  return e.number == c.number ? &e : nullptr;
+}
+
+int start(Request& r) {
+  const GrpcConf& conf = grpc_conf(*r.loc);
+  if (!conf.enabled || (conf.group == nullptr && !conf.variables)) return 500;
+  if (r.upstream != nullptr) upstream_core::release(r);
+  HttpWorker& w = *r.hc->worker;
+  char* mem = w.buffers().get(sizeof(GrpcState));
+  if (mem == nullptr) return 500;
+  auto* gs = new (mem) GrpcState();
+  r.upstream = gs;
+  gs->r = &r;
+  gs->conf = &conf;
+  gs->protocol = &kHttp2;
+  gs->state_mem = mem;
+  gs->state_size = sizeof(GrpcState);
+  gs->group = conf.group;
+  gs->https = conf.https;
+  gs->target = conf.target;
+  gs->authority = conf.host;
+  if (conf.variables) {
+    if (const int status = eval_url(*gs); status != 0) return status;
+  }
+  return upstream_core::start(*gs);
+}
+
+}  // namespace vigil::http::grpc
