@@ -15,6 +15,10 @@ and it records the order frames came in.
                              <length>" when the connection closes first), "late <status|none>" and "closed".
     idle PIDPATH             GET PIDPATH, print "pid <body>" and "ready", then
                              wait: "goaway <code> <last>", "closed".
+    seq N PATH               up to N streams of GET PATH, each opened once
+                             the one before it ended, until the server says
+                             GOAWAY: "answered <count>", then
+                             "goaway <code> <last>" and "closed" if it did.
     order PATH1 PRIO1 PATH2 PRIO2
                              GET PATH1 then PATH2 with a zero stream window,
                              each with "priority: PRIO" ("-": none); once the
@@ -179,6 +183,25 @@ def idle(port, pid_path):
     say("closed")
 
 
+def seq(port, n, path):
+    p = RawPeer(port)
+    answered = 0
+    for i in range(n):
+        if p.goaway is not None or p.closed:
+            break
+        sid = 1 + 2 * i
+        p.get(sid, path)
+        if not p.pump(lambda: p.done(sid)):
+            fail("timeout")
+        if p.streams[sid]["status"] == "200" and p.streams[sid]["done"]:
+            answered += 1
+    say("answered %d" % answered)
+    if p.goaway is not None:
+        if not p.pump(lambda: False):
+            fail("timeout")
+        say("closed")
+
+
 def order(port, path1, prio1, path2, prio2):
     # Stream windows of 0: nothing moves until both requests are in, then
     # both windows open in one write, and the server's scheduler decides.
@@ -219,6 +242,8 @@ def main(argv):
         drain(port, argv[3], argv[4])
     elif cmd == "idle":
         idle(port, argv[3])
+    elif cmd == "seq":
+        seq(port, int(argv[3]), argv[4])
     elif cmd == "order":
         order(port, argv[3], argv[4], argv[5], argv[6])
     else:

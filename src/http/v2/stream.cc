@@ -321,6 +321,19 @@ ssize_t read_response_data(nghttp2_session* /*ng*/, std::int32_t /*id*/, std::ui
   }
   std::size_t n = 0;
   bool took = false;
+  if (st.r != nullptr && (st.pending != nullptr || file_direct(*st.r))) {
+    // limit_rate / limit_rate_after per stream, as HTTP/1's writer: none
+    // allowed now sets the stream's write event delayed, with the timer
+    // that resumes it (its write handler, then write_filter below).
+    const off_t allowed = rate_allowance(*st.r);
+    if (allowed == 0) {
+      st.deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    if (allowed > 0 && static_cast<std::uint64_t>(allowed) < length) {
+      length = static_cast<std::size_t>(allowed);
+    }
+  }
   while (st.pending != nullptr && n < length) {
     Buf& b = *st.pending->buf;
     if (b.empty()) {
@@ -493,6 +506,11 @@ int write_filter(Request& r, Chain* in) {
   while (st.pending != nullptr && st.pending->buf->empty()) st.pending = st.pending->next;
   // A file with sendfile off: the data source reads it into the frames.
   const bool direct = file_direct(r);
+  if (st.wev.delayed) {
+    // limit_rate: the timer resumes it.
+    r.pending = st.pending;
+    return kBodyAgain;
+  }
   if (st.deferred && (st.pending != nullptr || st.out_last || direct)) {
     st.deferred = false;
     (void)nghttp2_session_resume_data(s.ng, st.id);
