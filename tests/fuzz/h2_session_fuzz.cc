@@ -3,7 +3,7 @@
 // over a socketpair into a real worker (a configuration loaded as the server
 // loads it, an event loop, the HTTP worker), so the whole path runs: the
 // preface, nghttp2's frames and HPACK, the streams' requests through the
-// phases (static files, return, a request body read and discarded), flow
+// phases (static files, return, request bodies read or discarded), flow
 // control, resets, GOAWAY and the close. The first byte chooses the form:
 // even, the input follows a valid preface and SETTINGS (frames); odd, it is
 // the whole input (the preface too, or not). Then the client end reads what
@@ -58,6 +58,9 @@ constexpr char kConf[] =
     "    location = /r { return 200 \"ok\"; }\n"
     "    location = /redirect { return 302 /r; }\n"
     "    location /post { client_max_body_size 64k; return 204; }\n"
+    // A body read in full (proxy_request_buffering), then a backend that
+    // refuses the connection: the request-body API over DATA frames.
+    "    location /proxy { client_max_body_size 64k; proxy_pass http://127.0.0.1:1; }\n"
     "  }\n"
     "}\n";
 

@@ -25,42 +25,65 @@ def frames(*fs):
 
 
 def seeds():
-    enc = hpack.Encoder()
+    enc = None
     block = lambda *a, **k: enc.encode(head(*a, **k))  # noqa: E731
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "get", frames(HeadersFrame(1, data=block("/"), flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "get_return", frames(HeadersFrame(1, data=block("/r"),
                                             flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "big_window", frames(
         SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1 << 20}),
         WindowUpdateFrame(0, window_increment=1 << 20),
         HeadersFrame(1, data=block("/big.bin"), flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "big_small_window", frames(
         SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 100,
                                    SettingsFrame.MAX_FRAME_SIZE: 16384}),
         HeadersFrame(1, data=block("/big.bin"), flags=["END_HEADERS", "END_STREAM"]),
         WindowUpdateFrame(1, window_increment=5000))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "post", frames(
         HeadersFrame(1, data=block("/post", "POST", [("content-length", "10")]),
                      flags=["END_HEADERS"]),
         DataFrame(1, data=b"01234"), DataFrame(1, data=b"56789", flags=["END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "post_no_length", frames(
         HeadersFrame(1, data=block("/post", "POST"), flags=["END_HEADERS"]),
         DataFrame(1, data=b"x" * 5000), DataFrame(1, data=b"", flags=["END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
+    yield "proxy_body", frames(
+        HeadersFrame(1, data=block("/proxy", "POST", [("content-length", "3500")]),
+                     flags=["END_HEADERS"]),
+        DataFrame(1, data=b"p" * 1500), DataFrame(1, data=b"q" * 2000, flags=["END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
+    yield "proxy_unknown_length", frames(
+        HeadersFrame(1, data=block("/proxy", "PUT", [("expect", "100-continue")]),
+                     flags=["END_HEADERS"]),
+        DataFrame(1, data=b"x" * 100), RstStreamFrame(1, error_code=8),
+        HeadersFrame(3, data=block("/proxy", "POST"), flags=["END_HEADERS"]),
+        DataFrame(3, data=b"y" * 3000, flags=["END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "post_trailers", frames(
         HeadersFrame(1, data=block("/post", "POST"), flags=["END_HEADERS"]),
         DataFrame(1, data=b"abc"),
         HeadersFrame(1, data=enc.encode([("x-trailer", "1")]),
                      flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "streams_reset", frames(
         *[f for sid in range(1, 40, 2) for f in (
             HeadersFrame(sid, data=block("/big.bin"), flags=["END_HEADERS", "END_STREAM"]),
             RstStreamFrame(sid, error_code=8))])
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "many_streams", frames(
         *[HeadersFrame(sid, data=block("/" if sid % 4 == 1 else "/r"),
                        flags=["END_HEADERS", "END_STREAM"]) for sid in range(1, 60, 2)])
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "continuation", frames(
         HeadersFrame(1, data=block("/")[:5], flags=["END_STREAM"]),
         ContinuationFrame(1, data=block("/")[5:], flags=["END_HEADERS"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "control", frames(
         PingFrame(0, opaque_data=b"12345678"),
         PriorityFrame(3, depends_on=1, stream_weight=200),
@@ -70,15 +93,18 @@ def seeds():
                      flags=["END_HEADERS", "END_STREAM"]),
         GoAwayFrame(0, last_stream_id=0, error_code=0))
     # PRIORITY_UPDATE (RFC 9218, type 0x10): the prioritized stream 1, "u=7".
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "priority_update", frames(
         HeadersFrame(1, data=block("/big.bin"), flags=["END_HEADERS", "END_STREAM"]),
         ExtensionFrame(type=0x10, stream_id=0, body=b"\x00\x00\x00\x01u=7"),
         HeadersFrame(3, data=block("/", extra=[("priority", "u=1")]),
                      flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "cookies_host", frames(HeadersFrame(1, data=enc.encode(
         [(":method", "GET"), (":path", "/index.html?a=b"), (":scheme", "http"),
          ("host", "localhost"), ("cookie", "a=1"), ("cookie", "b=2"),
          ("accept-encoding", "gzip")]), flags=["END_HEADERS", "END_STREAM"]))
+    enc = hpack.Encoder()  # each seed is a connection of its own
     yield "bad_pseudo", frames(HeadersFrame(1, data=enc.encode(
         [(":method", "GET"), (":path", "/"), (":scheme", "http"), (":authority", "localhost"),
          (":status", "200"), ("connection", "close")]), flags=["END_HEADERS", "END_STREAM"]))
