@@ -19,7 +19,7 @@ and it records the order frames came in.
                              the one before it ended, until the server says
                              GOAWAY: "answered <count>", then
                              "goaway <code> <last>" and "closed" if it did.
-    order PATH1 PRIO1 PATH2 PRIO2
+    order PATH1 PRIO1 PATH2 PRIO2 [--rfc7540]
                              GET PATH1 then PATH2 with a zero stream window,
                              each with "priority: PRIO" ("-": none); once the
                              server has both, the windows open in one frame.
@@ -27,7 +27,9 @@ and it records the order frames came in.
                              "first <path>", whether the second stream's
                              DATA began before the first's ended,
                              "interleaved yes|no", then
-                             "<path> <status> <length>" per stream.
+                             "<path> <status> <length>" per stream. The
+                             client says SETTINGS_NO_RFC7540_PRIORITIES=1
+                             unless --rfc7540.
 Every wait gives up after 30 seconds ("timeout", exit status 1).
 """
 
@@ -48,7 +50,7 @@ def say(line):
 
 
 class RawPeer:
-    def __init__(self, port, window=65535):
+    def __init__(self, port, window=65535, rfc9218=False):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.enc = hpack.Encoder()
         self.dec = hpack.Decoder()
@@ -59,6 +61,8 @@ class RawPeer:
         self.closed = False
         self.auto_window = True
         settings = {SettingsFrame.INITIAL_WINDOW_SIZE: window}
+        if rfc9218:
+            settings[0x9] = 1  # SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 section 2.1)
         self.send(PREFACE + SettingsFrame(0, settings=settings).serialize() +
                   WindowUpdateFrame(0, window_increment=1 << 24).serialize())
 
@@ -202,10 +206,10 @@ def seq(port, n, path):
         say("closed")
 
 
-def order(port, path1, prio1, path2, prio2):
+def order(port, path1, prio1, path2, prio2, rfc9218):
     # Stream windows of 0: nothing moves until both requests are in, then
     # both windows open in one write, and the server's scheduler decides.
-    p = RawPeer(port, window=0)
+    p = RawPeer(port, window=0, rfc9218=rfc9218)
     p.auto_window = False
     p.get(1, path1, [("priority", prio1)] if prio1 != "-" else [])
     p.get(3, path2, [("priority", prio2)] if prio2 != "-" else [])
@@ -245,7 +249,7 @@ def main(argv):
     elif cmd == "seq":
         seq(port, int(argv[3]), argv[4])
     elif cmd == "order":
-        order(port, argv[3], argv[4], argv[5], argv[6])
+        order(port, argv[3], argv[4], argv[5], argv[6], "--rfc7540" not in argv)
     else:
         fail("unknown command " + cmd)
     return 0

@@ -3,7 +3,8 @@
 // zero stream windows and opens them in one frame: the server then chooses
 // what goes first. A stream of urgency 0 goes before one of urgency 7 that
 // was opened first; streams without a priority field share the connection
-// in turns.
+// in turns. The client says SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1);
+// one that does not keeps RFC 7540's scheduling.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,6 +60,16 @@ TEST_F(Http2Priority, LessUrgentStreamWaitsForTheMoreUrgentOne) {
 
 TEST_F(Http2Priority, StreamsWithoutPriorityShareTheConnection) {
   const std::string out = order(port_, {"/big1.bin", "-", "/big2.bin", "-"});
+  EXPECT_NE(out.find("interleaved yes\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos)
+      << out;
+}
+
+// A client that does not say SETTINGS_NO_RFC7540_PRIORITIES keeps RFC 7540's
+// scheduling, as nginx 1.22 serves everyone: its priority fields are not
+// read, and two streams of the default weight share the connection.
+TEST_F(Http2Priority, AClientWithoutTheRfc9218SettingKeepsRfc7540) {
+  const std::string out = order(port_, {"/big1.bin", "u=6", "/big2.bin", "u=1", "--rfc7540"});
   EXPECT_NE(out.find("interleaved yes\n"), std::string::npos) << out;
   EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos)
       << out;

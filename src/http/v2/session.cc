@@ -508,8 +508,12 @@ void start(HttpConnection& hc) {
   const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
   // RFC 9218: nghttp2 schedules the streams by the priority field and
-  // PRIORITY_UPDATE frames (SETTINGS_NO_RFC7540_PRIORITIES below).
+  // PRIORITY_UPDATE frames (SETTINGS_NO_RFC7540_PRIORITIES below) for a
+  // client that says it uses them (its SETTINGS_NO_RFC7540_PRIORITIES);
+  // another keeps RFC 7540's dependencies and weights, as nginx 1.22
+  // serves them (RFC 9218 §2.1 lets the server choose).
   nghttp2_option_set_builtin_recv_extension_type(opt, NGHTTP2_PRIORITY_UPDATE);
+  nghttp2_option_set_server_fallback_rfc7540_priorities(opt, 1);
   const int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
   nghttp2_option_del(opt);
   if (rv != 0) {
