@@ -31,7 +31,7 @@ std::vector<ServerModule> builtin_modules() {
       {"core", &core_module()},
       {"events", &event_module()},
       {"http", &http::http_module(), http::create_listeners, http::init_worker,
-       http::exit_worker, http::reopen_logs},
+       http::exit_worker, http::reopen_logs, http::begin_shutdown},
   };
   // The HTTP modules with confs of their own (http/core/modules.cc).
   for (const http::HttpModule* m : http::http_modules()) {

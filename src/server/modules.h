@@ -35,6 +35,10 @@ struct ServerModule {
   void (*exit_worker)(EventLoop& loop) = nullptr;
   // On USR1 in each worker: reopen the module's log files.
   void (*reopen_logs)(EventLoop& loop) = nullptr;
+  // In each worker when its graceful stop begins (quit, reload, upgrade),
+  // after it stopped listening: connections that outlive a request (an
+  // HTTP/2 connection with streams in flight) are told to end (GOAWAY).
+  void (*begin_shutdown)(EventLoop& loop) = nullptr;
 };
 
 // Every module compiled in (modules.cc lists them), then those added with

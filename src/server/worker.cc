@@ -327,6 +327,9 @@ int run_worker(const WorkerContext& ctx, Log& log) {
       VIGIL_LOG(log, kNotice, 0, "gracefully shutting down");
       accept_queued(*loop);
       loop->close_listening();
+      for (const ServerModule& p : server_modules()) {
+        if (p.begin_shutdown != nullptr) p.begin_shutdown(*loop);
+      }
       if (core.worker_shutdown_timeout > 0) {
         loop->add_timer(shutdown_timer, core.worker_shutdown_timeout);
       }

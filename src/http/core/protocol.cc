@@ -8,6 +8,7 @@
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/core/worker.h"
+#include "http/v2/shutdown.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -75,6 +76,18 @@ void exit_worker(EventLoop& loop) {
   worker->publish_stats();
   attach_worker(loop, nullptr);
   delete worker;
+}
+
+void begin_shutdown(EventLoop& loop) {
+  ConnectionPool& pool = loop.pool();
+  Connection* cs = pool.connections();
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    Connection& c = cs[i];
+    if (c.fd == -1 || c.listening == nullptr || c.listening->connection == &c) continue;
+    if (c.listening->handler != init_connection || c.data == nullptr) continue;
+    auto& hc = *static_cast<HttpConnection*>(c.data);
+    if (hc.h2 != nullptr) h2::begin_shutdown(hc);
+  }
 }
 
 void reopen_logs(EventLoop& loop) {

@@ -16,5 +16,8 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
 Status init_worker(const Configuration& conf, EventLoop& loop, int worker_index);
 void exit_worker(EventLoop& loop);
 void reopen_logs(EventLoop& loop);
+// Graceful stop began: every HTTP/2 connection says GOAWAY and ends once
+// its streams are done (an idle one at once).
+void begin_shutdown(EventLoop& loop);
 
 }  // namespace vigil::http

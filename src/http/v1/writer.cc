@@ -153,8 +153,9 @@ void send_response(Request& r) {
   r.c->write->handler = request_handler;
   r.write_event_handler = write_handler;
   if (r.header_only) r.bbuf = Buf{};
-  if (file_left(r) && r.bbuf.empty()) {
-    // sendfile off: the first piece goes out with the head in one writev.
+  if (file_left(r) && r.bbuf.empty() && r.hc->stream == nullptr) {
+    // sendfile off: the first piece goes out with the head in one writev
+    // (HTTP/2's data source reads the whole file into its frames).
     if (!fill_from_file(r)) {
       terminate_request(r, 500);
       return;

@@ -13,6 +13,7 @@
 #include "http/core/worker.h"
 #include "http/v2/h2.h"
 #include "http/v2/session.h"
+#include "http/v2/shutdown.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
 #include "vigil/event/posted.h"
@@ -155,6 +156,7 @@ int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_
   }
   Stream* st = stream_of(ng, frame->hd.stream_id);
   if (st == nullptr || st->r != nullptr || st->head_too_big) return 0;
+  if (namelen == 8 && std::memcmp(name, "priority", 8) == 0) st->priority = true;
   if (!add_head_field(*st, std::string_view(reinterpret_cast<const char*>(name), namelen),
                       std::string_view(reinterpret_cast<const char*>(value), valuelen))) {
     st->head_too_big = true;
@@ -170,6 +172,14 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end) st->in_done = true;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    if (!st->priority) {
+      // No priority field: the default urgency, but served in turns with
+      // the other streams of that urgency (RFC 9218 leaves the default
+      // non-incremental; a page's many responses are fairer round-robin,
+      // as nginx and h2o serve them). A PRIORITY_UPDATE still changes it.
+      const nghttp2_extpri fair = {NGHTTP2_EXTPRI_DEFAULT_URGENCY, 1};
+      (void)nghttp2_session_change_extpri_stream_priority(ng, st->id, &fair, 0);
+    }
     start_stream_request(*st);
   } else if (end) {
     stream_input_ended(*st);
@@ -359,11 +369,21 @@ void after_io(Session& s) {
   }
   const bool sending = s.wbuf != nullptr || s.frame_len != 0;
   if (!sending && nghttp2_session_want_read(s.ng) == 0 && nghttp2_session_want_write(s.ng) == 0) {
-    close_connection(*s.hc);
+    // The session is over (GOAWAY sent, its streams done). What the
+    // client still sends (WINDOW_UPDATEs for the last DATA) is read and
+    // dropped after our FIN, as nginx's HTTP/2 lingering close: closing
+    // with it unread would make the kernel answer with a RST that can
+    // destroy the end of the response on its way.
+    HttpConnection& hc = *s.hc;
+    end_session(s);
+    set_reusable(hc, false);
+    set_lingering_close(hc, *hc.srv->loc);
     return;
   }
-  if (s.nstreams == 0) {
-    // Idle: keepalive_timeout, and the pool (or a graceful stop) may close it.
+  if (s.nstreams == 0 && !sending) {
+    // Idle: keepalive_timeout, and the pool (or a graceful stop) may close
+    // it. Not while frames are still going out (the last DATA of a stream
+    // nghttp2 has closed already): closing would cut them.
     loop.add_timer(*c.read, s.hc->srv->loc->keepalive_timeout);
     set_reusable(*s.hc, true);
   } else {
@@ -487,6 +507,13 @@ void start(HttpConnection& hc) {
   const HttpSrvConf& srv = *hc.srv;
   const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  // RFC 9218: nghttp2 schedules the streams by the priority field and
+  // PRIORITY_UPDATE frames (SETTINGS_NO_RFC7540_PRIORITIES below) for a
+  // client that says it uses them (its SETTINGS_NO_RFC7540_PRIORITIES);
+  // another keeps RFC 7540's dependencies and weights, as nginx 1.22
+  // serves them (RFC 9218 §2.1 lets the server choose).
+  nghttp2_option_set_builtin_recv_extension_type(opt, NGHTTP2_PRIORITY_UPDATE);
+  nghttp2_option_set_server_fallback_rfc7540_priorities(opt, 1);
   const int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
   nghttp2_option_del(opt);
   if (rv != 0) {
@@ -500,6 +527,7 @@ void start(HttpConnection& hc) {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv.h2_max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(srv.h2_body_preread_size)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(header_limit)},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, settings,
                               sizeof settings / sizeof settings[0]) != 0 ||
@@ -537,6 +565,12 @@ void close_session(HttpConnection& hc) {
     return;
   }
   if (s.closing) return;
+  end_session(s);
+  close_connection(hc);
+}
+
+void end_session(Session& s) {
+  HttpConnection& hc = *s.hc;
   s.closing = true;
   // Every request still running ends (its stream is freed with it).
   while (s.streams != nullptr) {
@@ -555,7 +589,14 @@ void close_session(HttpConnection& hc) {
   give_back_buffers(s);
   PostedQueue::remove(*s.c->write);
   hc.h2 = nullptr;
-  close_connection(hc);
+}
+
+void begin_shutdown(HttpConnection& hc) {
+  Session* s = hc.h2;
+  if (s == nullptr || s->closing || s->in_recv) return;
+  // after_io says GOAWAY (the loop is exiting), sends it, and closes the
+  // connection when no stream is left.
+  after_io(*s);
 }
 
 void schedule_flush(Session& s) {

@@ -49,6 +49,7 @@ struct Stream {
   bool has_host = false;
   bool has_length = false;    // content-length was sent
   bool head_too_big = false;  // answered 431
+  bool priority = false;      // the client sent a priority field (RFC 9218)
 
   // The request body: DATA received and not read yet, [pre_pos, pre_last)
   // of `pre` (http2_body_preread_size, the stream's window).
@@ -127,6 +128,9 @@ void schedule_flush(Session& s);
 // nghttp2 has closed it too.
 void stream_request_ended(Stream& st);
 void free_stream(Stream& st);
+// Ends every stream and frees the session (hc.h2 = nullptr); the
+// connection stays open for its owner to close.
+void end_session(Session& s);
 
 // stream.cc
 // The stream's head is complete (END_HEADERS): the request starts.

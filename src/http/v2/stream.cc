@@ -134,6 +134,12 @@ void consume(Stream& st, std::size_t n) {
   schedule_flush(s);
 }
 
+// A static file still to be sent with sendfile off (HTTP/1's writer reads
+// such a file piece by piece; no body filter is between).
+bool file_direct(const Request& r) {
+  return r.obuf != nullptr && r.fd != -1 && !r.header_only && r.file_pos < r.file_end;
+}
+
 }  // namespace
 
 bool add_head_field(Stream& st, std::string_view name, std::string_view value) {
@@ -361,6 +367,19 @@ ssize_t read_response_data(nghttp2_session* ng, std::int32_t /*id*/, std::uint8_
   }
   std::size_t n = 0;
   bool took = false;
+  if (st.r != nullptr && (st.pending != nullptr || file_direct(*st.r))) {
+    // limit_rate / limit_rate_after per stream, as HTTP/1's writer: none
+    // allowed now sets the stream's write event delayed, with the timer
+    // that resumes it (its write handler, then write_filter below).
+    const off_t allowed = rate_allowance(*st.r);
+    if (allowed == 0) {
+      st.deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    if (allowed > 0 && static_cast<std::uint64_t>(allowed) < length) {
+      length = static_cast<std::size_t>(allowed);
+    }
+  }
   while (st.pending != nullptr && n < length) {
     Buf& b = *st.pending->buf;
     if (b.empty()) {
@@ -385,6 +404,27 @@ ssize_t read_response_data(nghttp2_session* ng, std::int32_t /*id*/, std::uint8_
   while (st.pending != nullptr && st.pending->buf->empty()) {
     st.pending = st.pending->next;
     took = true;
+  }
+  if (st.pending == nullptr && n < length && st.r != nullptr && file_direct(*st.r)) {
+    // A file sent with sendfile off: its next bytes are read straight into
+    // the frame, not into a buffer of the request's first (one copy less).
+    Request& r = *st.r;
+    std::size_t want = length - n;
+    if (static_cast<off_t>(want) > r.file_end - r.file_pos) {
+      want = static_cast<std::size_t>(r.file_end - r.file_pos);
+    }
+    const std::size_t got =
+        read_file_some(st.fc, r.fd, r.file_pos, reinterpret_cast<char*>(buf) + n, want);
+    if (got == 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    r.file_pos += static_cast<off_t>(got);
+    n += got;
+    if (r.file_pos == r.file_end) {
+      st.out_last = true;
+      took = true;
+      if (st.trailers == nullptr && has_trailers(r) && !take_trailers(r, st)) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+    }
   }
   st.fc.sent += static_cast<off_t>(n);
   // The request's view of what its writer holds (the relay waits on it).
@@ -523,28 +563,20 @@ int write_filter(Request& r, Chain* in) {
     }
   }
   while (st.pending != nullptr && st.pending->buf->empty()) st.pending = st.pending->next;
-  if (st.pending == nullptr && !st.out_last) {
-    // A file read piece by piece (sendfile off): the next piece, once the
-    // last one was taken.
-    const int rc = next_file_piece(r);
-    if (rc < 0) return kBodyError;
-    if (rc > 0) {
-      r.out[1].buf = &r.bbuf;
-      r.out[1].next = nullptr;
-      st.pending = &r.out[1];
-      if (r.bbuf.last_buf) st.out_last = true;
-      if (st.out_last && st.trailers == nullptr && has_trailers(r) && !take_trailers(r, st)) {
-        return kBodyError;
-      }
-    }
+  // A file with sendfile off: the data source reads it into the frames.
+  const bool direct = file_direct(r);
+  if (st.wev.delayed) {
+    // limit_rate: the timer resumes it.
+    r.pending = st.pending;
+    return kBodyAgain;
   }
-  if (st.deferred && (st.pending != nullptr || st.out_last)) {
+  if (st.deferred && (st.pending != nullptr || st.out_last || direct)) {
     st.deferred = false;
     (void)nghttp2_session_resume_data(s.ng, st.id);
     schedule_flush(s);
   }
   r.pending = st.pending;
-  if (st.pending == nullptr) return kBodyOk;
+  if (st.pending == nullptr && !direct) return kBodyOk;
   // Waits for the peer's window (or the socket): the data source wakes it.
   http_counters()->h2_flow_stalls.add();
   Event& wev = st.wev;
