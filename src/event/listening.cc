@@ -211,7 +211,7 @@ Status Listening::open(int tries) {
   if (tries < 1) tries = 1;
 
   const int family = addr.ss_family;
-  int s = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int s = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s < 0) return Status::sys("socket() for " + addr_text);
 
   auto fail = [s](Status st) {
@@ -269,7 +269,7 @@ Status Listening::open(int tries) {
     }
   }
 
-  if (::listen(s, backlog) != 0) {
+  if (type == SOCK_STREAM && ::listen(s, backlog) != 0) {
     Status ls = Status::sys("listen() to " + addr_text);
     remove_unix_file();
     return fail(std::move(ls));
