@@ -159,7 +159,9 @@ bool from_upstream(Session& s) {
 }
 
 void process(Session& s) {
-  if (!from_client(s) || !from_upstream(s) || test_finalize(s)) return;
+  // As nginx, the end is checked after each direction: with
+  // proxy_responses 0 the session ends before a reply could be read.
+  if (!from_client(s) || test_finalize(s) || !from_upstream(s) || test_finalize(s)) return;
   Connection& c = *s.client;
   Connection& u = *s.upstream;
   EventLoop& loop = *c.loop;

@@ -195,20 +195,24 @@ TEST_P(StreamUdp, DatagramBoundariesBothWays) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
-// proxy_responses 0: the session ends once the datagram went on (no reply
-// waited for, proxy_timeout is long), with 200 and the counts logged.
+// proxy_responses 0: the session ends once the datagram went on, before any
+// reply is read (the server here answers at once), with 200 and the counts
+// logged; proxy_timeout is long.
 TEST_P(StreamUdp, ProxyResponsesZeroEndsAtOnce) {
-  UdpBackend sink([](const std::string&, int, int) { return std::vector<std::string>{}; });
-  ASSERT_TRUE(sink.ready());
-  ASSERT_TRUE(start(udp_server("  proxy_pass " + sink.addr() +
+  UdpBackend echo_server(echo());
+  ASSERT_TRUE(echo_server.ready());
+  ASSERT_TRUE(start(udp_server("  proxy_pass " + echo_server.addr() +
                                ";\n  proxy_responses 0;\n  proxy_timeout 60s;\n")))
       << server_.output();
-  UdpClient c(server_.port());
-  ASSERT_TRUE(c.send("ping!"));
-  const auto lines = log_lines(1);
-  ASSERT_EQ(lines.size(), 1u) << server_.output();
-  EXPECT_EQ(lines[0], "200 UDP 5 0 " + sink.addr() + " 5 0");
-  EXPECT_TRUE(wait_for([&] { return sink.received() == 1; }));
+  constexpr int kClients = 5;
+  for (int i = 0; i < kClients; ++i) {
+    UdpClient c(server_.port());
+    ASSERT_TRUE(c.send("ping!"));
+    const auto lines = log_lines(static_cast<std::size_t>(i + 1));
+    ASSERT_EQ(lines.size(), static_cast<std::size_t>(i + 1)) << server_.output();
+    EXPECT_EQ(lines[static_cast<std::size_t>(i)], "200 UDP 5 0 " + echo_server.addr() + " 5 0");
+  }
+  EXPECT_TRUE(wait_for([&] { return echo_server.received() == kClients; }));
 }
 
 // proxy_responses 2: both replies reach the client, then the session ends
