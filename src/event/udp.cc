@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <unordered_map>
 #include <vector>
@@ -61,6 +62,24 @@ struct UdpSessions {
   // listener's end must reach them too.
   std::vector<Connection*> detached;
 };
+
+// Every table of this thread's listeners, owned here: freed by
+// udp_close_sessions, or at the thread's exit when a worker ends without
+// closing its listeners.
+thread_local std::vector<std::unique_ptr<UdpSessions>> g_tables;
+
+UdpSessions* new_table() {
+  try {
+    g_tables.push_back(std::make_unique<UdpSessions>());
+    return g_tables.back().get();
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void free_table(UdpSessions* table) {
+  std::erase_if(g_tables, [table](const std::unique_ptr<UdpSessions>& t) { return t.get() == table; });
+}
 
 bool make_key(const sockaddr* sa, UdpKey& k) {
   k = UdpKey{};
@@ -190,7 +209,7 @@ void event_recvmsg(Event& ev) {
     if (!make_key(reinterpret_cast<const sockaddr*>(&sa), key)) continue;
     auto* table = static_cast<UdpSessions*>(lc->data);
     if (table == nullptr) {
-      table = new (std::nothrow) UdpSessions();
+      table = new_table();
       if (table == nullptr) {
         VIGIL_LOG(log, kAlert, 0, "out of memory for the UDP sessions of %s",
                   ls->addr_text.c_str());
@@ -295,8 +314,8 @@ void udp_close_sessions(Connection& lc) {
       table->detached.pop_back();
     }
   }
-  delete table;
   lc.data = nullptr;
+  free_table(table);
 }
 
 }  // namespace vigil
