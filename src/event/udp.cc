@@ -78,7 +78,8 @@ UdpSessions* new_table() {
 }
 
 void free_table(UdpSessions* table) {
-  std::erase_if(g_tables, [table](const std::unique_ptr<UdpSessions>& t) { return t.get() == table; });
+  std::erase_if(g_tables,
+                [table](const std::unique_ptr<UdpSessions>& t) { return t.get() == table; });
 }
 
 bool make_key(const sockaddr* sa, UdpKey& k) {

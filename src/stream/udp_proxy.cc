@@ -78,11 +78,12 @@ bool rate_allows(Session& s, Event& rev, std::size_t rate, std::uint64_t moved) 
   if (rate == 0) return true;
   MsecDiff elapsed = msec_diff(clock::current_msec(), s.start_msec);
   if (elapsed < 0) elapsed = 0;
-  const auto limit = static_cast<std::int64_t>(rate) * (elapsed / 1000 + 1) -
-                     static_cast<std::int64_t>(moved);
+  const auto limit =
+      static_cast<std::int64_t>(rate) * (elapsed / 1000 + 1) - static_cast<std::int64_t>(moved);
   if (limit > 0) return true;
   rev.delayed = 1;
-  s.client->loop->add_timer(rev, static_cast<Msec>(-limit * 1000 / static_cast<std::int64_t>(rate) + 1));
+  s.client->loop->add_timer(rev,
+                            static_cast<Msec>(-limit * 1000 / static_cast<std::int64_t>(rate) + 1));
   return false;
 }
 
@@ -237,8 +238,8 @@ int connect_peer(Session& s) {
     const int one = 1;
     if (conf.bind_transparent &&
         ::setsockopt(fd, conf.bind_addr.ss_family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
-                     conf.bind_addr.ss_family == AF_INET6 ? IPV6_TRANSPARENT : IP_TRANSPARENT,
-                     &one, sizeof one) == -1) {
+                     conf.bind_addr.ss_family == AF_INET6 ? IPV6_TRANSPARENT : IP_TRANSPARENT, &one,
+                     sizeof one) == -1) {
       VIGIL_LOG(log, kAlert, errno, "setsockopt(IP_TRANSPARENT) failed");
       return fail(kPeerError);
     }
@@ -259,7 +260,7 @@ int connect_peer(Session& s) {
   u->send = peer_send;
   u->write->ready = 1;
   const Status st = (loop.capabilities() & kCapClear) ? loop.backend().add_conn(*u)
-                                                     : loop.backend().add(*u->read, kEvLevel);
+                                                      : loop.backend().add(*u->read, kEvLevel);
   if (!st) {
     VIGIL_LOG(log, kAlert, st.err(), "%s", st.message().c_str());
     return fail(kPeerError);

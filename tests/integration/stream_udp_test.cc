@@ -76,7 +76,8 @@ class UdpBackend {
         senders_.push_back(port);
       }
       ++received_;
-      for (const std::string& out : reply_(std::string(buf, static_cast<std::size_t>(n)), port, port_)) {
+      for (const std::string& out :
+           reply_(std::string(buf, static_cast<std::size_t>(n)), port, port_)) {
         (void)::sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
       }
     }
@@ -177,8 +178,7 @@ std::string udp_server(const std::string& body) {
 TEST_P(StreamUdp, DatagramBoundariesBothWays) {
   UdpBackend echo_server(echo());
   ASSERT_TRUE(echo_server.ready());
-  ASSERT_TRUE(start(udp_server("  proxy_pass " + echo_server.addr() + ";\n")))
-      << server_.output();
+  ASSERT_TRUE(start(udp_server("  proxy_pass " + echo_server.addr() + ";\n"))) << server_.output();
   UdpClient c(server_.port());
   ASSERT_TRUE(c.ok());
   const std::vector<std::string> sent = {"one", std::string(3000, 'x'), "", "three"};
@@ -218,7 +218,9 @@ TEST_P(StreamUdp, ProxyResponsesZeroEndsAtOnce) {
 // proxy_responses 2: both replies reach the client, then the session ends
 // (long before proxy_timeout); the next datagram is a new session.
 TEST_P(StreamUdp, ProxyResponsesN) {
-  UdpBackend twice([](const std::string& d, int, int) { return std::vector<std::string>{d, d + "+"}; });
+  UdpBackend twice([](const std::string& d, int, int) {
+    return std::vector<std::string>{d, d + "+"};
+  });
   ASSERT_TRUE(twice.ready());
   ASSERT_TRUE(start(udp_server("  proxy_pass " + twice.addr() +
                                ";\n  proxy_responses 2;\n  proxy_timeout 60s;\n")))
@@ -243,8 +245,9 @@ TEST_P(StreamUdp, ProxyResponsesN) {
 // proxy_requests 1: every datagram is a session of its own (a new upstream
 // socket); unset, the client keeps its session and its socket.
 TEST_P(StreamUdp, ProxyRequestsReleasesTheBinding) {
-  UdpBackend ports(
-      [](const std::string&, int from, int) { return std::vector<std::string>{std::to_string(from)}; });
+  UdpBackend ports([](const std::string&, int from, int) {
+    return std::vector<std::string>{std::to_string(from)};
+  });
   ASSERT_TRUE(ports.ready());
   ASSERT_TRUE(start(udp_server("  proxy_pass " + ports.addr() +
                                ";\n  proxy_requests 1;\n  proxy_responses 1;\n") +
@@ -269,7 +272,8 @@ TEST_P(StreamUdp, ProxyRequestsReleasesTheBinding) {
 TEST_P(StreamUdp, IdleTimeoutEndsTheSession) {
   UdpBackend echo_server(echo());
   ASSERT_TRUE(echo_server.ready());
-  ASSERT_TRUE(start(udp_server("  proxy_pass " + echo_server.addr() + ";\n  proxy_timeout 300ms;\n")))
+  ASSERT_TRUE(
+      start(udp_server("  proxy_pass " + echo_server.addr() + ";\n  proxy_timeout 300ms;\n")))
       << server_.output();
   UdpClient c(server_.port());
   ASSERT_EQ(c.io("hi"), "hi");
@@ -310,8 +314,7 @@ TEST_P(StreamUdp, BalancesAcrossServers) {
   const int p2 = b2.port();
   const std::string servers = "  server " + b1.addr() + ";\n  server " + b2.addr() + ";\n";
   ASSERT_TRUE(start(" upstream rr {\n" + servers + " }\n upstream h {\n  hash $remote_addr;\n" +
-                    servers + " }\n" +
-                    udp_server("  proxy_pass rr;\n  proxy_responses 1;\n") +
+                    servers + " }\n" + udp_server("  proxy_pass rr;\n  proxy_responses 1;\n") +
                     udp_server("  proxy_pass h;\n  proxy_responses 1;\n")))
       << server_.output();
   std::map<std::string, int> rr;
@@ -405,6 +408,25 @@ TEST_P(StreamUdp, TcpAndUdpOnOnePort) {
   ::close(fd);
 }
 
+// "listen ... udp reuseport" with two workers: a socket per worker, and the
+// kernel keeps a client on one of them, so its datagrams all reach one worker.
+TEST_P(StreamUdp, ReuseportKeepsAClientOnOneWorker) {
+  ASSERT_TRUE(server_.start("",
+                            "worker_processes 2;\nmaster_process on;\nstream {\n server {\n"
+                            "  listen 127.0.0.1:0 udp reuseport;\n  return $pid;\n }\n}\n",
+                            "worker_connections 256;\nuse " + GetParam() + ";"))
+      << server_.output();
+  ASSERT_TRUE(server_.wait_output_count("running:", 2)) << server_.output();
+  const int port = server_.port();
+  for (int i = 0; i < 8; ++i) {
+    UdpClient c(port);
+    const std::string worker = c.io("?");
+    ASSERT_NE(worker, "<none>") << server_.output();
+    EXPECT_EQ(c.io("?"), worker);
+    EXPECT_EQ(c.io("?"), worker);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StreamUdp, ::testing::ValuesIn(backend_params()),
                          backend_param_name);
 
@@ -412,9 +434,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, StreamUdp, ::testing::ValuesIn(backend_params
 TEST(StreamUdpConf, IncompatibleListenParameters) {
   VigilServer s;
   for (const std::string bad : {"ssl", "proxy_protocol", "backlog=10", "so_keepalive=on"}) {
-    s.write("conf/t.conf", "events {}\nstream {\n server {\n  listen 127.0.0.1:" +
-                               std::to_string(free_port()) + " udp " + bad +
-                               ";\n  return x;\n }\n}\n");
+    s.write("conf/t.conf",
+            "events {}\nstream {\n server {\n  listen 127.0.0.1:" + std::to_string(free_port()) +
+                " udp " + bad + ";\n  return x;\n }\n}\n");
     auto [rc, out] = run({kVigil, "-t", "-p", s.dir(), "-c", "conf/t.conf"});
     EXPECT_NE(rc, 0) << bad;
     const std::string name = bad.substr(0, bad.find('='));
@@ -434,9 +456,9 @@ TEST(StreamUdpConf, IncompatibleListenParameters) {
 TEST(StreamUdpConf, ProxyRequestsAndResponsesTakeNumbers) {
   VigilServer s;
   for (const std::string bad : {"proxy_requests x", "proxy_responses -1"}) {
-    s.write("conf/t.conf", "events {}\nstream {\n server {\n  listen 127.0.0.1:" +
-                               std::to_string(free_port()) + " udp;\n  " + bad +
-                               ";\n  proxy_pass 127.0.0.1:1;\n }\n}\n");
+    s.write("conf/t.conf",
+            "events {}\nstream {\n server {\n  listen 127.0.0.1:" + std::to_string(free_port()) +
+                " udp;\n  " + bad + ";\n  proxy_pass 127.0.0.1:1;\n }\n}\n");
     auto [rc, out] = run({kVigil, "-t", "-p", s.dir(), "-c", "conf/t.conf"});
     EXPECT_NE(rc, 0) << bad;
     EXPECT_NE(out.find("[emerg] invalid value"), std::string::npos) << out;

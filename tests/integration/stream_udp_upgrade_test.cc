@@ -51,9 +51,10 @@ TEST(StreamUdpUpgrade, NewMasterTakesTheUdpSocket) {
   ::chmod(h.dir().c_str(), 0755);
   const int port = test::free_port();
   h.set_binary(VIGIL_BINARY);
-  h.write_raw_conf("daemon off;\nerror_log stderr notice;\nworker_processes 1;\nevents { }\n"
-                   "stream {\n  server {\n    listen 127.0.0.1:" +
-                   std::to_string(port) + " udp;\n    return $pid;\n  }\n}\n");
+  h.write_raw_conf(
+      "daemon off;\nerror_log stderr notice;\nworker_processes 1;\nevents { }\n"
+      "stream {\n  server {\n    listen 127.0.0.1:" +
+      std::to_string(port) + " udp;\n    return $pid;\n  }\n}\n");
   ASSERT_TRUE(h.start(1)) << h.log();
   const pid_t old_master = h.master();
   const std::string old_worker = udp_io(port, "?");
@@ -75,7 +76,8 @@ TEST(StreamUdpUpgrade, NewMasterTakesTheUdpSocket) {
   std::string answer;
   EXPECT_TRUE(test::wait_for(
       [&] { return (answer = udp_io(port, "?")) != "<none>" && answer != old_worker; }, 10000))
-      << answer << "\n" << h.log();
+      << answer << "\n"
+      << h.log();
 
   ::kill(new_master, SIGTERM);
   for (int i = 0; i < 500 && ::waitpid(new_master, nullptr, WNOHANG) != new_master; ++i) {
