@@ -233,6 +233,18 @@ Status Listening::open(int tries) {
     st = set_int_option(s, IPPROTO_IPV6, IPV6_V6ONLY, ipv6only ? 1 : 0, "IPV6_V6ONLY", addr_text);
     if (!st) return fail(std::move(st));
   }
+  // A wildcard UDP socket learns each datagram's destination address, which
+  // its replies are sent from (event/udp.cc), as nginx's IP_PKTINFO.
+  if (type == SOCK_DGRAM && family == AF_INET &&
+      reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr == htonl(INADDR_ANY)) {
+    st = set_int_option(s, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO", addr_text);
+    if (!st) return fail(std::move(st));
+  }
+  if (type == SOCK_DGRAM && family == AF_INET6 &&
+      IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr)) {
+    st = set_int_option(s, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO", addr_text);
+    if (!st) return fail(std::move(st));
+  }
   if (rcvbuf != -1) {
     st = set_int_option(s, SOL_SOCKET, SO_RCVBUF, rcvbuf, "SO_RCVBUF", addr_text);
     if (!st) return fail(std::move(st));

@@ -124,10 +124,37 @@ std::string_view address_text(Arena& arena, const sockaddr* sa) {
   return p == nullptr ? std::string_view() : std::string_view(p, n);
 }
 
+// The destination of a datagram on a wildcard listener (IP_PKTINFO,
+// IPV6_PKTINFO), with the listener's port; AF_UNSPEC for any other.
+sockaddr_storage destination(msghdr& msg, const Listening& ls) {
+  sockaddr_storage out{};
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO &&
+        ls.addr.ss_family == AF_INET) {
+      in_pktinfo info{};
+      std::memcpy(&info, CMSG_DATA(cm), sizeof info);
+      auto& in = reinterpret_cast<sockaddr_in&>(out);
+      in = reinterpret_cast<const sockaddr_in&>(ls.addr);
+      in.sin_addr = info.ipi_addr;
+      return out;
+    }
+    if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO &&
+        ls.addr.ss_family == AF_INET6) {
+      in6_pktinfo info{};
+      std::memcpy(&info, CMSG_DATA(cm), sizeof info);
+      auto& in6 = reinterpret_cast<sockaddr_in6&>(out);
+      in6 = reinterpret_cast<const sockaddr_in6&>(ls.addr);
+      in6.sin6_addr = info.ipi6_addr;
+      return out;
+    }
+  }
+  return out;
+}
+
 // A datagram from a sender without a session: a connection for it, then the
 // listener's handler (as an accept would).
 void new_session(Connection& lc, UdpSessions& table, const UdpKey& key, const sockaddr_storage& sa,
-                 socklen_t len, const char* data, std::size_t n) {
+                 socklen_t len, const sockaddr_storage& local, const char* data, std::size_t n) {
   Listening* ls = lc.listening;
   EventLoop& loop = *lc.loop;
   Log& log = ls->log ? *ls->log : loop.log();
@@ -154,6 +181,15 @@ void new_session(Connection& lc, UdpSessions& table, const UdpKey& key, const so
   c->addr_text = address_text(*c->arena, c->peer_addr);
   c->local_addr = reinterpret_cast<const sockaddr*>(&ls->addr);
   c->local_addrlen = ls->addrlen;
+  if (local.ss_family != AF_UNSPEC) {
+    // A wildcard listener: the address the client reached, which replies
+    // are sent from (udp_send) and $server_addr tells.
+    void* own = c->arena->alloc(sizeof local, alignof(sockaddr_storage));
+    if (own != nullptr) {
+      std::memcpy(own, &local, sizeof local);
+      c->local_addr = static_cast<const sockaddr*>(own);
+    }
+  }
   c->recv = udp_shared_recv;
   c->send = udp_send;
   b->pos = copy;
@@ -195,9 +231,17 @@ void event_recvmsg(Event& ev) {
   ev.timedout = 0;
   for (int i = 0; i < kMaxDatagramsPerEvent && lc->fd != -1; ++i) {
     sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    const ssize_t n = ::recvfrom(lc->fd, g_datagram, sizeof g_datagram, 0,
-                                 reinterpret_cast<sockaddr*>(&sa), &len);
+    iovec iov{g_datagram, sizeof g_datagram};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in6_pktinfo))];
+    msghdr msg{};
+    msg.msg_name = &sa;
+    msg.msg_namelen = sizeof sa;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(lc->fd, &msg, 0);
+    const socklen_t len = msg.msg_namelen;
     if (n < 0) {
       const int err = errno;
       if (err == EINTR) continue;
@@ -222,7 +266,7 @@ void event_recvmsg(Event& ev) {
     if (auto it = table->by_peer.find(key); it != table->by_peer.end()) {
       deliver(*it->second, g_datagram, size);
     } else {
-      new_session(*lc, *table, key, sa, len, g_datagram, size);
+      new_session(*lc, *table, key, sa, len, destination(msg, *ls), g_datagram, size);
     }
   }
 }
@@ -241,8 +285,39 @@ long udp_shared_recv(Connection& c, char* buf, std::size_t size) {
 }
 
 long udp_send(Connection& c, const char* buf, std::size_t size) {
+  iovec iov{const_cast<char*>(buf), size};
+  msghdr msg{};
+  msg.msg_name = c.peer_addr;
+  msg.msg_namelen = c.peer_addrlen;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // From the address the client reached when the listener is a wildcard
+  // (its session has an address of its own).
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+  const Listening* ls = c.listening;
+  if (ls != nullptr && c.local_addr != reinterpret_cast<const sockaddr*>(&ls->addr)) {
+    msg.msg_control = control;
+    cmsghdr* cm = reinterpret_cast<cmsghdr*>(control);
+    if (c.local_addr->sa_family == AF_INET) {
+      in_pktinfo info{};
+      info.ipi_spec_dst = reinterpret_cast<const sockaddr_in*>(c.local_addr)->sin_addr;
+      cm->cmsg_level = IPPROTO_IP;
+      cm->cmsg_type = IP_PKTINFO;
+      cm->cmsg_len = CMSG_LEN(sizeof info);
+      std::memcpy(CMSG_DATA(cm), &info, sizeof info);
+      msg.msg_controllen = CMSG_SPACE(sizeof info);
+    } else {
+      in6_pktinfo info{};
+      info.ipi6_addr = reinterpret_cast<const sockaddr_in6*>(c.local_addr)->sin6_addr;
+      cm->cmsg_level = IPPROTO_IPV6;
+      cm->cmsg_type = IPV6_PKTINFO;
+      cm->cmsg_len = CMSG_LEN(sizeof info);
+      std::memcpy(CMSG_DATA(cm), &info, sizeof info);
+      msg.msg_controllen = CMSG_SPACE(sizeof info);
+    }
+  }
   for (;;) {
-    const ssize_t n = ::sendto(c.fd, buf, size, 0, c.peer_addr, c.peer_addrlen);
+    const ssize_t n = ::sendmsg(c.fd, &msg, 0);
     if (n >= 0) {
       c.sent += n;
       return static_cast<long>(n);

@@ -427,6 +427,32 @@ TEST_P(StreamUdp, ReuseportKeepsAClientOnOneWorker) {
   }
 }
 
+// A wildcard UDP listener answers from the address the client reached (a
+// connected client takes datagrams from that address only), and
+// $server_addr is that address (nginx's IP_PKTINFO).
+TEST_P(StreamUdp, WildcardListenerAnswersFromTheAddressReached) {
+  ASSERT_TRUE(start(" server {\n  listen 0.0.0.0:0 udp;\n  return $server_addr;\n }\n"))
+      << server_.output();
+  const int port = server_.port();
+  for (const char* ip : {"127.0.0.1", "127.0.0.2"}) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_NE(fd, -1);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    ASSERT_EQ(::inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::send(fd, "?", 1, 0), 1);
+    pollfd p{fd, POLLIN, 0};
+    char buf[64];
+    ssize_t n = -1;
+    if (::poll(&p, 1, 5000) > 0) n = ::recv(fd, buf, sizeof buf, 0);
+    ::close(fd);
+    ASSERT_GT(n, 0) << ip << "\n" << server_.output();
+    EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), ip);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StreamUdp, ::testing::ValuesIn(backend_params()),
                          backend_param_name);
 
