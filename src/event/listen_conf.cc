@@ -29,7 +29,7 @@ bool split_range(std::string_view text, std::string_view& host, int& first, int&
 }  // namespace
 
 Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
-                    bool allow_default_server) {
+                    bool allow_default_server, bool allow_udp) {
   ListenArgs l;
   l.text = call.arg(0);
   l.where = call.where();
@@ -42,6 +42,8 @@ Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
       l.ssl = true;  // an address property: any listen of the address may say it
     } else if (allow_default_server && a == "http2") {  // layer-names-ok: a listen flag
       l.http2 = true;                                   // layer-names-ok: a listen flag
+    } else if (allow_udp && a == "udp") {
+      l.udp = true;
     } else if (a == "proxy_protocol") {
       l.proxy_protocol = true;  // an address property, as "ssl"
     } else if (a == "reuseport") {
@@ -57,6 +59,7 @@ Status parse_listen(const DirectiveCall& call, std::vector<ListenArgs>& out,
       auto n = parse_number(v);
       if (!n || *n < 1 || *n > 65535) return call.error("invalid backlog \"" + std::string(v) + "\"");
       l.backlog = static_cast<int>(*n);
+      l.backlog_set = true;
       l.has_options = true;
     } else if (a.starts_with("rcvbuf=") || a.starts_with("sndbuf=")) {
       const bool rcv = a[0] == 'r';
@@ -120,6 +123,7 @@ void apply_listen_options(const ListenArgs& l, Listening& ls) {
   ls.ipv6only = l.ipv6only;
   ls.keepalive = l.so_keepalive;
   ls.proxy_protocol = l.proxy_protocol;
+  ls.type = l.udp ? SOCK_DGRAM : SOCK_STREAM;
 }
 
 }  // namespace vigil

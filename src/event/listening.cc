@@ -211,7 +211,7 @@ Status Listening::open(int tries) {
   if (tries < 1) tries = 1;
 
   const int family = addr.ss_family;
-  int s = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int s = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s < 0) return Status::sys("socket() for " + addr_text);
 
   auto fail = [s](Status st) {
@@ -231,6 +231,18 @@ Status Listening::open(int tries) {
   }
   if (family == AF_INET6) {
     st = set_int_option(s, IPPROTO_IPV6, IPV6_V6ONLY, ipv6only ? 1 : 0, "IPV6_V6ONLY", addr_text);
+    if (!st) return fail(std::move(st));
+  }
+  // A wildcard UDP socket learns each datagram's destination address, which
+  // its replies are sent from (event/udp.cc), as nginx's IP_PKTINFO.
+  if (type == SOCK_DGRAM && family == AF_INET &&
+      reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr == htonl(INADDR_ANY)) {
+    st = set_int_option(s, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO", addr_text);
+    if (!st) return fail(std::move(st));
+  }
+  if (type == SOCK_DGRAM && family == AF_INET6 &&
+      IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr)) {
+    st = set_int_option(s, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO", addr_text);
     if (!st) return fail(std::move(st));
   }
   if (rcvbuf != -1) {
@@ -269,7 +281,7 @@ Status Listening::open(int tries) {
     }
   }
 
-  if (::listen(s, backlog) != 0) {
+  if (type == SOCK_STREAM && ::listen(s, backlog) != 0) {
     Status ls = Status::sys("listen() to " + addr_text);
     remove_unix_file();
     return fail(std::move(ls));

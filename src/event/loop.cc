@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "vigil/core/log.h"
+#include "event/udp.h"
 #include "vigil/event/listening.h"
 
 namespace vigil {
@@ -133,6 +134,18 @@ Status EventLoop::handle_write_event(Event& wev, std::size_t /*lowat*/) {
   return Status::ok();
 }
 
+namespace {
+
+// How a listening socket is registered: level-triggered, so a backlog (or
+// datagrams) one pass left is reported again; shared TCP sockets with the
+// accept flags (EPOLLEXCLUSIVE). A datagram socket wakes every worker that
+// shares it, as nginx's does: each may hold sessions of its clients.
+unsigned listening_flags(const Listening& ls, unsigned accept_flags) {
+  return ls.reuseport || ls.type == SOCK_DGRAM ? kEvLevel : accept_flags;
+}
+
+}  // namespace
+
 Status EventLoop::add_listening(Listening& ls) {
   Connection* c = pool_.get(ls.fd, ls.log ? *ls.log : *log_);
   if (c == nullptr) return Status::error("no free connection for listening socket " + ls.addr_text);
@@ -141,13 +154,15 @@ Status EventLoop::add_listening(Listening& ls) {
   c->local_addrlen = ls.addrlen;
   ls.connection = c;
   Event& rev = *c->read;
-  rev.accept = 1;
-  rev.handler = event_accept;
+  // A datagram socket has no accept: its read events are polled as any
+  // other (no multishot accept), and event_recvmsg reads the datagrams.
+  rev.accept = ls.type == SOCK_STREAM ? 1 : 0;
+  rev.handler = ls.type == SOCK_STREAM ? event_accept : event_recvmsg;
   rev.deferred_accept = ls.deferred_accept ? 1 : 0;
   listening_.push_back(&ls);
   // With the accept mutex, only the holder registers shared listening sockets.
   if (accept_mutex_ != nullptr && !ls.reuseport) return Status::ok();
-  Status s = backend_->add(rev, ls.reuseport ? kEvLevel : accept_flags_);
+  Status s = backend_->add(rev, listening_flags(ls, accept_flags_));
   if (s && !ls.reuseport) accept_events_enabled_ = true;
   return s;
 }
@@ -158,7 +173,7 @@ Status EventLoop::enable_accept_events() {
     if (rev.active) continue;
     // Listening sockets stay level-triggered, as in nginx, so a backlog that
     // one pass did not empty is reported again.
-    if (Status s = backend_->add(rev, ls->reuseport ? kEvLevel : accept_flags_); !s) return s;
+    if (Status s = backend_->add(rev, listening_flags(*ls, accept_flags_)); !s) return s;
   }
   accept_events_enabled_ = true;
   return Status::ok();
@@ -187,6 +202,8 @@ void EventLoop::close_listening() {
         VIGIL_LOG(*log_, kAlert, s.err(), "%s", s.message().c_str());
       }
     }
+    // A UDP listener's sessions use its fd: they end before it closes.
+    if (ls->type == SOCK_DGRAM) udp_close_sessions(*c);
     // Connections the kernel already accepted for us (io_uring's multishot
     // accept) are ours alone: serve them rather than drop them.
     for (int i = 0; i < 4096 && backend_->accepted_waiting(*c) > 0; ++i) {

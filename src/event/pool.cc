@@ -10,6 +10,7 @@
 #include "event/tls/tls.h"
 #include "vigil/core/counters.h"
 #include "vigil/core/log.h"
+#include "event/udp.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/loop.h"
 
@@ -130,6 +131,8 @@ void ConnectionPool::close_connection(Connection& c) {
     if (c.log) VIGIL_LOG(*c.log, kAlert, 0, "connection already closed");
     return;
   }
+  // A UDP session leaves its listener's table while its address is known.
+  if (c.shared) udp_forget(c);
   // close_notify goes out (if the socket takes it) before the fd closes.
   if (c.ssl != nullptr) tls_close(c);
   EventLoop& loop = *loop_;

@@ -49,17 +49,25 @@ int int_option(int fd, int level, int name) {
   return v;
 }
 
+// A listening stream socket (SOCK_STREAM) or a bound datagram socket (a
+// stream module's "listen ... udp"): true, with its type.
+bool listening_type(int fd, int& type) {
+  type = int_option(fd, SOL_SOCKET, SO_TYPE);
+  if (type == SOCK_DGRAM) return true;
+  return type == SOCK_STREAM && int_option(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1;
+}
+
 // A Listening describing the socket `fd` already is; null (fd closed) when it
-// is not a listening stream socket (TCP or unix-domain).
+// is not a listening stream socket (TCP or unix-domain) nor a UDP one.
 std::unique_ptr<Listening> describe(int fd, Log& log) {
   auto ls = std::make_unique<Listening>();
   socklen_t len = sizeof ls->addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ls->addr), &len) == -1 ||
       (ls->addr.ss_family != AF_INET && ls->addr.ss_family != AF_INET6 &&
        ls->addr.ss_family != AF_UNIX) ||
-      int_option(fd, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
-      int_option(fd, SOL_SOCKET, SO_ACCEPTCONN) != 1) {
-    VIGIL_LOG(log, kAlert, errno, "inherited descriptor %d is not a listening stream socket, closed",
+      !listening_type(fd, ls->type) ||
+      (ls->type == SOCK_DGRAM && ls->addr.ss_family == AF_UNIX)) {
+    VIGIL_LOG(log, kAlert, errno, "inherited descriptor %d is not a listening socket, closed",
               fd);
     (void)::close(fd);
     return nullptr;

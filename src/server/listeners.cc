@@ -55,7 +55,7 @@ in_port_t port_value(const sockaddr_storage& ss) {
 // A taken-over socket keeps its queue; options the new configuration changed
 // are set on it again. A failure is logged, not fatal: the socket still works.
 void apply_changed_options(Listening& now, const Listening& before, Log& log) {
-  if (now.backlog != before.backlog && ::listen(now.fd, now.backlog) == -1) {
+  if (now.type == SOCK_STREAM && now.backlog != before.backlog && ::listen(now.fd, now.backlog) == -1) {
     VIGIL_LOG(log, kAlert, errno, "listen() to %s, backlog %d failed", now.addr_text.c_str(),
               now.backlog);
   }
@@ -82,7 +82,7 @@ void apply_changed_options(Listening& now, const Listening& before, Log& log) {
 bool same_listener(const Listening& a, int a_worker, const Listening& b, int b_worker) {
   // Port 0 asks the kernel for any port: a new one every time.
   if (a.addr.ss_family != AF_UNIX && port_value(a.addr) == 0) return false;
-  return a_worker == b_worker && a.reuseport == b.reuseport && a.ipv6only == b.ipv6only &&
+  return a_worker == b_worker && a.type == b.type && a.reuseport == b.reuseport && a.ipv6only == b.ipv6only &&
          same_address(a.addr, b.addr);
 }
 

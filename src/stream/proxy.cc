@@ -22,6 +22,8 @@
 #include "core/unix_addr.h"
 #include "stream/log.h"
 #include "stream/session.h"
+#include "stream/udp_proxy.h"
+#include "event/udp.h"
 #include "upstream/peer_connected.h"
 #include "upstream/relay.h"
 #include "upstream/run_time_group.h"
@@ -42,6 +44,8 @@ Session& session_of(Event& ev) {
   auto* c = ev.owner<Connection>();
   return *static_cast<Session*>(c->data);
 }
+
+}  // namespace
 
 // The current attempt is over: its times and counts for the variables.
 void end_try(Session& s) {
@@ -71,7 +75,19 @@ void finalize(Session& s, const char* why) {
   Connection& client = *s.client;
   EventLoop& loop = *client.loop;
   end_try(s);
-  if (s.conf->has_return) {
+  if (s.udp) {
+    // nginx's words for a datagram session.
+    VIGIL_LOG(*client.log, kInfo, 0,
+              "*%llu %s, packets from/to client:%llu/%llu, bytes from/to client:%llu/%llu, "
+              "bytes from/to upstream:%llu/%llu",
+              static_cast<unsigned long long>(client.number), why,
+              static_cast<unsigned long long>(s.requests),
+              static_cast<unsigned long long>(s.responses),
+              static_cast<unsigned long long>(s.from_client),
+              static_cast<unsigned long long>(client.sent),
+              static_cast<unsigned long long>(s.from_upstream),
+              static_cast<unsigned long long>(s.upstream != nullptr ? s.upstream->sent : 0));
+  } else if (s.conf->has_return) {
     VIGIL_LOG(*client.log, kInfo, 0, "*%llu %s, bytes from/to client:%llu/%llu",
               static_cast<unsigned long long>(client.number), why,
               static_cast<unsigned long long>(s.from_client),
@@ -92,8 +108,10 @@ void finalize(Session& s, const char* why) {
   }
   write_access_logs(s);
   if (s.upstream != nullptr) {
-    // Connected: the attempt succeeded, whatever happened to the session since.
-    s.peer.free(s.peer, s.peer.data, s.connected ? 0 : kPeerNext);
+    // Connected: the attempt succeeded, whatever happened to the session
+    // since, unless the server answered with an error (a UDP one's ICMP).
+    s.peer.free(s.peer, s.peer.data,
+                s.upstream_failed ? kPeerFailed : (s.connected ? 0 : kPeerNext));
     loop.pool().close_connection(*s.upstream);
     s.upstream = nullptr;
   }
@@ -106,6 +124,8 @@ void finalize_with(Session& s, int status, const char* why) {
   s.status = status;
   finalize(s, why);
 }
+
+namespace {
 
 // What `src` may be read now under `rate` bytes per second, `moved` read so
 // far (-1: no limit). As nginx's stream proxy, time counts in whole seconds
@@ -215,8 +235,9 @@ void proxy_handler(Event& ev) {
   process(s);
 }
 
-// proxy_upload_rate or proxy_download_rate for this session: the number, or
-// its variables' value as a size (not a size: no limit, as nginx's 0).
+}  // namespace
+
+// Not a size: no limit, as nginx's 0.
 std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* var) {
   if (var == nullptr) return rate;
   std::string_view text;
@@ -230,6 +251,8 @@ std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* 
   }
   return static_cast<std::size_t>(*v);
 }
+
+namespace {
 
 void start_relay(Session& s) {
   s.connected = true;
@@ -516,6 +539,7 @@ void start_proxy(Session& s) {
   }
   s.balancer.init(group, *c.loop, conf.proxy_next_upstream_tries, key, c.peer_addr);
   s.balancer.attach(s.peer);
+  if (s.udp) return udp_connect_upstream(s);
   // Until the upstream answers, client events only matter as timeouts/close.
   c.read->handler = proxy_handler;
   c.write->handler = proxy_handler;
@@ -553,6 +577,7 @@ void start_return(Session& s) {
   Connection& c = *s.client;
   std::string_view text;
   if (!s.conf->return_value.evaluate(s, text)) return finalize_with(s, 500, "out of memory");
+  if (s.udp) return udp_return(s, text);
   s.ret_pos = text.data();
   s.ret_left = text.size();
   c.read->handler = return_handler;
@@ -619,6 +644,7 @@ Session* new_session(Connection& c) {
   }
   s->client = &c;
   s->conf = conf;
+  s->udp = is_udp_session(c);
   s->accepted = clock::current_msec();
   c.data = s;
   return s;

@@ -7,14 +7,31 @@
 // on as a half-close once its buffer is flushed; the session ends when both
 // directions are done, on an error, or after proxy_timeout without traffic.
 
+#include <cstddef>
+#include <string_view>
+
 #include "vigil/event/connection.h"
 
 namespace vigil::stream {
+
+struct Session;
+class VarTemplate;
 
 // The listener's handler for stream servers (Listening::servers is the
 // StreamSrvConf); for a "listen ... ssl" address, the one that starts with
 // the TLS handshake.
 void init_connection(Connection& c);
 void init_tls_connection(Connection& c);
+
+// The session ends: its log lines, then both connections close (`s` is gone
+// when it returns). finalize_with sets $status first.
+void finalize(Session& s, const char* why);
+void finalize_with(Session& s, int status, const char* why);
+// An attempt at an upstream server begins / is over ($upstream_* variables).
+void begin_try(Session& s, std::string_view addr);
+void end_try(Session& s);
+// proxy_upload_rate or proxy_download_rate for this session: the number, or
+// its variables' value as a size.
+std::size_t session_rate(const Session& s, std::size_t rate, const VarTemplate* var);
 
 }  // namespace vigil::stream

@@ -84,6 +84,14 @@ struct Session {
   Msec start_msec = 0;  // the relay began: proxy_upload_rate / proxy_download_rate count from here
   std::size_t upload_rate = 0;    // proxy_upload_rate of this session (0: no limit)
   std::size_t download_rate = 0;  // proxy_download_rate of this session
+  // A UDP session ("listen ... udp", udp_proxy.h): the datagrams from the
+  // client and from the upstream (proxy_requests, proxy_responses), and
+  // whether the upstream's socket reported an error (an ICMP unreachable:
+  // the server counts as failed, max_fails).
+  std::uint64_t requests = 0;
+  std::uint64_t responses = 0;
+  bool upstream_failed = false;
+  bool udp = false;
   UpstreamTry tries[kMaxUpstreamTries];
   std::uint32_t ntries = 0;
 

@@ -20,7 +20,29 @@ int g_final_spec = -1;
 
 Status set_listen(const DirectiveCall& call, StreamSrvConf& srv) {
   if (srv.where.empty()) srv.where = call.where();
-  return parse_listen(call, srv.listens, /*allow_default_server=*/false);
+  const std::size_t first = srv.listens.size();
+  if (Status s = parse_listen(call, srv.listens, /*allow_default_server=*/false,
+                              /*allow_udp=*/true);
+      !s) {
+    return s;
+  }
+  // What a datagram socket cannot do (nginx's words).
+  for (std::size_t i = first; i < srv.listens.size(); ++i) {
+    const StreamListen& l = srv.listens[i];
+    if (!l.udp) continue;
+    const char* bad = l.backlog_set      ? "backlog"
+                      : l.ssl            ? "ssl"
+                      : l.so_keepalive   ? "so_keepalive"
+                      : l.proxy_protocol ? "proxy_protocol"
+                                         : nullptr;
+    if (bad != nullptr) {
+      return call.error(std::string("\"") + bad + "\" parameter is incompatible with \"udp\"");
+    }
+    if (l.text.starts_with("unix:")) {
+      return call.error("\"udp\" is not supported for the unix domain socket \"" + l.text + "\"");
+    }
+  }
+  return Status::ok();
 }
 
 // TLS contexts at load time, so -t and a reload check certificates.
@@ -103,7 +125,7 @@ Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
       for (const StreamSrvConf* other : fin.servers) {
         for (const StreamListen& o : other->listens) {
           // Port 0 (the kernel picks one per socket) never collides.
-          if (o.addr_text == l.addr_text && !l.addr_text.ends_with(":0")) {
+          if (o.addr_text == l.addr_text && o.udp == l.udp && !l.addr_text.ends_with(":0")) {
             return Status::error("duplicate \"" + l.addr_text + "\" address and port pair" +
                                  srv->where);
           }
@@ -251,6 +273,11 @@ Module* make_stream_module() {
          srv.flag(&StreamSrvConf::proxy_protocol, false));
   m->add("proxy_protocol_timeout", kAny, Arity::exactly(1),
          srv.msec(&StreamSrvConf::proxy_protocol_timeout, 30000));
+  m->add("proxy_requests", kAny, Arity::exactly(1),
+         srv.number<unsigned>(&StreamSrvConf::proxy_requests, 0));
+  m->add("proxy_responses", kAny, Arity::exactly(1),
+         srv.number<unsigned>(&StreamSrvConf::proxy_responses, kNoResponseLimit, 0,
+                                  kNoResponseLimit - 1));
   m->add("proxy_next_upstream", kAny, Arity::on_off(),
          srv.flag(&StreamSrvConf::proxy_next_upstream, true));
   m->add("proxy_next_upstream_tries", kAny, Arity::exactly(1),

@@ -6,6 +6,7 @@
 //       upstream backend { server 127.0.0.1:9001; server 127.0.0.1:9002; }  (upstream/upstream.h)
 //       server {
 //           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
+//           listen 127.0.0.1:53 udp [reuseport];  proxy_responses 1;  proxy_requests 0;
 //           proxy_pass backend;               # or an address, or with variables:
 //                                             # `proxy_pass $name;` (a group or an address)
 //           hash-keyed groups: `hash $remote_addr;` (variables: stream/variables.h)
@@ -49,6 +50,9 @@ using StreamListen = ListenArgs;  // event/listen_conf.h: the same listen syntax
 
 struct StreamFinalConf;
 
+// proxy_responses not set: a UDP session ends only by proxy_timeout.
+inline constexpr unsigned kNoResponseLimit = ~0u;
+
 struct StreamSrvConf {
   std::vector<StreamListen> listens;
   std::string proxy_pass;  // as written
@@ -71,6 +75,11 @@ struct StreamSrvConf {
   // the upstream is connected, as nginx; null: the number above.
   std::shared_ptr<const VarTemplate> proxy_upload_rate_var;
   std::shared_ptr<const VarTemplate> proxy_download_rate_var;
+  // UDP: proxy_requests (client datagrams after which the session stops
+  // taking the client's datagrams, 0: no limit) and proxy_responses
+  // (datagrams expected back per client datagram; kNoResponseLimit: unset).
+  unsigned proxy_requests = 0;
+  unsigned proxy_responses = kNoResponseLimit;
   bool proxy_next_upstream = true;
   bool tcp_nodelay = true;
   // proxy_bind: the local address of connections to the upstream (bind_len

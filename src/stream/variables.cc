@@ -85,8 +85,8 @@ bool var_proxy_protocol(const Session& s, VarSink& out) {
   return true;
 }
 
-bool var_protocol(const Session&, VarSink& out) {
-  out.put("TCP");  // stream servers listen on TCP only
+bool var_protocol(const Session& s, VarSink& out) {
+  out.put(s.udp ? "UDP" : "TCP");
   return true;
 }
 

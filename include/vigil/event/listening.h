@@ -26,6 +26,9 @@ class Listening {
   std::string addr_text;  // "127.0.0.1:8080"
 
   int fd = -1;
+  // SOCK_DGRAM ("listen ... udp"): no accept; its datagrams go to the
+  // sessions of event/udp.h, one per client address.
+  int type = SOCK_STREAM;
   int backlog = 511;
   int rcvbuf = -1;  // -1: leave the kernel's default
   int sndbuf = -1;
