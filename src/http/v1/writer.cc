@@ -112,11 +112,6 @@ off_t rate_allowance(Request& r) {
   return 0;
 }
 
-int next_file_piece(Request& r) {
-  if (!file_left(r)) return 0;
-  return fill_from_file(r) ? 1 : -1;
-}
-
 int write_filter(Request& r, Chain* in) {
   if (r.hc->stream != nullptr) return h2::write_filter(r, in);
   Connection& c = *r.c;

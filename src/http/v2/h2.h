@@ -38,11 +38,6 @@ namespace vigil::http {
 struct HttpConnection;
 struct Request;
 
-// HTTP/1's writer (http/v1/writer.cc): the static producer's next piece of
-// a file read into memory (sendfile off) into r.bbuf, once its previous
-// piece is sent. 1: a piece is there; 0: the file is done; -1: a read error.
-int next_file_piece(Request& r);
-
 namespace h2 {
 
 // The client connection preface's first line (RFC 9113 §3.4).
