@@ -86,6 +86,10 @@ class Http2Drain : public ::testing::Test {
     });
   }
   void TearDown() override {
+    // Under the asan preset the server is instrumented too.
+    const std::string& log = h_.log();
+    EXPECT_EQ(log.find("Sanitizer"), std::string::npos) << log;
+    EXPECT_EQ(log.find("runtime error:"), std::string::npos) << log;
     stopping_ = true;
     backend_.stop();
     if (new_master_ > 0 && test::alive(new_master_)) {
