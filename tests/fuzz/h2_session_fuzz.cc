@@ -82,9 +82,9 @@ struct World {
       std::abort();
     }
     conf = std::move(loaded.value());
-    check(static_cast<bool>(vigil::http::create_listeners(*conf, listening)) &&
-              listening.size() == 1,
-          "one listening socket");
+    check(
+        static_cast<bool>(vigil::http::create_listeners(*conf, listening)) && listening.size() == 1,
+        "one listening socket");
     vigil::EventLoopConfig cfg;
     cfg.connections = 16;
     auto l = vigil::EventLoop::create(cfg, vigil::Log::global());
@@ -193,7 +193,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   // A connection still open (a response stuck on a full window) is closed
   // as the worker's exit closes it.
-  if (c->fd != -1) vigil::http::close_connection(*static_cast<vigil::http::HttpConnection*>(c->data));
+  if (c->fd != -1)
+    vigil::http::close_connection(*static_cast<vigil::http::HttpConnection*>(c->data));
   check(c->fd == -1, "the connection is closed");
   ::close(sv[1]);
   // What the close posted runs, so nothing of this input is left.

@@ -50,8 +50,8 @@ std::string md5_of(const std::string& text, const std::string& dir) {
 }
 
 std::unique_ptr<test::Process> peer(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/python3", std::string(VIGIL_SOURCE_DIR) +
-                                                           "/tests/integration/h2_frames_peer.py"};
+  std::vector<std::string> argv = {
+      "/usr/bin/python3", std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_frames_peer.py"};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<test::Process>(argv);
 }
@@ -86,20 +86,22 @@ class Http2Drain : public ::testing::Test {
     });
   }
   void TearDown() override {
+    // Under the asan preset the server is instrumented too.
+    const std::string& log = h_.log();
+    EXPECT_EQ(log.find("Sanitizer"), std::string::npos) << log;
+    EXPECT_EQ(log.find("runtime error:"), std::string::npos) << log;
     stopping_ = true;
     backend_.stop();
     if (new_master_ > 0 && test::alive(new_master_)) {
       ::kill(new_master_, SIGTERM);
-      test::wait_for([&] { return ::waitpid(new_master_, nullptr, WNOHANG) == new_master_; },
-                     5000);
+      test::wait_for([&] { return ::waitpid(new_master_, nullptr, WNOHANG) == new_master_; }, 5000);
     }
     h_.stop(false);
   }
 
   std::string conf(int port, const std::string& main = "") {
-    return "daemon off;\nerror_log stderr notice;\nworker_processes 1;\n" + main +
-           events_block() + "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" +
-           std::to_string(port) +
+    return "daemon off;\nerror_log stderr notice;\nworker_processes 1;\n" + main + events_block() +
+           "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
            ";\n    http2 on;\n    location = /pid { return 200 \"$pid\\n\"; }\n"
            "    location /slow { proxy_pass http://" +
            backend_.address() + "; }\n  }\n}\n";

@@ -28,8 +28,8 @@ std::pair<int, std::string> frames_peer(std::vector<std::string> args) {
 }
 
 std::pair<int, std::string> h2peer(std::vector<std::string> args) {
-  args.insert(args.begin(),
-              {"/usr/bin/python3", std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py"});
+  args.insert(args.begin(), {"/usr/bin/python3",
+                             std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py"});
   return test::run(args);
 }
 
@@ -75,6 +75,17 @@ TEST(Http2Limits, KeepaliveRequestsEndsTheConnectionAfterThatManyStreams) {
   // connection then closes.
   EXPECT_NE(out.find("goaway 0 5\n"), std::string::npos) << out;
   EXPECT_NE(out.find("answered 3\nclosed\n"), std::string::npos) << out;
+}
+
+TEST(Http2Limits, KeepaliveTimeoutZeroServesTheStreamThenSaysGoaway) {
+  test::VigilServer s;
+  s.write("html/index.html", "hello\n");
+  const int port = start(s, "keepalive_timeout 0;");
+  ASSERT_GT(port, 0) << s.output();
+  auto [rc, out] = frames_peer({std::to_string(port), "seq", "10", "/index.html"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("goaway 0 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("answered 1\nclosed\n"), std::string::npos) << out;
 }
 
 TEST(Http2Limits, KeepaliveTimeoutEndsAnIdleConnection) {

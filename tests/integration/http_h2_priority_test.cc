@@ -17,9 +17,9 @@ namespace vigil {
 namespace {
 
 std::string order(int port, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/python3", std::string(VIGIL_SOURCE_DIR) +
-                                                           "/tests/integration/h2_frames_peer.py",
-                                   std::to_string(port), "order"};
+  std::vector<std::string> argv = {
+      "/usr/bin/python3", std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_frames_peer.py",
+      std::to_string(port), "order"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto [rc, out] = test::run(argv);
   return out;
@@ -31,8 +31,9 @@ class Http2Priority : public ::testing::Test {
     s_.write("html/big1.bin", std::string(1 << 20, 'a'));
     s_.write("html/big2.bin", std::string(1 << 20, 'b'));
     s_.write("html/small.txt", "small\n");
-    ASSERT_TRUE(s_.start("access_log off;\nserver {\n  listen 127.0.0.1:0;\n  http2 on;\n"
-                         "  root html;\n  sendfile on;\n}\n"))
+    ASSERT_TRUE(
+        s_.start("access_log off;\nserver {\n  listen 127.0.0.1:0;\n  http2 on;\n"
+                 "  root html;\n  sendfile on;\n}\n"))
         << s_.output();
     port_ = s_.port();
     ASSERT_GT(port_, 0);
@@ -54,15 +55,13 @@ TEST_F(Http2Priority, LessUrgentStreamWaitsForTheMoreUrgentOne) {
   // Urgency 1 before 6: the first response is complete before the other starts.
   const std::string out = order(port_, {"/big1.bin", "u=6", "/big2.bin", "u=1"});
   EXPECT_NE(out.find("first /big2.bin\ninterleaved no\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos) << out;
 }
 
 TEST_F(Http2Priority, StreamsWithoutPriorityShareTheConnection) {
   const std::string out = order(port_, {"/big1.bin", "-", "/big2.bin", "-"});
   EXPECT_NE(out.find("interleaved yes\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos) << out;
 }
 
 // A client that does not say SETTINGS_NO_RFC7540_PRIORITIES keeps RFC 7540's
@@ -71,8 +70,7 @@ TEST_F(Http2Priority, StreamsWithoutPriorityShareTheConnection) {
 TEST_F(Http2Priority, AClientWithoutTheRfc9218SettingKeepsRfc7540) {
   const std::string out = order(port_, {"/big1.bin", "u=6", "/big2.bin", "u=1", "--rfc7540"});
   EXPECT_NE(out.find("interleaved yes\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("/big1.bin 200 1048576\n/big2.bin 200 1048576\n"), std::string::npos) << out;
 }
 
 }  // namespace

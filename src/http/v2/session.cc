@@ -384,7 +384,11 @@ void after_io(Session& s) {
     // Idle: keepalive_timeout, and the pool (or a graceful stop) may close
     // it. Not while frames are still going out (the last DATA of a stream
     // nghttp2 has closed already): closing would cut them.
-    loop.add_timer(*c.read, s.hc->srv->loc->keepalive_timeout);
+    // keepalive_timeout 0 (no keep-alive) still waits for the first
+    // request, as long as a request head may take.
+    const Msec idle = s.hc->srv->loc->keepalive_timeout;
+    loop.add_timer(*c.read,
+                   idle == 0 && s.nrequests == 0 ? s.hc->srv->client_header_timeout : idle);
     set_reusable(*s.hc, true);
   } else {
     if (c.read->timer_set) loop.del_timer(*c.read);
@@ -614,7 +618,10 @@ void stream_request_ended(Stream& st) {
   }
   ++s.nrequests;
   const HttpLocConf& loc = *s.hc->srv->loc;
-  if (s.nrequests >= loc.keepalive_requests || loop.exiting()) goaway(s);
+  // keepalive_timeout 0: no keep-alive, the streams opened so far finish.
+  if (s.nrequests >= loc.keepalive_requests || loc.keepalive_timeout == 0 || loop.exiting()) {
+    goaway(s);
+  }
   if (st.closed) {
     free_stream(st);
   } else if (!st.in_done && st.out_eof) {
