@@ -95,8 +95,11 @@ def raw_serve(args):
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     print("port %d" % srv.getsockname()[1], flush=True)
+    accepted = 0
     while True:
         c, _ = srv.accept()
+        accepted += 1
+        print("connection %d" % accepted, flush=True)
         buf = b""
         try:
             while len(buf) < 24:

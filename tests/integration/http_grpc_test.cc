@@ -114,12 +114,12 @@ TEST_F(Grpc, PassWithVariables) {
   const std::string out = call(target(), "Unary", {"--meta", "x-backend=" + backend()});
   EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << out;
   EXPECT_TRUE(has(out, "\"x-trailer\": \"end\"")) << out;
-  const std::string named = call(target(), "Stream", {"--payload", "2", "--meta", "x-backend=named"});
+  const std::string named =
+      call(target(), "Stream", {"--payload", "2", "--meta", "x-backend=named"});
   EXPECT_TRUE(has(named, "[\"m0\", \"m1\"]")) << named;
   // No port: 500, logged as nginx does.
   const std::string bad = call(target(), "Unary", {"--meta", "x-backend=127.0.0.1"});
-  EXPECT_TRUE(has(bad, "\"code\": \"INTERNAL\"") || has(bad, "\"code\": \"UNKNOWN\""))
-      << bad;
+  EXPECT_TRUE(has(bad, "\"code\": \"INTERNAL\"") || has(bad, "\"code\": \"UNKNOWN\"")) << bad;
   EXPECT_TRUE(s_.wait_output("no port in upstream \"grpc://127.0.0.1\"")) << s_.output();
 }
 
@@ -157,17 +157,18 @@ TEST_F(Grpc, BackendDownIsUnavailable) {
   EXPECT_TRUE(s_.wait_output("connect() failed")) << s_.output();
 }
 
-TEST_F(Grpc, KeepaliveReusesTheBackendConnection) {
+// Calls over a kept connection to grpcio. Whether the next call finds the
+// connection still kept is grpcio's choice: it may send a frame of its own
+// (a BDP PING) after a response, and a kept connection that the backend
+// speaks on is closed, as nginx closes it. Reuse itself is asserted with a
+// backend that stays silent (KeepaliveReusesASilentBackendConnection).
+TEST_F(Grpc, CallsOverAKeptConnection) {
   start("location / { grpc_pass grpc://kept; }",
         "upstream kept { server " + backend() + "; keepalive 4; }\n");
-  const std::string first = call(target(), "Peer");
-  const std::string second = call(target(), "Peer");
-  const std::string third = call(target(), "Peer");
-  EXPECT_TRUE(has(first, "\"code\": \"OK\"")) << first;
-  // The backend saw the calls come from the same address and port: one
-  // connection, streams 1, 3 and 5.
-  EXPECT_EQ(messages(first), messages(second));
-  EXPECT_EQ(messages(first), messages(third));
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = call(target(), "Peer");
+    EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << i << out;
+  }
   // A client stream on a kept connection (the backend's windows were left
   // where the last request put them).
   const std::string collect = call(target(), "Collect", {"--chunks", "10", "10000"});
@@ -213,15 +214,16 @@ TEST_F(Grpc, DirectivesAreCheckedAtLoad) {
   EXPECT_NE(rc2, 0);
   EXPECT_TRUE(has(out2, "invalid value \"bogus\"")) << out2;
   auto [rc3, out3] = test::check_http_conf(
-      s, "grpc_connect_timeout 5s; grpc_read_timeout 1m; grpc_send_timeout 1m;\n"
-         "grpc_buffer_size 8k; grpc_socket_keepalive on; grpc_intercept_errors on;\n"
-         "grpc_hide_header x-a; grpc_pass_header server; grpc_ignore_headers X-Accel-Redirect;\n"
-         "grpc_next_upstream error timeout http_502; grpc_next_upstream_tries 2;\n"
-         "grpc_next_upstream_timeout 10s; grpc_bind 127.0.0.1; grpc_ssl_verify off;\n"
-         "grpc_ssl_session_reuse on; grpc_ssl_protocols TLSv1.2 TLSv1.3;\n"
-         "server { location / { grpc_pass grpcs://127.0.0.1:1; grpc_ssl_name x;\n"
-         "  grpc_ssl_server_name on; grpc_ssl_ciphers DEFAULT; grpc_ssl_verify_depth 2; }\n"
-         "  location /p { grpc_pass 127.0.0.1:1; grpc_set_header Host example.com; } }");
+      s,
+      "grpc_connect_timeout 5s; grpc_read_timeout 1m; grpc_send_timeout 1m;\n"
+      "grpc_buffer_size 8k; grpc_socket_keepalive on; grpc_intercept_errors on;\n"
+      "grpc_hide_header x-a; grpc_pass_header server; grpc_ignore_headers X-Accel-Redirect;\n"
+      "grpc_next_upstream error timeout http_502; grpc_next_upstream_tries 2;\n"
+      "grpc_next_upstream_timeout 10s; grpc_bind 127.0.0.1; grpc_ssl_verify off;\n"
+      "grpc_ssl_session_reuse on; grpc_ssl_protocols TLSv1.2 TLSv1.3;\n"
+      "server { location / { grpc_pass grpcs://127.0.0.1:1; grpc_ssl_name x;\n"
+      "  grpc_ssl_server_name on; grpc_ssl_ciphers DEFAULT; grpc_ssl_verify_depth 2; }\n"
+      "  location /p { grpc_pass 127.0.0.1:1; grpc_set_header Host example.com; } }");
   EXPECT_EQ(rc3, 0) << out3;
 }
 
@@ -251,6 +253,29 @@ TEST(GrpcHpack, HuffmanPaddingLongerThanSevenBitsIsADecodingError) {
   }
 }
 
+// upstream keepalive: three requests, one connection to a backend that
+// sends nothing between responses (streams 1, 3 and 5 on it).
+TEST(GrpcKeepalive, KeepaliveReusesASilentBackendConnection) {
+  Process raw({"/usr/bin/python3", kPeer, "raw-server", "good"});
+  ASSERT_TRUE(raw.wait_for_output("\n", 20000)) << raw.output();
+  const int backend = std::stoi(raw.output().substr(raw.output().find("port ") + 5));
+  test::VigilServer s;
+  const int port = test::free_port();
+  ASSERT_TRUE(
+      s.start("access_log off;\nupstream kept { server 127.0.0.1:" + std::to_string(backend) +
+              "; keepalive 4; }\nserver {\n  listen 127.0.0.1:" + std::to_string(port) +
+              ";\n  location / { grpc_pass grpc://kept; }\n}\n"))
+      << s.output();
+  for (int i = 0; i < 3; ++i) {
+    auto [rc, out] = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                                "content-type: application/grpc",
+                                "http://127.0.0.1:" + std::to_string(port) + "/x"});
+    EXPECT_EQ(out, "200") << i;
+  }
+  EXPECT_TRUE(raw.wait_for_output("connection 1", 5000)) << raw.output();
+  EXPECT_EQ(raw.output().find("connection 2"), std::string::npos) << raw.output();
+}
+
 // grpcs:// to a TLS gRPC server, and TLS with ALPN h2 from the client.
 class GrpcTls : public ::testing::Test {
  protected:
@@ -266,30 +291,32 @@ class GrpcTls : public ::testing::Test {
 
 TEST_F(GrpcTls, GrpcsToTheBackendVerified) {
   const int port = test::free_port();
-  ASSERT_TRUE(s_.start(h2c_server(port, "location / { grpc_pass grpcs://127.0.0.1:" +
-                                            std::to_string(backend_->port()) +
-                                            "; grpc_ssl_verify on; grpc_ssl_name localhost;"
-                                            " grpc_ssl_trusted_certificate ../ca.crt; }")))
+  ASSERT_TRUE(s_.start(h2c_server(
+      port, "location / { grpc_pass grpcs://127.0.0.1:" + std::to_string(backend_->port()) +
+                "; grpc_ssl_verify on; grpc_ssl_name localhost;"
+                " grpc_ssl_trusted_certificate ../ca.crt; }")))
       << s_.output();
   const std::string out = call("127.0.0.1:" + std::to_string(port), "Unary");
   EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << out;
   EXPECT_TRUE(has(out, "\"x-trailer\": \"end\"")) << out;
-  const std::string stream = call("127.0.0.1:" + std::to_string(port), "Stream", {"--payload", "3"});
+  const std::string stream =
+      call("127.0.0.1:" + std::to_string(port), "Stream", {"--payload", "3"});
   EXPECT_TRUE(has(stream, "[\"m0\", \"m1\", \"m2\"]")) << stream;
 }
 
 TEST_F(GrpcTls, ClientOverTlsWithAlpnH2) {
   const int port = test::free_port();
-  ASSERT_TRUE(s_.start("access_log off;\n" +
-                       test::tls_server_block(port, "http2 on;\nlocation / { grpc_pass grpcs://127.0.0.1:" +
-                                                        std::to_string(backend_->port()) + "; }")))
+  ASSERT_TRUE(
+      s_.start("access_log off;\n" +
+               test::tls_server_block(port, "http2 on;\nlocation / { grpc_pass grpcs://127.0.0.1:" +
+                                                std::to_string(backend_->port()) + "; }")))
       << s_.output();
   const std::string out = call("127.0.0.1:" + std::to_string(port), "Collect",
                                {"--chunks", "20", "10000", "--ca", s_.ca(), "--name", "localhost"});
   EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << out;
   EXPECT_TRUE(has(out, "[\"200000 20\"]")) << out;
-  const std::string fail = call("127.0.0.1:" + std::to_string(port), "Fail",
-                                {"--ca", s_.ca(), "--name", "localhost"});
+  const std::string fail =
+      call("127.0.0.1:" + std::to_string(port), "Fail", {"--ca", s_.ca(), "--name", "localhost"});
   EXPECT_TRUE(has(fail, "\"details\": \"bad thing\"")) << fail;
 }
 
