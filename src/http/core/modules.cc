@@ -18,6 +18,7 @@
 #include "http/empty_gif/empty_gif.h"
 #include "http/filters/add_header.h"
 #include "http/filters/expires.h"
+#include "http/filters/range.h"
 #include "http/geo/geo.h"
 #include "http/gzip/gzip.h"
 #include "http/grpc/grpc_conf.h"
@@ -41,7 +42,8 @@ std::span<const HttpModule* const> http_modules() {
       &limit_conn_module(), &access_module(),      &auth_basic_module(),
       &auth_request_module(), &auth_delay_module(),
       &try_files_module(),  &autoindex_module(),   &empty_gif_module(),
-      &add_header_module(), &expires_module(),     &disable_symlinks_module(),
+      &add_header_module(), &expires_module(),     &range_module(),
+      &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &grpc_module(),  &charset_module(),
       &gzip_module(),
       &brotli_module(),     &zstd_module(),

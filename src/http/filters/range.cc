@@ -7,6 +7,7 @@
 #include "codec/http_date.h"
 #include "codec/parse.h"
 #include "http/core/filters.h"
+#include "http/core/module.h"
 #include "http/core/request.h"
 #include "vigil/core/clock.h"
 
@@ -78,6 +79,10 @@ namespace vigil::http {
 // handler sends); an unsatisfiable one is 416 with "bytes */size".
 int range_header_filter(Request& r) {
   HeadersOut& h = r.headers_out;
+  if (h.accept_ranges && loc_conf<RangeConf>(*r.loc, range_module()).max_ranges == 0) {
+    h.accept_ranges = false;
+    return 0;
+  }
   if (h.status != 200 || !h.accept_ranges || r.range.empty() || r.line.method != Method::kGet ||
       h.content_length < 0) {
     return 0;
@@ -109,6 +114,17 @@ int range_header_filter(Request& r) {
   h.content_length = br.length();
   r.body_offset = br.first;
   return 0;
+}
+
+const HttpModule& range_module() {
+  static const HttpModule* module = [] {
+    auto* m = new HttpModule("http_range");  // never destroyed: used until exit
+    auto conf = m->add_loc_conf<RangeConf>();
+    m->conf().add("max_ranges", kHttpMainConf | kHttpSrvConf | kHttpLocConf, Arity::exactly(1),
+                  conf.number(&RangeConf::max_ranges, std::numeric_limits<std::uint64_t>::max()));
+    return m;
+  }();
+  return *module;
 }
 
 }  // namespace vigil::http

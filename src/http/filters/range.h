@@ -3,6 +3,7 @@
 // what a static file server answers: one byte range, or the whole file.
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 namespace vigil::http {
@@ -34,5 +35,17 @@ struct ByteRange {
 // Numbers too large for int64 saturate, which keeps their meaning: a huge
 // first-pos is unsatisfiable, a huge last-pos or suffix means "to the end".
 ByteRange parse_range(std::string_view value, std::int64_t size);
+
+// max_ranges: how many ranges a request may ask for (0: byte ranges are
+// off, and the response does not say Accept-Ranges). Vigil answers one
+// range, and several with the whole representation, so only 0 changes what
+// is sent.
+struct RangeConf {
+  std::uint64_t max_ranges = std::numeric_limits<std::uint64_t>::max();
+};
+
+class HttpModule;
+// The range filter's module (its conf: RangeConf).
+const HttpModule& range_module();
 
 }  // namespace vigil::http

@@ -11,6 +11,7 @@
 #include "http/core/module.h"
 #include "http/core/request.h"
 #include "http/filters/add_header.h"
+#include "http/filters/range.h"
 
 namespace vigil::http {
 namespace {
@@ -18,10 +19,11 @@ namespace {
 class HeaderFilters : public ::testing::Test {
  protected:
   HeaderFilters() {
-    // The module confs a loaded configuration binds (module.h); only
-    // add_header's is read by these filters.
+    // The module confs a loaded configuration binds (module.h); add_header's
+    // and the range filter's are read by these filters.
     loc_.module_confs.assign(kMaxHttpModules, nullptr);
     loc_.module_confs[add_header_module().index()] = &add_header_;
+    loc_.module_confs[range_module().index()] = &range_;
     r_.loc = &loc_;
     r_.line.method = Method::kGet;
     // What the static handler sets for a 1000-byte file.
@@ -32,6 +34,7 @@ class HeaderFilters : public ::testing::Test {
     r_.headers_out.accept_ranges = true;
   }
   AddHeaderConf add_header_;
+  RangeConf range_;
   HttpLocConf loc_;
   Request r_;
 };
