@@ -332,6 +332,25 @@ static bool take_trailers(Request& r, Stream& st) {
   return true;
 }
 
+// The field line [p, nl) ("Name: value", maybe CR-ended) as nghttp2's name
+// and value, the name lowered in place (HTTP/2 field names are lower case);
+// false when the line has no colon.
+static bool field_line(char* p, char* nl, nghttp2_nv& nv) {
+  char* colon = static_cast<char*>(std::memchr(p, ':', static_cast<std::size_t>(nl - p)));
+  if (colon == nullptr) return false;
+  for (char* q = p; q < colon; ++q) {
+    if (*q >= 'A' && *q <= 'Z') *q = static_cast<char>(*q - 'A' + 'a');
+  }
+  char* v = colon + 1;
+  while (v < nl && *v == ' ') ++v;
+  char* vend = nl;
+  if (vend > v && vend[-1] == '\r') --vend;
+  nv = {reinterpret_cast<std::uint8_t*>(p), reinterpret_cast<std::uint8_t*>(v),
+        static_cast<std::size_t>(colon - p), static_cast<std::size_t>(vend - v),
+        NGHTTP2_NV_FLAG_NONE};
+  return true;
+}
+
 static bool submit_trailers(nghttp2_session* ng, Stream& st) {
   char* p = st.trailers;
   char* const end = st.trailers + st.trailers_len;
@@ -340,19 +359,7 @@ static bool submit_trailers(nghttp2_session* ng, Stream& st) {
   while (p < end && n < kStackFields) {
     char* nl = static_cast<char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
     if (nl == nullptr) break;
-    char* colon = static_cast<char*>(std::memchr(p, ':', static_cast<std::size_t>(nl - p)));
-    if (colon != nullptr) {
-      for (char* q = p; q < colon; ++q) {
-        if (*q >= 'A' && *q <= 'Z') *q = static_cast<char>(*q - 'A' + 'a');
-      }
-      char* v = colon + 1;
-      while (v < nl && *v == ' ') ++v;
-      char* vend = nl;
-      if (vend > v && vend[-1] == '\r') --vend;
-      nv[n++] = {reinterpret_cast<std::uint8_t*>(p), reinterpret_cast<std::uint8_t*>(v),
-                 static_cast<std::size_t>(colon - p), static_cast<std::size_t>(vend - v),
-                 NGHTTP2_NV_FLAG_NONE};
-    }
+    if (field_line(p, nl, nv[n])) ++n;
     p = nl + 1;
   }
   return n > 0 && nghttp2_submit_trailer(ng, st.id, nv, n) == 0;
@@ -482,19 +489,7 @@ bool write_header(Request& r) {
       p = nl + 1;
       break;
     }
-    char* colon = static_cast<char*>(std::memchr(p, ':', static_cast<std::size_t>(nl - p)));
-    if (colon != nullptr) {
-      for (char* q = p; q < colon; ++q) {
-        if (*q >= 'A' && *q <= 'Z') *q = static_cast<char>(*q - 'A' + 'a');
-      }
-      char* v = colon + 1;
-      while (v < nl && *v == ' ') ++v;
-      char* vend = nl;
-      if (vend > v && vend[-1] == '\r') --vend;
-      nv[n++] = {reinterpret_cast<std::uint8_t*>(p), reinterpret_cast<std::uint8_t*>(v),
-                 static_cast<std::size_t>(colon - p), static_cast<std::size_t>(vend - v),
-                 NGHTTP2_NV_FLAG_NONE};
-    }
+    if (field_line(p, nl, nv[n])) ++n;
     p = nl + 1;
   }
   const int code = r.headers_out.status;
