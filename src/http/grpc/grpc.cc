@@ -94,7 +94,6 @@ void finalize(Upstream& u) {
   auto& gs = static_cast<GrpcState&>(u);
   if (gs.inflater != nullptr) nghttp2_hd_inflate_del(gs.inflater);
   if (gs.fields_mem != nullptr) gs.r->hc->worker->buffers().put(gs.fields_mem, gs.fields_cap);
-  if (gs.url_mem != nullptr) gs.r->hc->worker->buffers().put(gs.url_mem, gs.url_mem_size);
   if (gs.r->headers_out.trailers == gs.trailers) {
     gs.r->headers_out.trailers = nullptr;
     gs.r->headers_out.ntrailers = 0;
@@ -121,28 +120,18 @@ int grpc_content(Request& r) {
   return start(r);
 }
 
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
-
 // grpc_pass with variables (nginx's ngx_http_grpc_eval): an optional
 // grpc:// or grpcs://, then an upstream block's name, an address or a name
 // to resolve. 0, or the status the client gets.
 int eval_url(GrpcState& gs) {
-  Request& r = *gs.r;
   const GrpcConf& conf = gs.gconf();
-  const std::size_t n = conf.url.length(r);
-  const std::size_t size = (n + 4095) & ~std::size_t{4095};
-  char* mem = r.hc->worker->buffers().get(size);
-  if (mem == nullptr) return 500;
-  gs.url_mem = mem;
-  gs.url_mem_size = static_cast<std::uint32_t>(size);
-  const std::string_view url(mem, static_cast<std::size_t>(conf.url.write(r, mem) - mem));
+  std::string_view url;
+  if (!upstream_core::evaluate_url(gs, conf.url, url)) return 500;
   std::string_view rest = url;
   gs.https = false;
-  if (starts_with_nocase(url, "grpc://")) {
+  if (upstream_core::has_scheme(url, "grpc://")) {
     rest = url.substr(7);
-  } else if (starts_with_nocase(url, "grpcs://")) {
+  } else if (upstream_core::has_scheme(url, "grpcs://")) {
     rest = url.substr(8);
     gs.https = true;
   }

@@ -112,10 +112,7 @@ struct GrpcState : Upstream {
   HeaderField trailers[kMaxTrailers];
   std::uint32_t ntrailers = 0;
 
-  // grpc_pass with variables: the URL evaluated for this request (a worker
-  // buffer) and the :authority it gives.
-  char* url_mem = nullptr;
-  std::uint32_t url_mem_size = 0;
+  // grpc_pass with variables: the :authority its URL (in u.url_mem) gives.
   std::string_view authority;
 };
 

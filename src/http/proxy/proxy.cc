@@ -26,7 +26,6 @@ void reinit_request(Upstream& u) {
 void finalize(Upstream& u) {
   auto& ps = static_cast<ProxyState&>(u);
   if (ps.cookie_mem != nullptr) ps.r->hc->worker->buffers().put(ps.cookie_mem, ps.cookie_mem_size);
-  if (ps.url_mem != nullptr) ps.r->hc->worker->buffers().put(ps.url_mem, ps.url_mem_size);
   ps.~ProxyState();
 }
 
@@ -45,24 +44,14 @@ int proxy_content(Request& r) {
   return start(r);
 }
 
-
-bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
-
 // proxy_pass with variables (nginx's ngx_http_proxy_eval): the URL of this
 // request names an upstream block (no port), an address, or a name the
 // location's resolver looks up. 0, or the status the client gets.
 int eval_url(ProxyState& ps) {
   Request& r = *ps.r;
   const ProxyConf& conf = ps.pconf();
-  const std::size_t n = conf.url.length(r);
-  const std::size_t size = (n + 4095) & ~std::size_t{4095};
-  char* mem = r.hc->worker->buffers().get(size);
-  if (mem == nullptr) return 500;
-  ps.url_mem = mem;
-  ps.url_mem_size = static_cast<std::uint32_t>(size);
-  const std::string_view url(mem, static_cast<std::size_t>(conf.url.write(r, mem) - mem));
+  std::string_view url;
+  if (!upstream_core::evaluate_url(ps, conf.url, url)) return 500;
   char what[600];
   auto fail = [&](const char* text) {
     std::snprintf(what, sizeof what, "%s in upstream \"%.*s\"", text,
@@ -71,10 +60,10 @@ int eval_url(ProxyState& ps) {
     return 500;
   };
   std::string_view rest;
-  if (starts_with_nocase(url, "http://")) {
+  if (upstream_core::has_scheme(url, "http://")) {
     rest = url.substr(7);
     ps.https = false;
-  } else if (starts_with_nocase(url, "https://")) {
+  } else if (upstream_core::has_scheme(url, "https://")) {
     rest = url.substr(8);
     ps.https = true;
   } else {
@@ -83,7 +72,7 @@ int eval_url(ProxyState& ps) {
     upstream_core::log_request_error(r, static_cast<int>(LogLevel::kError), what);
     return 500;
   }
-  if (starts_with_nocase(rest, "unix:")) {
+  if (upstream_core::has_scheme(rest, "unix:")) {
     // "unix:/path[:/uri]" (nginx): the Host is "localhost", no port.
     const std::size_t colon = rest.find(':', 5);
     const std::string_view path = rest.substr(5, colon == std::string_view::npos ? colon : colon - 5);

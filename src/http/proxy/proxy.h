@@ -59,10 +59,8 @@ struct ProxyState : Upstream {
   char* cookie_mem = nullptr;
   std::uint32_t cookie_mem_size = 0;
 
-  // proxy_pass with variables: the URL evaluated for this request (a
-  // worker buffer), its URI part sent as it is, and $proxy_host.
-  char* url_mem = nullptr;
-  std::uint32_t url_mem_size = 0;
+  // proxy_pass with variables: the URL's URI part (in u.url_mem), sent as
+  // it is, and $proxy_host.
   bool eval_has_uri = false;
   bool eval_uri_slash = false;  // the URI part starts with '?': a '/' goes first
   std::string_view eval_uri;

@@ -456,7 +456,10 @@ void release(Request& r) {
   release_ring(*u);
   char* mem = u->state_mem;
   const std::size_t size = u->state_size;
+  char* url_mem = u->url_mem;  // the protocol's views of the URL live until finalize
+  const std::uint32_t url_mem_size = u->url_mem_size;
   u->protocol->finalize(*u);  // the protocol's state is destroyed here
+  if (url_mem != nullptr) cache.put(url_mem, url_mem_size);
   cache.put(mem, size);
   r.upstream = nullptr;
   r.accel_fields = nullptr;  // they pointed into the head given back

@@ -151,6 +151,10 @@ struct Upstream {
   char hash_key[256];            // the evaluated `hash` key when it fits
   char* hash_key_mem = nullptr;  // else a worker buffer holding it
   std::uint32_t hash_key_mem_size = 0;
+  // A *_pass with variables: its URL evaluated for this request (a worker
+  // buffer, given back by release()).
+  char* url_mem = nullptr;
+  std::uint32_t url_mem_size = 0;
 
   // The request head (create_request), built once; head.pos goes back to
   // head.start for a retry.
@@ -230,6 +234,11 @@ UpstreamTry* current_try(Upstream& u);
 void log_request_error(Request& r, int level, const char* what);
 
 // ---- upstream_resolve.cc --------------------------------------------------------------
+// A *_pass with variables: `url` evaluated for u.r into u.url_mem. False
+// without memory.
+bool evaluate_url(Upstream& u, const VarTemplate& url, std::string_view& out);
+// `url` starts with `scheme` ("http://", "grpcs://"), in any case.
+bool has_scheme(std::string_view url, std::string_view scheme);
 // A group of one address (an IP address in proxy_pass with variables).
 // False without memory.
 bool set_address_group(Upstream& u, const sockaddr* sa, socklen_t len, std::string_view server);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "codec/tokens.h"
 #include "core/conf/values.h"
 #include "http/core/worker.h"
 #include "http/upstream/client_side.h"
@@ -200,5 +201,21 @@ int route_to(Upstream& u, std::string_view url, std::string_view hostport, unsig
   return 0;
 }
 
+
+bool evaluate_url(Upstream& u, const VarTemplate& url, std::string_view& out) {
+  Request& r = *u.r;
+  const std::size_t n = url.length(r);
+  const std::size_t size = (n + 4095) & ~std::size_t{4095};
+  char* mem = r.hc->worker->buffers().get(size);
+  if (mem == nullptr) return false;
+  u.url_mem = mem;
+  u.url_mem_size = static_cast<std::uint32_t>(size);
+  out = std::string_view(mem, static_cast<std::size_t>(url.write(r, mem) - mem));
+  return true;
+}
+
+bool has_scheme(std::string_view url, std::string_view scheme) {
+  return url.size() >= scheme.size() && iequals(url.substr(0, scheme.size()), scheme);
+}
 
 }  // namespace vigil::http::upstream_core
