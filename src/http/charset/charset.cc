@@ -32,14 +32,6 @@ struct CharsetMaps {
   std::vector<std::unique_ptr<CharsetMap>> maps;
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // ---- configuration ------------------------------------------------------------------------
 
 enum class Source : std::uint8_t { kOff, kName, kVariable };
@@ -98,7 +90,7 @@ Status set_types(const DirectiveCall& call, CharsetConf& c) {
       c.any_type = true;
       continue;
     }
-    c.types.push_back(lower(call.arg(i)));
+    c.types.push_back(call.arg(i));  // compared without regard to case
   }
   return Status::ok();
 }
@@ -124,14 +116,15 @@ class MapSink : public StatementSink {
 };
 
 Status set_map(const DirectiveCall& call, CharsetConf& c) {
-  const std::string from = lower(call.arg(0));
-  const std::string to = lower(call.arg(1));
+  const std::string& from = call.arg(0);
+  const std::string& to = call.arg(1);
   if (is_utf8_name(from)) {
     return call.error("\"charset_map\" from \"" + call.arg(0) + "\" is not supported");
   }
   if (c.maps == nullptr) c.maps = std::make_shared<CharsetMaps>();
   for (const auto& m : c.maps->maps) {
-    if ((m->from == from && m->to == to) || (m->from == to && m->to == from)) {
+    if ((iequals(m->from, from) && iequals(m->to, to)) ||
+        (iequals(m->from, to) && iequals(m->to, from))) {
       return call.error("duplicate \"charset_map\" between \"" + call.arg(0) + "\" and \"" +
                         call.arg(1) + "\"");
     }
