@@ -43,6 +43,7 @@ void add_try(Upstream& u) {
   Request& r = *u.r;
   if (r.nupstream >= kMaxUpstreamTries) return;
   UpstreamTry& t = r.upstream_tries[r.nupstream++];
+  t = UpstreamTry{};  // not cleared when the request started
   std::string_view name = u.pc.name;
   if (name.empty() && u.group != nullptr) name = u.group->name;
   const std::size_t n = name.size() < sizeof t.addr ? name.size() : sizeof t.addr;

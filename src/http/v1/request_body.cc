@@ -158,7 +158,7 @@ bool keep_pipelined(Request& r, const char* p, std::size_t n) {
   }
   const std::size_t size = hc.srv->large_buffers_size;
   const std::size_t left = hb.start != nullptr ? static_cast<std::size_t>(hb.last - hb.pos) : 0;
-  constexpr std::size_t kSlots = sizeof r.retired / sizeof r.retired[0];
+  constexpr std::size_t kSlots = kMaxLargeBuffers + 2;  // Request::retired
   if (left + n > size || r.nretired >= kSlots) return false;
   char* mem = hc.worker->buffers().get(size);
   if (mem == nullptr) return false;

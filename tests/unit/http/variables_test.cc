@@ -172,11 +172,13 @@ TEST_F(Vars, ProxyAddXForwardedFor) {
 TEST_F(Vars, Upstream) {
   EXPECT_EQ(eval("$upstream_addr", VarEscape::kDefault, true), "-");
   UpstreamTry& a = r_->upstream_tries[0];
+  a = UpstreamTry{};  // as add_try starts an attempt
   std::memcpy(a.addr, "127.0.0.1:9001", 14);
   a.addr_len = 14;
   a.status = 0;
   a.time = 3;
   UpstreamTry& b = r_->upstream_tries[1];
+  b = UpstreamTry{};
   std::memcpy(b.addr, "127.0.0.1:9002", 14);
   b.addr_len = 14;
   b.status = 200;
