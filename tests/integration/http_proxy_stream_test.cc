@@ -74,6 +74,34 @@ TEST_F(ProxyStream, Unrequested101Is502) {
   EXPECT_EQ(c.read_response().status, 502);
 }
 
+// The usual WebSocket configuration, and a client that asks for no Upgrade:
+// `$http_upgrade` is empty, so no Upgrade field goes to the backend, and a
+// 101 from it switches to a protocol nobody offered (RFC 9110 §7.8). That is
+// an invalid response (502, §15.6.3); nginx 1.22 forwards the 101 head and
+// then reads a body for it (ssl_proxy_upgrade.t, "log - bytes noupgrade").
+TEST_F(ProxyStream, Unrequested101UnderWebSocketConfigIs502) {
+  Backend b([](BackendConn& c, const BackendRequest&) {
+    return c.send(
+        "HTTP/1.1 101 Switching\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\nhandshaked\r\n");
+  });
+  ASSERT_TRUE(start("location / { proxy_pass http://" + b.address() +
+                        "; proxy_http_version 1.1;"
+                        " proxy_set_header Upgrade $http_upgrade;"
+                        " proxy_set_header Connection \"Upgrade\";"
+                        " access_log logs/up.log up buffer=0; }",
+                    "log_format up '$status $body_bytes_sent';"))
+      << server_.output();
+  Client c(port_);
+  ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n\r\n"));
+  Response r = c.read_response();
+  EXPECT_EQ(r.status, 502) << r.head;
+  EXPECT_EQ(r.body.find("handshaked"), std::string::npos) << r.body;
+  EXPECT_FALSE(b.last().has("upgrade"));
+  EXPECT_EQ(b.last().header("connection"), "Upgrade");
+  EXPECT_TRUE(wait_until([&] { return server_.read("logs/up.log").starts_with("502 "); }))
+      << server_.read("logs/up.log");
+}
+
 long rss_kib(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
