@@ -13,6 +13,7 @@
 #include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
+#include "http/core/post_action.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/empty_gif/empty_gif.h"
@@ -46,7 +47,7 @@ std::span<const HttpModule* const> http_modules() {
       &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &grpc_module(),  &charset_module(),
       &gzip_module(),
-      &brotli_module(),     &zstd_module(),
+      &brotli_module(),     &zstd_module(),       &post_action_module(),
       &filters_module(),
   };
   return kModules;
