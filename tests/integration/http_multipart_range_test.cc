@@ -79,9 +79,9 @@ std::string boundary_of(const Response& r) {
 
 class HttpMultipartRange : public ::testing::Test {
  protected:
-  bool start(const std::string& locations) {
+  bool start(const std::string& locations, const std::string& http = "") {
     port_ = free_port();
-    return server_.start("server { listen 127.0.0.1:" + std::to_string(port_) +
+    return server_.start(http + "server { listen 127.0.0.1:" + std::to_string(port_) +
                          "; root html; access_log off;\n" + locations + "\n}\n");
   }
   Response range(const std::string& target, const std::string& value) {
@@ -187,6 +187,32 @@ TEST_F(HttpMultipartRange, WhatIsAnsweredWholeOr416) {
   r = range("/two/t.txt", "bytes=0-9, -10, 10-19");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, t);
+}
+
+TEST_F(HttpMultipartRange, ManyRangesAndAn8BitRecoding) {
+  ASSERT_TRUE(
+      start("location / { }\n"
+            "location /cs/ { charset b; source_charset a; sendfile off; }",
+            "charset_map a b { 58 59; }\n"))
+      << server_.output();
+  const std::string t = tens();
+  server_.write("html/t.txt", t);
+  server_.write("html/cs/t.txt", t);
+  // 150 one-byte ranges: more parts than the filters take at once.
+  std::string value = "bytes=";
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (std::size_t i = 0; i < 150; ++i) {
+    value += (i == 0 ? "" : ",") + std::to_string(i * 6) + "-" + std::to_string(i * 6);
+    ranges.emplace_back(i * 6, i * 6);
+  }
+  expect_parts(range("/t.txt", value), t, "text/plain", ranges);
+  // Recoded X -> Y: the parts are the file's ranges, recoded, and the parts'
+  // type names the charset.
+  std::string recoded = t;
+  for (char& ch : recoded) ch = ch == 'X' ? 'Y' : ch;
+  expect_parts(range("/cs/t.txt", "bytes=0-9, 10-19"), recoded, "text/plain; charset=b",
+               {{0, 9}, {10, 19}});
+  expect_parts(range("/cs/t.txt", value), recoded, "text/plain; charset=b", ranges);
 }
 
 TEST_F(HttpMultipartRange, KeepAliveGoesOnAfterAMultipartAnswer) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -121,10 +122,11 @@ struct RangeCtx {
   Buf* bufs = nullptr;
   Chain* links = nullptr;
   std::string_view
-      boundary_header;       // CRLF "--" boundary CRLF [Content-Type CRLF] "Content-Range: bytes "
-  std::string_view closing;  // CRLF "--" boundary "--" CRLF
-  char* text = nullptr;      // each range's "first-last/size" CRLF CRLF, then the above
-  bool passed = false;       // the parts went down the chain
+      boundary_header;        // CRLF "--" boundary CRLF [Content-Type CRLF] "Content-Range: bytes "
+  std::string_view closing;   // CRLF "--" boundary "--" CRLF
+  char* text = nullptr;       // each range's "first-last/size" CRLF CRLF, then the above
+  bool passed = false;        // the parts are built
+  std::size_t next_link = 0;  // the first link not passed on yet
 };
 
 constexpr std::size_t kBoundaryLen = 20;  // digits, as nginx's
@@ -300,16 +302,39 @@ int range_header_filter(Request& r) {
 // the producer passes the whole representation in one buffer; each part
 // points into it (a file range stays a file range: nothing is copied), in
 // the order the ranges were asked, overlapping or not.
+namespace {
+
+// The parts go down the chain kPassAtOnce links at a time, the next ones
+// once the filters after this one took all of the last (kBodyOk): a filter
+// that reads what it is given (charset) holds a bounded number of buffers.
+constexpr std::size_t kPassAtOnce = 96;
+
+int pass_parts(Request& r, RangeCtx& x, BodyFilterNext next) {
+  const std::size_t nlinks = 3 * x.count + 1;
+  for (;;) {
+    const std::size_t end = std::min(x.next_link + kPassAtOnce, nlinks);
+    Chain* first = &x.links[x.next_link];
+    x.links[end - 1].next = nullptr;
+    x.next_link = end;
+    const int rc = next(r, first);
+    if (rc != kBodyOk || x.next_link == nlinks) return rc;
+  }
+}
+
+}  // namespace
+
 int range_body_filter(Request& r, Chain* in, BodyFilterNext next) {
   RangeCtx* x = ctx_of(r);
-  if (x == nullptr || in == nullptr || r.header_only) return next(r, in);
+  if (x == nullptr || r.header_only || (in == nullptr && !x->passed)) return next(r, in);
   if (x->passed) {
     // Nothing follows the closing boundary.
     for (Chain* cl = in; cl != nullptr; cl = cl->next) {
       cl->buf->pos = cl->buf->last;
       cl->buf->file_pos = cl->buf->file_last;
     }
-    return next(r, nullptr);
+    const int rc = next(r, nullptr);
+    if (rc != kBodyOk || x->next_link == 3 * x->count + 1) return rc;
+    return pass_parts(r, *x, next);
   }
   const Buf& whole = *in->buf;
   if (in->next != nullptr || !whole.last_buf ||
@@ -349,9 +374,10 @@ int range_body_filter(Request& r, Chain* in, BodyFilterNext next) {
     x->links[i].next = i + 1 < nbufs ? &x->links[i + 1] : nullptr;
   }
   x->passed = true;
+  x->next_link = 0;
   // The parts point into the producer's buffer, which stays valid until the
   // request ends (a file the request holds open, or memory of its own).
-  return next(r, &x->links[0]);
+  return pass_parts(r, *x, next);
 }
 
 bool range_multipart(const Request& r) {
