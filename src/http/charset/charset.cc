@@ -443,11 +443,15 @@ int charset_header_filter(Request& r) {
   x->recoder.map = map;
   x->recoder.reverse = reverse;
   x->recoder.kind = !map->utf8 ? Recode::kEightBit : reverse ? Recode::kFromUtf8 : Recode::kToUtf8;
-  // The producer passes the whole body through the filters, and no range
-  // of the old bytes is sent; UTF-8 on either side changes the length.
+  // The producer passes the body through the filters. An 8-bit table keeps
+  // every byte in its place, so a range of the recoded body is that range of
+  // the old one, recoded (the range filter answers it, as nginx's does);
+  // UTF-8 on either side changes the length, and no range is sent.
   r.body_changed = true;
-  h.accept_ranges = false;
-  if (map->utf8) h.content_length = -1;
+  if (map->utf8) {
+    h.accept_ranges = false;
+    h.content_length = -1;
+  }
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "http/core/filters.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
+#include "http/core/post_action.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
 #include "http/empty_gif/empty_gif.h"
@@ -46,7 +47,7 @@ std::span<const HttpModule* const> http_modules() {
       &disable_symlinks_module(),
       &open_file_cache_module(), &proxy_module(),  &grpc_module(),  &charset_module(),
       &gzip_module(),
-      &brotli_module(),     &zstd_module(),
+      &brotli_module(),     &zstd_module(),       &post_action_module(),
       &filters_module(),
   };
   return kModules;
@@ -63,7 +64,8 @@ std::span<const HttpModule* const> http_modules() {
 // length, so no ranges: nginx's order). Body filters, before HTTP/1's final
 // writer: a module that changes the body (charset, then gzip: recoded, then
 // compressed) adds its filter before chunked, which frames what the others
-// made, when its directive is used.
+// made, when its directive is used; the range filter's body side (the parts
+// of a multipart answer) comes first.
 bool register_filters(FilterChains& chains, const HttpServers& servers) {
   bool ok = chains.header.add(not_modified_header_filter);
   if (ok && uses_expires(servers)) ok = chains.header.add(expires_header_filter);
@@ -75,6 +77,7 @@ bool register_filters(FilterChains& chains, const HttpServers& servers) {
   if (ok && gunzip) ok = chains.header.add(gunzip_header_filter);
   if (ok && gzip) ok = chains.header.add(gzip_header_filter);
   ok = ok && chains.header.add(range_header_filter);
+  ok = ok && chains.body.add(range_body_filter);
   if (ok && charset) ok = chains.body.add(charset_body_filter);
   if (ok && (gzip || gunzip)) ok = chains.body.add(gzip_body_filter);
   return ok && chains.body.add(chunked_body_filter);

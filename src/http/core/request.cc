@@ -15,6 +15,7 @@
 #include "http/access/auth_basic.h"
 #include "http/access/limit_conn.h"
 #include "http/access/limit_req.h"
+#include "http/core/post_action.h"
 #include "http/core/counters.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
@@ -486,6 +487,9 @@ void finalize_request(Request& r) {
     subrequest_ended(r);
     return;
   }
+  // post_action: the request goes on, its answer unsent; this runs again
+  // when the post action ends (nginx runs it after a failed response too).
+  if (start_post_action(r)) return;
 
   const HttpLocConf& loc = r.loc != nullptr ? *r.loc : *hc.srv->loc;
   for (const auto& conf : loc.access_logs) write_access_log(r, *conf);

@@ -12,6 +12,7 @@
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
+#include "http/filters/range.h"
 
 namespace vigil::http {
 namespace {
@@ -50,10 +51,13 @@ int empty_gif_handler(Request& r) {
   if (const int rc = send_header(r); rc != 0) return rc;
   r.bbuf = Buf{};
   if (!r.header_only && h.content_length > 0) {
-    // The pixel is never written to: the buffer only reads it.
-    char* p = const_cast<char*>(reinterpret_cast<const char*>(kGif)) + r.body_offset;
-    r.bbuf.reset(p, static_cast<std::size_t>(h.content_length));
-    r.bbuf.last = p + h.content_length;
+    // The pixel is never written to: the buffer only reads it. A multipart
+    // answer is made of the whole pixel by the range filter.
+    const bool whole = range_multipart(r);
+    const std::int64_t len = whole ? static_cast<std::int64_t>(sizeof kGif) : h.content_length;
+    char* p = const_cast<char*>(reinterpret_cast<const char*>(kGif)) + (whole ? 0 : r.body_offset);
+    r.bbuf.reset(p, static_cast<std::size_t>(len));
+    r.bbuf.last = p + len;
   }
   send_response(r);
   return kPhaseDone;

@@ -178,10 +178,15 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
     return rc;
   }
   const std::int64_t first = r.body_offset;
-  // A body a filter changes has no length in the head any more (gzip): the
-  // whole file goes to the filter (no range applies to it).
-  const std::int64_t length =
-      r.body_changed ? size : h.content_length < 0 ? 0 : h.content_length;
+  // A multipart answer is made of the whole file by the range filter. A body
+  // a filter changes without keeping its length (gzip) has none in the head:
+  // the whole file goes to the filter; one that keeps it (an 8-bit charset)
+  // gets the range.
+  const bool multipart = range_multipart(r);
+  const std::int64_t length = multipart                ? size
+                              : h.content_length >= 0 ? h.content_length
+                              : r.body_changed         ? size
+                                                       : 0;
   r.bbuf = Buf{};
   if (r.header_only || length == 0) {
     drop(r, ref);
@@ -193,7 +198,7 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   // bytes costs less than sendfile's setup; larger files are never copied
   // whole (sendfile, or output_buffers-sized pieces).
   // A body a filter changes (gzip) goes through the filters whole.
-  if (!r.chunked_out && !r.body_changed &&
+  if (!r.chunked_out && !r.body_changed && !multipart &&
       static_cast<std::int64_t>(r.hbuf.end - r.hbuf.last) >= length) {
     for (;;) {
       ssize_t got = ::pread(fd, r.hbuf.last, static_cast<std::size_t>(length), first);
@@ -213,10 +218,11 @@ int serve_file(Request& r, FileRef ref, const OpenFileInfo& info, std::string_vi
   }
   r.fd = fd;
   r.file_entry = ref.entry;  // released with the request (release_file)
-  if (loc.sendfile || r.body_changed) {
+  if (loc.sendfile || r.body_changed || multipart) {
     // A file range; a filter that changes the body reads it into memory
-    // itself (sendfile or not), a piece at a time.
-    r.use_sendfile = !r.body_changed;
+    // itself (sendfile or not), a piece at a time. The parts of a multipart
+    // answer are ranges of the file, sent with sendfile even when it is off.
+    r.use_sendfile = loc.sendfile && !r.body_changed;
     r.bbuf.in_file = true;
     r.bbuf.file_fd = fd;
     r.bbuf.file_pos = first;

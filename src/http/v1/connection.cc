@@ -20,6 +20,7 @@
 #include "http/core/subrequest.h"
 #include "http/core/worker.h"
 #include "http/charset/charset.h"
+#include "http/filters/range.h"
 #include "http/gzip/gzip.h"
 #include "http/static/open_file_cache.h"
 #include "http/upstream/upstream.h"
@@ -62,6 +63,7 @@ void free_request(Request& r) {
   upstream_core::release(r);
   release_gzip(r);
   release_charset(r);
+  release_range(r);
   if (r.body.buf.start != nullptr) cache.put(r.body.buf.start, r.body.size);
   release_request_body_file(r);
   release_file(r);

@@ -14,6 +14,7 @@
 
 #include "event/file_read.h"
 #include "http/core/filters.h"
+#include "http/core/post_action.h"
 #include "http/core/request.h"
 #include "http/filters/limit_rate.h"
 #include "http/v2/h2.h"
@@ -114,6 +115,16 @@ off_t rate_allowance(Request& r) {
 
 int write_filter(Request& r, Chain* in) {
   if (r.hc->stream != nullptr) return h2::write_filter(r, in);
+  if (in_post_action(r)) {
+    // A post action's answer is not sent (nginx's is an HTTP/0.9 head-only
+    // response): its head and body are dropped as if written.
+    r.hbuf.pos = r.hbuf.last;
+    for (Chain* cl = in; cl != nullptr; cl = cl->next) {
+      cl->buf->pos = cl->buf->last;
+      cl->buf->file_pos = cl->buf->file_last;
+    }
+    return kBodyOk;
+  }
   Connection& c = *r.c;
   if (r.pending == nullptr && !r.hbuf.empty()) {
     // The first call: the head leaves with the first body bytes (one writev).

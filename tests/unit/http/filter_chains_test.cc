@@ -5,6 +5,7 @@
 
 #include "http/core/filters.h"
 #include "http/filters/add_header.h"
+#include "http/filters/range.h"
 #include "unit/http/http_conf_fixture.h"
 
 namespace vigil::testing {
@@ -27,7 +28,8 @@ TEST_F(FilterChains, WithoutAddHeaderTheChainHasOnlyTheCoreFilters) {
   EXPECT_TRUE(f.header.contains(not_modified_header_filter));
   EXPECT_TRUE(f.header.contains(range_header_filter));
   EXPECT_FALSE(f.header.contains(add_header_filter));
-  EXPECT_EQ(f.body.size(), 1u);
+  EXPECT_EQ(f.body.size(), 2u);
+  EXPECT_TRUE(f.body.contains(http::range_body_filter));
   EXPECT_TRUE(f.body.contains(chunked_body_filter));
   // Every server of the configuration runs the same chains.
   ASSERT_EQ(s->servers.size(), 2u);
