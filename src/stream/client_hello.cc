@@ -22,13 +22,20 @@ std::uint16_t ClientHelloParser::version() const {
 
 std::string_view ClientHelloParser::version_name(std::uint16_t version) {
   switch (version) {
-    case 0x0002: return "SSLv2";
-    case 0x0300: return "SSLv3";
-    case 0x0301: return "TLSv1";
-    case 0x0302: return "TLSv1.1";
-    case 0x0303: return "TLSv1.2";
-    case 0x0304: return "TLSv1.3";
-    default: return {};
+    case 0x0002:
+      return "SSLv2";
+    case 0x0300:
+      return "SSLv3";
+    case 0x0301:
+      return "TLSv1";
+    case 0x0302:
+      return "TLSv1.1";
+    case 0x0303:
+      return "TLSv1.2";
+    case 0x0304:
+      return "TLSv1.3";
+    default:
+      return {};
   }
 }
 
@@ -53,7 +60,7 @@ ClientHelloParser::Result ClientHelloParser::feed(const unsigned char* data, std
 // first bytes are a 2-byte length with the high bit set, the message type 1
 // and the version (RFC 6101 appendix E.2); that version is all it tells.
 ClientHelloParser::Result ClientHelloParser::feed_record_header(const unsigned char*& p,
-                                                               std::size_t& n) {
+                                                                std::size_t& n) {
   // Not a handshake is known from the first byte: a protocol whose client
   // sends less than a header is not kept waiting.
   if (record_head_len_ == 0 && first_record_ && p[0] != kHandshakeRecord && (p[0] & 0x80) == 0) {
@@ -80,8 +87,7 @@ ClientHelloParser::Result ClientHelloParser::feed_record_header(const unsigned c
 
 // The handshake bytes of one record: each field is taken whole (into
 // scratch_, into out_, or skipped), however many calls bring it.
-ClientHelloParser::Result ClientHelloParser::feed_handshake(const unsigned char* p,
-                                                           std::size_t n) {
+ClientHelloParser::Result ClientHelloParser::feed_handshake(const unsigned char* p, std::size_t n) {
   for (;;) {
     while (need_ == 0) {
       if (const Result r = field_done(); r != Result::kAgain) return result_ = r;

@@ -38,8 +38,8 @@ void read_client(Session& s) {
                                 : "recv() failed while prereading");
     }
     s.from_client += static_cast<std::uint64_t>(n);
-    const auto r = s.hello->feed(reinterpret_cast<const unsigned char*>(b.last),
-                                 static_cast<std::size_t>(n));
+    const auto r =
+        s.hello->feed(reinterpret_cast<const unsigned char*>(b.last), static_cast<std::size_t>(n));
     b.last += n;
     if (r != ClientHelloParser::Result::kAgain) return preread_done(s);
     if (b.last == b.end) {

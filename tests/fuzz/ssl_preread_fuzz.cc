@@ -37,9 +37,11 @@ Outcome run(const std::uint8_t* data, std::size_t size, std::size_t step, std::v
   check(r == p.result(), "result() is what feed() said");
   const std::string_view host = p.server_name();
   const std::string_view alpn = p.alpn_protocols();
-  check(host.empty() || (host.data() >= out.data() && host.data() + host.size() <= out.data() + out.size()),
+  check(host.empty() ||
+            (host.data() >= out.data() && host.data() + host.size() <= out.data() + out.size()),
         "the server name lies in the memory given");
-  check(alpn.empty() || (alpn.data() >= out.data() && alpn.data() + alpn.size() <= out.data() + out.size()),
+  check(alpn.empty() ||
+            (alpn.data() >= out.data() && alpn.data() + alpn.size() <= out.data() + out.size()),
         "the ALPN list lies in the memory given");
   return {r, p.version(), host, alpn};
 }

@@ -60,13 +60,13 @@ class StreamSslPreread : public ::testing::Test {
     const std::string cert = "ssl_certificate ../server.crt; ssl_certificate_key ../server.key;";
     return s_.start_raw(
         "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
-        "events { }\nstream {\n" + head + "\n  upstream backend_b { server 127.0.0.1:" +
-        std::to_string(b_) + "; }\n" +
+        "events { }\nstream {\n" +
+        head + "\n  upstream backend_b { server 127.0.0.1:" + std::to_string(b_) + "; }\n" +
         "  server { listen 127.0.0.1:" + std::to_string(a_) + " ssl; " + cert +
         " return \"A $ssl_server_name\\n\"; }\n"
-        "  server { listen 127.0.0.1:" + std::to_string(b_) + " ssl; " + cert +
-        " return \"B $ssl_server_name\\n\"; }\n" +
-        servers + "\n}\n");
+        "  server { listen 127.0.0.1:" +
+        std::to_string(b_) + " ssl; " + cert + " return \"B $ssl_server_name\\n\"; }\n" + servers +
+        "\n}\n");
   }
   std::string front_server(const std::string& more) {
     return "  server { listen 127.0.0.1:" + std::to_string(front_) + "; ssl_preread on; " + more +
@@ -93,11 +93,15 @@ class StreamSslPreread : public ::testing::Test {
 };
 
 TEST_F(StreamSslPreread, RoutesByServerNameToTwoTlsBackends) {
-  ASSERT_TRUE(start("  map $ssl_preread_server_name $backend {\n"
-                    "    a.test 127.0.0.1:" + std::to_string(a_) + ";\n"
-                    "    b.test backend_b;\n"
-                    "    default 127.0.0.1:" + std::to_string(a_) + ";\n  }\n",
-                    front_server("proxy_pass $backend;")))
+  ASSERT_TRUE(
+      start("  map $ssl_preread_server_name $backend {\n"
+            "    a.test 127.0.0.1:" +
+                std::to_string(a_) +
+                ";\n"
+                "    b.test backend_b;\n"
+                "    default 127.0.0.1:" +
+                std::to_string(a_) + ";\n  }\n",
+            front_server("proxy_pass $backend;")))
       << s_.output();
   for (const char* version : {"-tls1_2", "-tls1_3"}) {
     SCOPED_TRACE(version);
@@ -110,10 +114,12 @@ TEST_F(StreamSslPreread, RoutesByServerNameToTwoTlsBackends) {
 }
 
 TEST_F(StreamSslPreread, RoutesByAlpn) {
-  ASSERT_TRUE(start("  map $ssl_preread_alpn_protocols $backend {\n"
-                    "    \"h2,http/1.1\" backend_b;\n"
-                    "    default 127.0.0.1:" + std::to_string(a_) + ";\n  }\n",
-                    front_server("proxy_pass $backend;")))
+  ASSERT_TRUE(
+      start("  map $ssl_preread_alpn_protocols $backend {\n"
+            "    \"h2,http/1.1\" backend_b;\n"
+            "    default 127.0.0.1:" +
+                std::to_string(a_) + ";\n  }\n",
+            front_server("proxy_pass $backend;")))
       << s_.output();
   EXPECT_EQ(s_client(front_, "-servername x.test -alpn h2,http/1.1"), "B x.test\n");
   EXPECT_EQ(s_client(front_, "-servername x.test -alpn http/1.1"), "A x.test\n");
@@ -121,15 +127,15 @@ TEST_F(StreamSslPreread, RoutesByAlpn) {
 }
 
 TEST_F(StreamSslPreread, VariablesInTheAccessLog) {
-  ASSERT_TRUE(start("  log_format hello \"$ssl_preread_protocol|$ssl_preread_server_name|"
-                    "$ssl_preread_alpn_protocols|$status\";\n",
-                    front_server("proxy_pass backend_b; access_log logs/hello.log hello;")))
+  ASSERT_TRUE(
+      start("  log_format hello \"$ssl_preread_protocol|$ssl_preread_server_name|"
+            "$ssl_preread_alpn_protocols|$status\";\n",
+            front_server("proxy_pass backend_b; access_log logs/hello.log hello;")))
       << s_.output();
   EXPECT_EQ(s_client(front_, "-tls1_2 -servername one.test -alpn foo,bar"), "B one.test\n");
   EXPECT_EQ(wait_log_lines("hello.log", 1), "TLSv1.2|one.test|foo,bar|200\n");
   EXPECT_EQ(s_client(front_, "-tls1_3 -noservername"), "B \n");
-  EXPECT_EQ(wait_log_lines("hello.log", 2),
-            "TLSv1.2|one.test|foo,bar|200\nTLSv1.3|||200\n");
+  EXPECT_EQ(wait_log_lines("hello.log", 2), "TLSv1.2|one.test|foo,bar|200\nTLSv1.3|||200\n");
 }
 
 // Not TLS: the session goes on at once with the variables empty, and the
@@ -147,10 +153,10 @@ TEST_F(StreamSslPreread, NotTlsGoesOnWithEmptyVariables) {
   });
   ASSERT_TRUE(echo.ready());
   const int relay = free_port();
-  ASSERT_TRUE(start("",
-                    front_server("preread_timeout 60s; return \"[$ssl_preread_server_name]\";") +
-                        "  server { listen 127.0.0.1:" + std::to_string(relay) +
-                        "; ssl_preread on; proxy_pass " + echo.addr() + "; }\n"))
+  ASSERT_TRUE(
+      start("", front_server("preread_timeout 60s; return \"[$ssl_preread_server_name]\";") +
+                    "  server { listen 127.0.0.1:" + std::to_string(relay) +
+                    "; ssl_preread on; proxy_pass " + echo.addr() + "; }\n"))
       << s_.output();
   Client c(front_);
   ASSERT_TRUE(c.ok());
@@ -183,8 +189,8 @@ TEST_F(StreamSslPreread, DirectiveErrors) {
   EXPECT_NE(rc, 0) << out;
   std::tie(rc, out) = check(srv + "preread_timeout x; }");
   EXPECT_NE(rc, 0) << out;
-  std::tie(rc, out) = check("ssl_preread on; preread_buffer_size 1k; preread_timeout 5s;\n" + srv +
-                            "}");
+  std::tie(rc, out) =
+      check("ssl_preread on; preread_buffer_size 1k; preread_timeout 5s;\n" + srv + "}");
   EXPECT_EQ(rc, 0) << out;
 }
 

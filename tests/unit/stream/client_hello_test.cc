@@ -154,9 +154,18 @@ TEST(ClientHello, ServerNameSplitAcrossRecords) {
 }
 
 std::string legacy_hello(unsigned record_version, unsigned hello_version) {
-  std::string r{0x16, static_cast<char>(record_version >> 8), static_cast<char>(record_version),
-                0x00, 0x38, 0x01, 0x00, 0x00, 0x34, static_cast<char>(hello_version >> 8),
-                static_cast<char>(hello_version), static_cast<char>(0xeb)};
+  std::string r{0x16,
+                static_cast<char>(record_version >> 8),
+                static_cast<char>(record_version),
+                0x00,
+                0x38,
+                0x01,
+                0x00,
+                0x00,
+                0x34,
+                static_cast<char>(hello_version >> 8),
+                static_cast<char>(hello_version),
+                static_cast<char>(0xeb)};
   r += be32({0x6357cdba, 0xa6b8d853, 0xf1f6ac0f, 0xdf03178c, 0x0ae41824, 0xe7643682, 0x3c1b273f,
              0xbfde4b00, 0x00000000});
   r += '\x0c';
@@ -243,9 +252,9 @@ TEST(ClientHello, Malformed) {
   // An empty ALPN protocol name (RFC 7301 §3.1).
   EXPECT_EQ(parse(hello_with(ext(16, std::string{0x00, 0x01, 0x00}))).result, R::kNotHello);
   // A server name longer than its list.
-  EXPECT_EQ(parse(hello_with(ext(0, std::string{0x00, 0x06, 0x00, 0x00, 0x09, 'a', 'b', 'c'})))
-                .result,
-            R::kNotHello);
+  EXPECT_EQ(
+      parse(hello_with(ext(0, std::string{0x00, 0x06, 0x00, 0x00, 0x09, 'a', 'b', 'c'}))).result,
+      R::kNotHello);
   // A name type other than host_name.
   EXPECT_EQ(parse(hello_with(ext(0, std::string{0x00, 0x04, 0x01, 0x00, 0x01, 'a'}))).result,
             R::kNotHello);
@@ -254,8 +263,7 @@ TEST(ClientHello, Malformed) {
   e[3] = 9;
   EXPECT_EQ(parse(hello_with(e)).result, R::kNotHello);
   // A list shorter than its extension: bytes left over.
-  EXPECT_EQ(parse(hello_with(ext(43, std::string{0x02, 0x03, 0x04, 0x00}))).result,
-            R::kNotHello);
+  EXPECT_EQ(parse(hello_with(ext(43, std::string{0x02, 0x03, 0x04, 0x00}))).result, R::kNotHello);
   // An odd supported_versions list.
   EXPECT_EQ(parse(hello_with(ext(43, std::string{0x03, 0x03, 0x04, 0x03}))).result, R::kNotHello);
   // A record that is not a handshake after the first.
@@ -265,9 +273,10 @@ TEST(ClientHello, Malformed) {
 }
 
 TEST(ClientHello, WellFormedBuiltHellos) {
-  const Parsed p = parse(hello_with(ext(0, std::string{0x00, 0x04, 0x00, 0x00, 0x01, 'z'}) +
-                                    ext(16, std::string{0x00, 0x06, 0x02, 'h', '2', 0x02, 'h', '3'}) +
-                                    ext(43, std::string{0x04, 0x0a, 0x0a, 0x03, 0x03})));
+  const Parsed p =
+      parse(hello_with(ext(0, std::string{0x00, 0x04, 0x00, 0x00, 0x01, 'z'}) +
+                       ext(16, std::string{0x00, 0x06, 0x02, 'h', '2', 0x02, 'h', '3'}) +
+                       ext(43, std::string{0x04, 0x0a, 0x0a, 0x03, 0x03})));
   EXPECT_EQ(p.result, R::kDone);
   EXPECT_EQ(p.server_name, "z");
   EXPECT_EQ(p.alpn, "h2,h3");
