@@ -22,6 +22,7 @@
 #include "core/unix_addr.h"
 #include "stream/log.h"
 #include "stream/session.h"
+#include "stream/ssl_preread.h"
 #include "stream/udp_proxy.h"
 #include "event/udp.h"
 #include "upstream/peer_connected.h"
@@ -527,11 +528,19 @@ void start_proxy(Session& s) {
       return finalize_with(s, status, "proxy_pass failed");
     }
   }
+  // What ssl_preread read goes first; the buffer toward the upstream holds
+  // it whole even when proxy_buffer_size is smaller.
   const std::size_t n = conf.proxy_buffer_size;
-  char* mem = static_cast<char*>(c.arena->alloc(2 * n, 16));
+  const std::size_t pre = s.preread.size();
+  const std::size_t up_size = std::max(n, pre);
+  char* mem = static_cast<char*>(c.arena->alloc(up_size + n, 16));
   if (mem == nullptr) return finalize_with(s, 500, "out of memory");
-  s.up.reset(mem, n);
-  s.down.reset(mem + n, n);
+  s.up.reset(mem, up_size);
+  s.down.reset(mem + up_size, n);
+  if (pre > 0) {
+    std::memcpy(s.up.last, s.preread.pos, pre);
+    s.up.last += pre;
+  }
   upstream::Group& group = *s.group;
   std::string_view key;
   if (const VarTemplate* k = conf.fin->hash_key(group); k != nullptr && !k->evaluate(s, key)) {
@@ -585,6 +594,12 @@ void start_return(Session& s) {
   return_handler(*c.write);
 }
 
+// The content phase: `return`, or proxying.
+void start_content(Session& s) {
+  if (s.conf->has_return) return start_return(s);
+  start_proxy(s);
+}
+
 void start_session(Session& s) {
   Connection& c = *s.client;
   const StreamSrvConf& conf = *s.conf;
@@ -602,8 +617,8 @@ void start_session(Session& s) {
       c.addr_text = pp->src_addr;
     }
   }
-  if (conf.has_return) return start_return(s);
-  start_proxy(s);
+  if (conf.ssl_preread && !s.udp) return ssl_preread(s, start_content);
+  start_content(s);
 }
 
 void client_handshake_done(Connection& c, TlsHandshake result) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "stream/client_hello.h"
 #include "upstream/upstream.h"
 #include "vigil/core/buffer.h"
 #include "vigil/core/clock.h"
@@ -98,6 +99,13 @@ struct Session {
   // `return`: what is left to send.
   const char* ret_pos = nullptr;
   std::size_t ret_left = 0;
+
+  // ssl_preread (ssl_preread.h): what was read from the client before the
+  // session went on (sent to the upstream first), and the ClientHello
+  // parsed from it (null: ssl_preread is off, or the session is UDP).
+  Buf preread;
+  ClientHelloParser* hello = nullptr;
+  void (*after_preread)(Session& s) = nullptr;
 
   // Set by a `map` while the value of the expression it matched is evaluated.
   mutable const Captures* captures = nullptr;

@@ -273,6 +273,11 @@ Module* make_stream_module() {
          srv.flag(&StreamSrvConf::proxy_protocol, false));
   m->add("proxy_protocol_timeout", kAny, Arity::exactly(1),
          srv.msec(&StreamSrvConf::proxy_protocol_timeout, 30000));
+  m->add("ssl_preread", kAny, Arity::on_off(), srv.flag(&StreamSrvConf::ssl_preread, false));
+  m->add("preread_buffer_size", kAny, Arity::exactly(1),
+         srv.size(&StreamSrvConf::preread_buffer_size, 16384, 1));
+  m->add("preread_timeout", kAny, Arity::exactly(1),
+         srv.msec(&StreamSrvConf::preread_timeout, 30000));
   m->add("proxy_requests", kAny, Arity::exactly(1),
          srv.number<unsigned>(&StreamSrvConf::proxy_requests, 0));
   m->add("proxy_responses", kAny, Arity::exactly(1),

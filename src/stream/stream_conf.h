@@ -15,6 +15,7 @@
 //           ssl_certificate c.pem; ssl_certificate_key k.pem;   # with "listen ... ssl"
 //           proxy_ssl on; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem;
 //           access_log path format;  return "text $var";  ssl_alpn proto ...;
+//           ssl_preread on;  preread_buffer_size 16k;  preread_timeout 30s;  (ssl_preread.h)
 //       }
 //       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
 //   }
@@ -92,6 +93,12 @@ struct StreamSrvConf {
   bool proxy_protocol = false;
   // proxy_protocol_timeout: for reading the header on "listen ... proxy_protocol".
   Msec proxy_protocol_timeout = 30000;
+  // ssl_preread: the client's first bytes are read (at most
+  // preread_buffer_size, for preread_timeout) and its ClientHello parsed
+  // for the $ssl_preread_* variables before the session goes on.
+  bool ssl_preread = false;
+  std::size_t preread_buffer_size = 16384;
+  Msec preread_timeout = 30000;
   // set_real_ip_from: peers whose PROXY protocol header names the client.
   std::vector<Cidr> realip_from;
   // return: the text (with variables) sent instead of proxying.

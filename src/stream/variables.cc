@@ -232,6 +232,35 @@ bool var_ssl_session_reused(const Session& s, VarSink& out) {
   return true;
 }
 
+// ---- ssl_preread (ssl_preread.h): the ClientHello read before proxying ---
+
+// None unless a ClientHello was parsed (not TLS, or malformed: none).
+const ClientHelloParser* preread_hello(const Session& s) {
+  return s.hello != nullptr && s.hello->result() == ClientHelloParser::Result::kDone ? s.hello
+                                                                                   : nullptr;
+}
+
+bool var_ssl_preread_protocol(const Session& s, VarSink& out) {
+  const ClientHelloParser* h = preread_hello(s);
+  if (h == nullptr) return false;
+  out.put(ClientHelloParser::version_name(h->version()));
+  return true;
+}
+
+bool var_ssl_preread_server_name(const Session& s, VarSink& out) {
+  const ClientHelloParser* h = preread_hello(s);
+  if (h == nullptr) return false;
+  out.put(h->server_name());
+  return true;
+}
+
+bool var_ssl_preread_alpn_protocols(const Session& s, VarSink& out) {
+  const ClientHelloParser* h = preread_hello(s);
+  if (h == nullptr) return false;
+  out.put(h->alpn_protocols());
+  return true;
+}
+
 template <TlsFact F>
 bool var_tls_fact(const Session& s, VarSink& out) {
   if (s.client->ssl == nullptr) return false;
@@ -275,6 +304,9 @@ constexpr VarSpec kVariables[] = {
     {"upstream_connect_time", var_upstream<TryField::kConnectTime>},
     {"upstream_first_byte_time", var_upstream<TryField::kFirstByteTime>},
     {"upstream_session_time", var_upstream<TryField::kSessionTime>},
+    {"ssl_preread_protocol", var_ssl_preread_protocol},
+    {"ssl_preread_server_name", var_ssl_preread_server_name},
+    {"ssl_preread_alpn_protocols", var_ssl_preread_alpn_protocols},
     {"ssl_protocol", var_ssl_protocol},
     {"ssl_cipher", var_ssl_cipher},
     {"ssl_server_name", var_ssl_server_name},
