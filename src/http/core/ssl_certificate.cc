@@ -11,6 +11,7 @@
 #include "http/core/request_vars.h"
 #include "http/core/variables.h"
 #include "http/core/worker.h"
+#include "vigil/core/clock.h"
 #include "vigil/core/log.h"
 #include "vigil/event/connection.h"
 
@@ -51,6 +52,8 @@ class ServerNames final : public TlsCertificateNames {
     r->c = &c;
     r->srv = hc->srv;
     r->loc = hc->srv->loc;
+    r->fields = r->field_inline;
+    r->start_msec = clock::current_msec();
     const bool ok =
         evaluate_into(pairs_[i].first, *r, cert) && evaluate_into(pairs_[i].second, *r, key);
     release_request_vars(*r);
