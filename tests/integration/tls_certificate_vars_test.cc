@@ -249,5 +249,17 @@ TEST_F(CertificateVars, StreamServerAndProxyCertificates) {
   EXPECT_EQ(none.header("x-verify"), "NONE");
 }
 
+// An unknown variable is a configuration error naming the directive's line.
+TEST_F(CertificateVars, UnknownVariableIsAConfigurationError) {
+  s_.write("conf/vigil.conf", "events {}\nhttp {\nserver {\n  listen 127.0.0.1:" +
+                                  std::to_string(test::free_port()) +
+                                  " ssl;\n  ssl_certificate $nosuch.crt;\n"
+                                  "  ssl_certificate_key $nosuch.key;\n}\n}\n");
+  auto [rc, out] = test::run({test::kVigil, "-p", s_.dir(), "-c", "conf/vigil.conf", "-t"});
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("unknown \"nosuch\" variable"), std::string::npos) << out;
+  EXPECT_NE(out.find("vigil.conf:5"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace vigil
