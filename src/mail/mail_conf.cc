@@ -168,6 +168,11 @@ Status init_final(const ConfInit& ctx, MailFinalConf& fin) {
     }
     if (srv->ssl_listen || srv->starttls != Starttls::kOff) {
       if (srv->ssl.where.empty()) srv->ssl.where = srv->where;
+      // Mail has no variables to name a certificate per handshake.
+      if (srv->ssl.certificate_variables()) {
+        return Status::error("variables in \"ssl_certificate\" are not supported in mail" +
+                             srv->ssl.where);
+      }
       // ALPN: the protocol's own name (nginx's mail ALPN; a client that
       // offers only others is refused, RFC 7301 §3.2).
       auto tls = TlsContext::server(srv->ssl, {srv->protocol == Protocol::kImap   ? "imap"

@@ -5,6 +5,7 @@
 #include "core/conf/values.h"
 #include "core/error_logs.h"
 #include "stream/map.h"
+#include "stream/ssl_certificate.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
 
@@ -52,12 +53,23 @@ Status build_tls(StreamSrvConf& srv) {
     if (srv.ssl.where.empty()) srv.ssl.where = srv.where;
     auto ctx = TlsContext::server(srv.ssl, srv.ssl_alpn);
     if (!ctx) return ctx.status();
+    if (srv.ssl.certificate_variables()) {
+      auto names = certificate_names(srv.ssl.certificates, srv.ssl.keys, srv.ssl.where);
+      if (!names) return names.status();
+      ctx.value()->set_certificate_names(std::move(names.value()));
+    }
     srv.tls = std::move(ctx.value());
   }
   if (srv.proxy_ssl.enable) {
     if (srv.proxy_ssl.where.empty()) srv.proxy_ssl.where = srv.where;
     auto ctx = TlsContext::client(srv.proxy_ssl);
     if (!ctx) return ctx.status();
+    if (srv.proxy_ssl.certificate_variables()) {
+      auto names = certificate_names({srv.proxy_ssl.certificate}, {srv.proxy_ssl.certificate_key},
+                                     srv.proxy_ssl.where);
+      if (!names) return names.status();
+      ctx.value()->set_certificate_names(std::move(names.value()));
+    }
     srv.upstream_tls = std::move(ctx.value());
   }
   return Status::ok();

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "event/tls/certificate.h"
 #include "event/tls/session_cache.h"
 #include "event/tls/socket_bio.h"
 #include "event/tls/tls.h"
@@ -308,8 +309,12 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
   if (conf.prefer_server_ciphers) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (Status s = set_protocols(ctx, conf.protocols, where); !s) return s;
 
+  if (conf.certificate_variables()) {
+    // Loaded for each handshake, once SNI chose the server (certificate.h).
+    SSL_CTX_set_cert_cb(ctx, tls_certificate_cb, this);
+  }
   Passwords pw{conf.passwords};
-  for (std::size_t i = 0; i < conf.certificates.size(); ++i) {
+  for (std::size_t i = 0; i < conf.certificates.size() && !conf.certificate_variables(); ++i) {
     const std::string& cw =
         i < conf.certificate_where.size() ? conf.certificate_where[i] : conf.where;
     if (Status s = load_pair(ctx, conf.certificates[i], conf.keys[i], pw, cw); !s) {
@@ -442,9 +447,14 @@ Status TlsContext::configure_client(const TlsClientConf& conf) {
       return Status::error("no \"proxy_ssl_certificate_key\" is defined for certificate \"" +
                            conf.certificate + "\"" + where);
     }
-    Passwords pw{conf.passwords};
-    if (Status s = load_pair(ctx, conf.certificate, conf.certificate_key, pw, where); !s) {
-      return s;
+    if (conf.certificate_variables()) {
+      // Evaluated when the upstream asks for a certificate (certificate.h).
+      SSL_CTX_set_cert_cb(ctx, tls_certificate_cb, this);
+    } else {
+      Passwords pw{conf.passwords};
+      if (Status s = load_pair(ctx, conf.certificate, conf.certificate_key, pw, where); !s) {
+        return s;
+      }
     }
   }
   if (conf.verify) {

@@ -11,8 +11,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "event/tls/certificate.h"
 #include "event/tls/tls_conf.h"
 #include "vigil/core/result.h"
 
@@ -49,6 +51,13 @@ class TlsContext {
   // The wire-format ALPN list (length-prefixed names).
   const std::string& alpn() const { return alpn_; }
 
+  // The names of certificates with variables, given by the protocol that
+  // owns the configuration (certificate.h); null when they have none.
+  const TlsCertificateNames* certificate_names() const { return certificate_names_.get(); }
+  void set_certificate_names(std::unique_ptr<TlsCertificateNames> names) {
+    certificate_names_ = std::move(names);
+  }
+
   static TlsContext* of(const SSL_CTX* ctx);
   // The method of our socket BIO (socket_bio.h); null when the context
   // enables kTLS, which needs OpenSSL's socket BIO.
@@ -67,6 +76,7 @@ class TlsContext {
   const TlsClientConf* client_conf_ = nullptr;
   std::vector<TlsTicketKey> ticket_keys_;
   std::string alpn_;
+  std::unique_ptr<TlsCertificateNames> certificate_names_;
 };
 
 // The OpenSSL error queue as " (SSL: error:...:reason)" and cleared; "" when empty.

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/conf/values.h"
+#include "event/tls/certificate.h"
 #include "event/tls/session_cache.h"
 
 namespace vigil {
@@ -84,6 +85,19 @@ Status read_password_file(const DirectiveCall& call, std::vector<std::string>& o
   if (list.empty()) return call.error("no passwords in \"" + path + "\"");
   out = std::move(list);
   return Status::ok();
+}
+
+// A certificate or key name: with variables kept as written (resolved per
+// handshake, certificate.h), "" kept empty (no client certificate), else
+// resolved against the configuration's directory now.
+std::string certificate_name(const DirectiveCall& call, bool& variables) {
+  const std::string& a = call.arg(0);
+  if (tls_name_has_variables(a)) {
+    variables = true;
+    return a;
+  }
+  if (a.empty()) return a;
+  return call.env().conf_prefixed(a);
 }
 
 Status parse_depth(const DirectiveCall& call, int& out) {
@@ -165,13 +179,13 @@ struct ServerDirective {
 const ServerDirective kServerDirectives[] = {
     {"ssl_certificate", Arity::exactly(1), true,
      [](const DirectiveCall& call, TlsServerConf& t) {
-       t.certificates.push_back(call.env().conf_prefixed(call.arg(0)));
+       t.certificates.push_back(certificate_name(call, t.certificate_vars));
        t.certificate_where.push_back(call.where());
        return Status::ok();
      }},
     {"ssl_certificate_key", Arity::exactly(1), true,
      [](const DirectiveCall& call, TlsServerConf& t) {
-       t.keys.push_back(call.env().conf_prefixed(call.arg(0)));
+       t.keys.push_back(certificate_name(call, t.key_vars));
        return Status::ok();
      }},
     {"ssl_protocols", Arity::one_or_more(), false,
@@ -295,12 +309,14 @@ const ClientDirective kClientDirectives[] = {
      }},
     {"ssl_certificate", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
-       t.certificate = call.env().conf_prefixed(call.arg(0));
+       t.certificate_vars = false;
+       t.certificate = certificate_name(call, t.certificate_vars);
        return Status::ok();
      }},
     {"ssl_certificate_key", Arity::exactly(1), false,
      [](const DirectiveCall& call, TlsClientConf& t) {
-       t.certificate_key = call.env().conf_prefixed(call.arg(0));
+       t.key_vars = false;
+       t.certificate_key = certificate_name(call, t.key_vars);
        return Status::ok();
      }},
     {"ssl_password_file", Arity::exactly(1), false,
@@ -333,6 +349,7 @@ void add_tls_server_directives(Module& m, ConfContextMask contexts, int spec,
     b.set = [get, set = d.set](const DirectiveCall& call, void* conf) {
       TlsServerConf& t = get(conf);
       if (t.where.empty()) t.where = call.where();
+      if (t.conf_prefix.empty()) t.conf_prefix = call.env().conf_prefix;
       return set(call, t);
     };
     m.add(d.name, contexts, d.arity, std::move(b)).multiple = d.multiple;
@@ -349,6 +366,7 @@ void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,
     b.set = [get, set](const DirectiveCall& call, void* conf) {
       TlsClientConf& t = get(conf);
       if (t.where.empty()) t.where = call.where();
+      if (t.conf_prefix.empty()) t.conf_prefix = call.env().conf_prefix;
       return set(call, t);
     };
     std::string name(prefix);
@@ -368,8 +386,12 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_certificate")) {
     c.certificates = p.certificates;
     c.certificate_where = p.certificate_where;
+    c.certificate_vars = p.certificate_vars;
   }
-  if (!ctx.is_set("ssl_certificate_key")) c.keys = p.keys;
+  if (!ctx.is_set("ssl_certificate_key")) {
+    c.keys = p.keys;
+    c.key_vars = p.key_vars;
+  }
   if (!ctx.is_set("ssl_protocols")) c.protocols = p.protocols;
   if (!ctx.is_set("ssl_ciphers")) c.ciphers = p.ciphers;
   if (!ctx.is_set("ssl_prefer_server_ciphers")) c.prefer_server_ciphers = p.prefer_server_ciphers;
@@ -396,6 +418,7 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_crl")) c.crl = p.crl;
   if (!ctx.is_set("ssl_verify_depth")) c.verify_depth = p.verify_depth;
   if (c.where.empty()) c.where = p.where;
+  if (c.conf_prefix.empty()) c.conf_prefix = p.conf_prefix;
 }
 
 void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClientConf& c,
@@ -416,11 +439,18 @@ void merge_tls_client_conf(const ConfInit& ctx, const TlsClientConf& p, TlsClien
   if (!set("ssl_server_name")) c.server_name = p.server_name;
   if (!set("ssl_name")) c.name = p.name;
   if (!set("ssl_session_reuse")) c.session_reuse = p.session_reuse;
-  if (!set("ssl_certificate")) c.certificate = p.certificate;
-  if (!set("ssl_certificate_key")) c.certificate_key = p.certificate_key;
+  if (!set("ssl_certificate")) {
+    c.certificate = p.certificate;
+    c.certificate_vars = p.certificate_vars;
+  }
+  if (!set("ssl_certificate_key")) {
+    c.certificate_key = p.certificate_key;
+    c.key_vars = p.key_vars;
+  }
   if (!set("ssl_password_file")) c.passwords = p.passwords;
   if (!set("ssl_conf_command")) c.conf_commands = p.conf_commands;
   if (c.where.empty()) c.where = p.where;
+  if (c.conf_prefix.empty()) c.conf_prefix = p.conf_prefix;
 }
 
 }  // namespace vigil

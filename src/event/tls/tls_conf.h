@@ -77,6 +77,15 @@ struct TlsServerConf {
 
   std::string where;  // the directive (or server) messages point at
 
+  // ssl_certificate / ssl_certificate_key with variables (either one): no
+  // certificate is loaded with the configuration; every pair is evaluated
+  // and loaded for each handshake (certificate.h), names with variables
+  // kept as written and resolved under conf_prefix then.
+  bool certificate_vars = false;
+  bool key_vars = false;
+  std::string conf_prefix;
+  bool certificate_variables() const { return certificate_vars || key_vars; }
+
   std::vector<TlsCertificate> pairs() const;
 };
 
@@ -92,8 +101,15 @@ struct TlsClientConf {
   bool server_name = false;
   std::string name;  // proxy_ssl_name; "" = the proxy_pass host
   bool session_reuse = true;
+  // "" (or "" after evaluation): no client certificate.
   std::string certificate;
   std::string certificate_key;
+  // Either has variables: evaluated per connection (certificate.h), names
+  // resolved under conf_prefix then.
+  bool certificate_vars = false;
+  bool key_vars = false;
+  std::string conf_prefix;
+  bool certificate_variables() const { return certificate_vars || key_vars; }
   std::vector<std::string> passwords;  // proxy_ssl_password_file, read with the directive
   std::vector<std::pair<std::string, std::string>> conf_commands;
   std::string where;

@@ -19,6 +19,7 @@
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/core/servers.h"
+#include "http/core/ssl_certificate.h"
 #include "upstream/upstream.h"
 #include "vigil/event/listening.h"
 
@@ -744,6 +745,11 @@ Status build_tls_context(HttpSrvConf& srv) {
   alpn.emplace_back("http/1.0");
   auto ctx = TlsContext::server(srv.ssl, std::move(alpn));
   if (!ctx) return ctx.status();
+  if (srv.ssl.certificate_variables()) {
+    auto names = server_certificate_names(srv.ssl);
+    if (!names) return names.status();
+    ctx.value()->set_certificate_names(std::move(names.value()));
+  }
   srv.tls = std::move(ctx.value());
   return Status::ok();
 }

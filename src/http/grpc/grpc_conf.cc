@@ -14,6 +14,7 @@
 #include "http/core/module.h"
 #include "http/core/request.h"
 #include "http/grpc/grpc.h"
+#include "http/upstream/upstream_ssl_certificate.h"
 #include "upstream/upstream.h"
 
 namespace vigil::http {
@@ -130,6 +131,7 @@ Status resolve(const ConfInit& ctx, GrpcConf& g) {
     auto tls = TlsContext::client(g.ssl);
     if (!tls) return tls.status();
     g.tls = std::move(tls.value());
+    if (Status s = upstream_core::set_client_certificate_names(*g.tls, g.ssl); !s) return s;
     // gRPC servers speak HTTP/2 over TLS only when ALPN says "h2" (RFC 9113 §3.2).
     static const unsigned char kH2[] = {2, 'h', '2'};
     if (SSL_CTX_set_alpn_protos(g.tls->native(), kH2, sizeof kH2) != 0) {

@@ -13,6 +13,7 @@
 #include "http/core/module.h"
 #include "http/core/request.h"
 #include "http/proxy/proxy.h"
+#include "http/upstream/upstream_ssl_certificate.h"
 #include "upstream/upstream.h"
 #include "vigil/event/peer.h"
 
@@ -272,6 +273,7 @@ Status resolve(const ConfInit& ctx, ProxyConf& p) {
     auto tls = TlsContext::client(p.ssl);
     if (!tls) return tls.status();
     p.tls = std::move(tls.value());
+    if (Status s = upstream_core::set_client_certificate_names(*p.tls, p.ssl); !s) return s;
     if (!p.ssl.name.empty()) {
       auto t = VarTemplate::compile(p.ssl.name);
       if (!t) return Status::error(t.status().message() + p.ssl.where);
@@ -289,6 +291,7 @@ Status resolve(const ConfInit& ctx, ProxyConf& p) {
     auto tls = TlsContext::client(p.ssl);
     if (!tls) return tls.status();
     p.tls = std::move(tls.value());
+    if (Status s = upstream_core::set_client_certificate_names(*p.tls, p.ssl); !s) return s;
     if (!p.ssl.name.empty()) {
       auto t = VarTemplate::compile(p.ssl.name);
       if (!t) return Status::error(t.status().message() + p.ssl.where);
