@@ -2,9 +2,12 @@
 // vigil binary and a raw-frame client (h2_frames_peer.py): $connection_requests
 // counts the connection's streams, $request_length a stream's header block
 // as it came (HPACK-coded), keepalive_time ends a connection that has lived
-// that long with GOAWAY. Where Vigil and nginx differ by the RFC: a body
-// that disagrees with its content-length resets the stream, a bad PROXY
-// header closes the connection without GOAWAY.
+// that long with GOAWAY, and nginx 1.22's server push directives are taken
+// and push nothing (RFC 9113 §8.4 lets a server never push). Where Vigil
+// and nginx differ by the RFC: a body that disagrees with its
+// content-length resets the stream, a bad PROXY header closes the
+// connection without GOAWAY. A request body read into a
+// client_body_buffer_size smaller than 1k still reaches the backend whole.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "http_harness.h"
+#include "proxy_backend.h"
 #include "test_util.h"
 
 namespace vigil {
@@ -77,6 +81,16 @@ TEST_F(Http2Connection, KeepaliveTimeEndsTheConnectionWithGoaway) {
   EXPECT_NE(out.find("closed\n"), std::string::npos) << out;
 }
 
+TEST_F(Http2Connection, ServerPushDirectivesAreTakenAndPushNothing) {
+  start("http2_push_preload on;\nlocation /p {\n  http2_push /a;\n  http2_push /b;\n"
+        "  add_header Link \"</a>; rel=preload\";\n  return 200 page;\n}\n"
+        "location /a { return 200 a; }\nlocation /b { return 200 b; }");
+  auto [rc, out] = frames_peer(port_, {"bodies", "1", "/p"});
+  ASSERT_EQ(rc, 0) << out << s_.output();
+  EXPECT_NE(out.find(" body page\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("pushes 0\n"), std::string::npos) << out;
+}
+
 // RFC 9113 §8.1.1: DATA that add up to more (or less) than content-length
 // make the request malformed, a stream error of type PROTOCOL_ERROR (1).
 TEST_F(Http2Connection, ABodyLongerThanItsContentLengthResetsTheStream) {
@@ -107,6 +121,43 @@ TEST(Http2ConnectionProxy, AnInvalidProxyHeaderClosesTheConnection) {
                      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
   EXPECT_TRUE(c.closed_within(5000));
   EXPECT_EQ(c.extra(), "");
+  s.stop();
+}
+
+TEST(Http2ConnectionConf, PushDirectivesAreCheckedAsNginxDoes) {
+  test::VigilServer s;
+  auto [ok, ok_out] =
+      test::check_http_conf(s, "http2_push_preload off;\nserver { http2_push /x; http2_push off; }");
+  EXPECT_EQ(ok, 0) << ok_out;
+  auto [bad, bad_out] = test::check_http_conf(s, "http2_push_preload maybe;");
+  EXPECT_NE(bad, 0) << bad_out;
+  EXPECT_NE(bad_out.find("[emerg]"), std::string::npos) << bad_out;
+  auto [none, none_out] = test::check_http_conf(s, "http2_push;");
+  EXPECT_NE(none, 0) << none_out;
+}
+
+// nginx takes any client_body_buffer_size; a small one means the body
+// reaches the backend in more pieces.
+TEST(Http2ConnectionBody, SmallClientBodyBufferStillCarriesTheWholeBody) {
+  // h2_peer.py's body: 'a'..'z' repeated.
+  test::Backend backend([](test::BackendConn& c, const test::BackendRequest& r) {
+    bool whole = r.body.size() == 5000;
+    for (std::size_t i = 0; whole && i < r.body.size(); ++i) {
+      whole = r.body[i] == static_cast<char>('a' + i % 26);
+    }
+    return c.send(test::backend_response(whole ? 200 : 500, "got\n"));
+  });
+  test::VigilServer s;
+  ASSERT_TRUE(s.start("access_log off;\nserver {\n  listen 127.0.0.1:0;\n  http2 on;\n"
+                      "  location / { client_body_buffer_size 512; proxy_pass http://" +
+                      backend.address() + "; }\n}\n"))
+      << s.output();
+  auto [rc, out] = test::run({"/usr/bin/python3",
+                              std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py",
+                              std::to_string(s.port()), "post", "/", "5000"});
+  EXPECT_EQ(rc, 0) << out << s.output();
+  EXPECT_NE(out.find("/ 200 4 "), std::string::npos) << out;
+  backend.stop();
   s.stop();
 }
 
