@@ -182,7 +182,7 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     // $request_length counts the header block as it came (nginx): the
     // frames' payload without padding and priority fields.
-    std::uint32_t block = static_cast<Session*>(user)->head_block;
+    const std::uint32_t block = static_cast<Session*>(user)->head_block;
     const std::size_t extra = frame->headers.padlen +
                               ((frame->hd.flags & NGHTTP2_FLAG_PRIORITY) != 0 ? 5 : 0);
     st->head_length = block > extra ? block - static_cast<std::uint32_t>(extra) : 0;
