@@ -30,6 +30,14 @@ and it records the order frames came in.
                              "<path> <status> <length>" per stream. The
                              client says SETTINGS_NO_RFC7540_PRIORITIES=1
                              unless --rfc7540.
+    bodies N PATH            N streams of GET PATH one after the other on
+                             one connection: "<i> block <n> body <body>" per
+                             stream (n: the bytes of its header block), then
+                             "pushes <count of PUSH_PROMISE frames>".
+    length PATH LENGTH BODY  POST PATH saying content-length LENGTH, then
+                             BODY in one DATA frame with END_STREAM:
+                             "status <code>" for a response, "reset <code>"
+                             for a stream the server reset.
 Every wait gives up after 30 seconds ("timeout", exit status 1).
 """
 
@@ -40,7 +48,8 @@ import time
 
 import hpack
 from hyperframe.frame import (DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
-                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+                              PushPromiseFrame, RstStreamFrame, SettingsFrame,
+                              WindowUpdateFrame)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -58,6 +67,7 @@ class RawPeer:
         self.streams = {}
         self.order = []  # stream ids in the order their DATA frames came
         self.goaway = None  # (code, last stream id)
+        self.pushes = 0  # PUSH_PROMISE frames received
         self.closed = False
         self.auto_window = True
         settings = {SettingsFrame.INITIAL_WINDOW_SIZE: window}
@@ -75,6 +85,7 @@ class RawPeer:
     def get(self, sid, path, extra=()):
         block = self.enc.encode([(":method", "GET"), (":path", path), (":scheme", "http"),
                                  (":authority", "localhost")] + list(extra))
+        self.last_block = len(block)
         self.streams[sid] = {"path": path, "status": None, "body": b"", "done": False,
                              "reset": None}
         self.send(HeadersFrame(sid, data=block, flags=["END_HEADERS", "END_STREAM"]).serialize())
@@ -110,6 +121,8 @@ class RawPeer:
         elif isinstance(f, GoAwayFrame):
             self.goaway = (f.error_code, f.last_stream_id)
             say("goaway %d %d" % self.goaway)
+        elif isinstance(f, PushPromiseFrame):
+            self.pushes += 1
 
     def pump(self, until, timeout=30.0):
         """Reads frames until `until()` or the connection closes; False on timeout."""
@@ -239,6 +252,46 @@ def order(port, path1, prio1, path2, prio2, rfc9218):
         say("%s %s %d" % (st["path"], st["status"], len(st["body"])))
 
 
+def bodies(port, n, path):
+    p = RawPeer(port)
+    for i in range(n):
+        sid = 1 + 2 * i
+        p.get(sid, path)
+        if not p.pump(lambda: p.done(sid)):
+            fail("timeout")
+        say("%d block %d body %s" % (i + 1, p.last_block,
+                                     p.streams[sid]["body"].decode().strip()))
+    # The server has sent all it would for these streams once it answers a PING.
+    acked = []
+    orig = p.frame
+
+    def watch(f):
+        if isinstance(f, PingFrame) and "ACK" in f.flags:
+            acked.append(True)
+        orig(f)
+    p.frame = watch
+    p.send(PingFrame(0, opaque_data=b"lastping").serialize())
+    if not p.pump(lambda: acked):
+        fail("timeout")
+    say("pushes %d" % p.pushes)
+
+
+def length(port, path, declared, body):
+    p = RawPeer(port)
+    block = p.enc.encode([(":method", "POST"), (":path", path), (":scheme", "http"),
+                          (":authority", "localhost"), ("content-length", declared)])
+    p.streams[1] = {"path": path, "status": None, "body": b"", "done": False, "reset": None}
+    p.send(HeadersFrame(1, data=block, flags=["END_HEADERS"]).serialize() +
+           DataFrame(1, data=body.encode(), flags=["END_STREAM"]).serialize())
+    if not p.pump(lambda: p.done(1)):
+        fail("timeout")
+    st = p.streams[1]
+    if st["reset"] is not None:
+        say("reset %d" % st["reset"])
+    else:
+        say("status %s" % st["status"])
+
+
 def main(argv):
     port = int(argv[1])
     cmd = argv[2]
@@ -248,6 +301,10 @@ def main(argv):
         idle(port, argv[3])
     elif cmd == "seq":
         seq(port, int(argv[3]), argv[4])
+    elif cmd == "bodies":
+        bodies(port, int(argv[3]), argv[4])
+    elif cmd == "length":
+        length(port, argv[3], argv[4], argv[5])
     elif cmd == "order":
         order(port, argv[3], argv[4], argv[5], argv[6], "--rfc7540" not in argv)
     else:

@@ -4,7 +4,8 @@
 // stream it took, the stream in flight on a slow backend still sends its
 // whole (large) body, a stream opened after the GOAWAY is not started, an
 // idle HTTP/2 connection is closed at once, a new connection reaches the new
-// workers, and worker_shutdown_timeout bounds the wait.
+// workers, and worker_shutdown_timeout bounds the wait (the request it
+// ends is logged as 499).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -101,7 +102,8 @@ class Http2Drain : public ::testing::Test {
 
   std::string conf(int port, const std::string& main = "") {
     return "daemon off;\nerror_log stderr notice;\nworker_processes 1;\n" + main + events_block() +
-           "http {\n  access_log off;\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
+           "http {\n  log_format t \"$request $status\";\n  access_log " + h_.dir() +
+           "/access.log t;\n  server {\n    listen 127.0.0.1:" + std::to_string(port) +
            ";\n    http2 on;\n    location = /pid { return 200 \"$pid\\n\"; }\n"
            "    location /slow { proxy_pass http://" +
            backend_.address() + "; }\n  }\n}\n";
@@ -230,6 +232,10 @@ TEST_F(Http2Drain, WorkerShutdownTimeoutEndsAStreamThatDoesNotFinish) {
   EXPECT_NE(busy_->output().find("slow incomplete 0\n"), std::string::npos) << busy_->output();
   EXPECT_NE(busy_->output().find("closed\n"), std::string::npos) << busy_->output();
   EXPECT_EQ(h_.wait_exit(10000), 0) << h_.log();
+  // The stream's request ended with its connection: logged as 499, as
+  // nginx logs a request whose client connection went first.
+  const std::string log = test::read_file(h_.dir() + "/access.log");
+  EXPECT_NE(log.find("GET /slow HTTP/2.0 499\n"), std::string::npos) << log;
 }
 
 }  // namespace

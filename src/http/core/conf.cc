@@ -938,6 +938,16 @@ Module* make_http_module() {
     m->add(old_name, kHttpMainConf | kHttpSrvConf, Arity::exactly(1),
            DirectiveBody::handler([](const DirectiveCall&) { return Status::ok(); }));
   }
+  // Server push (RFC 9113 §8.4) is never done: a server may choose not to
+  // push, browsers no longer take it, and nginx 1.25.1 dropped it too.
+  // nginx 1.22's directives are accepted and push nothing.
+  m->add("http2_push", kHttpAny, Arity::exactly(1),
+         DirectiveBody::handler([](const DirectiveCall&) { return Status::ok(); }))
+      .multiple = true;
+  m->add("http2_push_preload", kHttpAny, Arity::on_off(),
+         DirectiveBody::handler([](const DirectiveCall& call) {
+           return parse_flag(call.arg(0)) ? Status::ok() : call.invalid_value(0);
+         }));
   m->add("ssl_reject_handshake", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
          srv.custom([](const DirectiveCall& call, HttpSrvConf& s) {
            auto v = parse_flag(call.arg(0));
@@ -1034,7 +1044,7 @@ Module* make_http_module() {
                     {{"off", BodyInFile::kOff}, {"on", BodyInFile::kOn},
                      {"clean", BodyInFile::kClean}}));
   m->add("client_body_buffer_size", kHttpAny, Arity::exactly(1),
-         loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1024));
+         loc.size(&HttpLocConf::client_body_buffer_size, 16384, 1));
   m->add("stub_status", kHttpSrvConf | kHttpLocConf, Arity::between(0, 1),
          loc.custom(set_stub_status));
   m->add("metrics", kHttpSrvConf | kHttpLocConf, Arity::none(),

@@ -179,7 +179,7 @@ void process_request_headers(Request& r) {
     ParseStatus st = r.parser.parse_header(
         std::string_view(cur.pos, static_cast<std::size_t>(cur.last - cur.pos)), used, f);
     cur.pos += used;
-    r.request_length += used;
+    if (hc.stream == nullptr) r.request_length += used;  // HTTP/2 counted its header block
     switch (st) {
       case ParseStatus::kOk:
         if (ignored_field(r, f)) continue;
@@ -221,7 +221,7 @@ void process_request_line(Request& r) {
     ParseStatus st = r.parser.parse_request_line(
         std::string_view(cur.pos, static_cast<std::size_t>(cur.last - cur.pos)), used, r.line);
     cur.pos += used;
-    r.request_length += used;
+    if (hc.stream == nullptr) r.request_length += used;  // HTTP/2 counted its header block
     if (st == ParseStatus::kOk) {
       r.phase = Phase::kHeaders;
       r.checker.emplace(r.line);

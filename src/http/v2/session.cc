@@ -105,6 +105,13 @@ Chain* fail_send_chain(Connection&, Chain*, off_t) {
 
 // ---- nghttp2's callbacks ---------------------------------------------------------------
 
+int on_begin_frame(nghttp2_session* /*ng*/, const nghttp2_frame_hd* hd, void* user) {
+  Session& s = *static_cast<Session*>(user);
+  if (hd->type == NGHTTP2_HEADERS) s.head_block = static_cast<std::uint32_t>(hd->length);
+  if (hd->type == NGHTTP2_CONTINUATION) s.head_block += static_cast<std::uint32_t>(hd->length);
+  return 0;
+}
+
 int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   Session& s = *static_cast<Session*>(user);
@@ -174,7 +181,8 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   hc.worker = s.worker;
   hc.addr = s.hc->addr;
   hc.srv = s.hc->srv;
-  hc.start_msec = clock::current_msec();
+  // The connection's start: $connection_time counts from it.
+  hc.start_msec = s.hc->start_msec;
   hc.stream = st;
   http_counters()->h2_streams.add();
   if (nghttp2_session_set_stream_user_data(ng, st->id, st) != 0) {
@@ -200,7 +208,7 @@ int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_
   return 0;
 }
 
-int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
+int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_received.add();
   if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
   Stream* st = stream_of(ng, frame->hd.stream_id);
@@ -208,6 +216,12 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end) st->in_done = true;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    // $request_length counts the header block as it came (nginx): the
+    // frames' payload without padding and priority fields.
+    const std::uint32_t block = static_cast<Session*>(user)->head_block;
+    const std::size_t extra = frame->headers.padlen +
+                              ((frame->hd.flags & NGHTTP2_FLAG_PRIORITY) != 0 ? 5 : 0);
+    st->head_length = block > extra ? block - static_cast<std::uint32_t>(extra) : 0;
     if (!st->priority) {
       // No priority field: the default urgency, but served in turns with
       // the other streams of that urgency (RFC 9218 leaves the default
@@ -287,6 +301,7 @@ const nghttp2_session_callbacks* callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c = nullptr;
     if (nghttp2_session_callbacks_new(&c) != 0) return c;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(c, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
@@ -616,9 +631,11 @@ void end_session(Session& s) {
   while (s.streams != nullptr) {
     Stream& st = *s.streams;
     if (st.r != nullptr) {
+      // The connection goes before the response is complete: 499 in the
+      // log, as a client that went away (nginx's finalize_connection).
       st.reset = true;
       st.fc.error = 1;
-      terminate_request(*st.r, 0);
+      terminate_request(*st.r, 499);
       if (s.streams == &st && st.r != nullptr) free_stream(st);  // not ended: should not happen
     } else {
       free_stream(st);
@@ -655,7 +672,12 @@ void stream_request_ended(Stream& st) {
   ++s.nrequests;
   const HttpLocConf& loc = *s.hc->srv->loc;
   // keepalive_timeout 0: no keep-alive, the streams opened so far finish.
-  if (s.nrequests >= loc.keepalive_requests || loc.keepalive_timeout == 0 || loop.exiting()) {
+  // keepalive_time: a connection that has lived that long takes no new
+  // streams (nginx 1.19.10+).
+  const bool too_old = msec_diff(clock::current_msec(), s.hc->start_msec) >
+                       static_cast<MsecDiff>(loc.keepalive_time);
+  if (s.nrequests >= loc.keepalive_requests || loc.keepalive_timeout == 0 || too_old ||
+      loop.exiting()) {
     goaway(s);
   }
   if (st.closed) {

@@ -50,6 +50,7 @@ struct Stream {
   bool has_length = false;    // content-length was sent
   bool head_too_big = false;  // answered 431
   bool priority = false;      // the client sent a priority field (RFC 9218)
+  std::uint32_t head_length = 0;  // the header block's bytes, as sent ($request_length)
 
   // The request body: DATA received and not read yet, [pre_pos, pre_last)
   // of `pre` (http2_body_preread_size, the stream's window).
@@ -108,6 +109,8 @@ struct Session {
   std::uint32_t reset_tokens = 0;
   Msec reset_refill = 0;
   bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
+  // The payload of the HEADERS frame being received and its CONTINUATIONs.
+  std::uint32_t head_block = 0;
 
   bool in_recv = false;      // inside nghttp2_session_mem_recv (callbacks run)
   bool close_after = false;  // close once the callbacks return

@@ -255,12 +255,17 @@ void start_stream_request(Stream& st) {
   HttpConnection& hc = st.hc;
   hc.buffer.reset(mem, size);
   hc.buffer.last = p;
+  // $connection_requests counts the connection's requests: begin_request
+  // counts this one on the stream's connection, which starts from the
+  // client connection's count.
+  st.fc.requests = s.c->requests;
   ++s.c->requests;
   Request* r = begin_request(hc);
   if (r == nullptr) {
     (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
     return;
   }
+  r->request_length = st.head_length;  // not the HTTP/1 head made from it
   st.r = r;
   st.rev.handler = request_handler;
   st.wev.handler = request_handler;
