@@ -24,6 +24,8 @@ namespace {
 // The connection-level receive window opened at the start: the streams'
 // windows (http2_body_preread_size each) are what bounds a client's input.
 constexpr std::int32_t kConnectionWindow = (1 << 30);
+// The largest frame a client may send (RFC 9113 §4.2: 2^24-1).
+constexpr std::uint32_t kMaxFrameSize = (1 << 24) - 1;
 // One send gathers frames up to this many bytes.
 constexpr std::uint32_t kWriteBuffer = 16384;
 constexpr int kReadsPerPass = 8;
@@ -67,7 +69,50 @@ Chain* fail_send_chain(Connection&, Chain*, off_t) {
   return kChainError;
 }
 
+// A stream's head did not complete within client_header_timeout (its
+// HEADERS or CONTINUATION frames came in part): the stream is reset with
+// PROTOCOL_ERROR, as nginx does, and the connection goes on (nghttp2 still
+// decodes the rest of the block when it comes, for HPACK's state).
+void head_timeout(Event& rev) {
+  Connection& fc = *rev.owner<Connection>();
+  Stream& st = *static_cast<HttpConnection*>(fc.data)->stream;
+  Session& s = *st.session;
+  rev.timedout = 0;
+  if (st.r != nullptr || st.closed || s.closing) return;
+  VIGIL_LOG(*s.c->log, kInfo, ETIMEDOUT, "*%llu client timed out sending the http2 head",
+            static_cast<unsigned long long>(s.c->number));
+  (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_PROTOCOL_ERROR);
+  schedule_flush(s);
+}
+
 // ---- nghttp2's callbacks ---------------------------------------------------------------
+
+// A frame's header has come (its payload may not have yet): the checks
+// nginx makes on the header alone, which nghttp2 makes later or not at all.
+int on_begin_frame(nghttp2_session* ng, const nghttp2_frame_hd* hd, void* user) {
+  Session& s = *static_cast<Session*>(user);
+  if (hd->type == NGHTTP2_PUSH_PROMISE) {
+    // A client cannot push (RFC 9113 §8.4): known from the header, not
+    // after waiting for a payload that may never come.
+    (void)nghttp2_session_terminate_session(ng, NGHTTP2_PROTOCOL_ERROR);
+    return 0;
+  }
+  if (hd->type != NGHTTP2_HEADERS || (hd->stream_id & 1) == 0 ||
+      hd->stream_id > nghttp2_session_get_last_proc_stream_id(ng) ||
+      nghttp2_session_find_stream(ng, hd->stream_id) != nullptr) {
+    return 0;
+  }
+  // HEADERS for a stream below the last one opened that is not open: an
+  // idle stream implicitly closed (RFC 9113 §5.1.1, "unexpected stream
+  // identifier") or a closed one (§5.1, frames after END_STREAM): a
+  // connection error, where nghttp2 would ignore the block. Trailers
+  // that crossed our RST_STREAM are ignored (§5.1).
+  for (const std::int32_t id : s.reset_ids) {
+    if (id == hd->stream_id) return 0;
+  }
+  (void)nghttp2_session_terminate_session(ng, NGHTTP2_PROTOCOL_ERROR);
+  return 0;
+}
 
 int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
@@ -140,6 +185,9 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   hc.srv = s.hc->srv;
   hc.start_msec = clock::current_msec();
   hc.stream = st;
+  // The head must be complete within client_header_timeout.
+  st->rev.handler = head_timeout;
+  s.c->loop->add_timer(st->rev, s.hc->srv->client_header_timeout);
   http_counters()->h2_streams.add();
   if (nghttp2_session_set_stream_user_data(ng, st->id, st) != 0) {
     free_stream(*st);
@@ -199,8 +247,13 @@ int on_data_chunk_recv(nghttp2_session* ng, std::uint8_t /*flags*/, std::int32_t
   return 0;
 }
 
-int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
-  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_sent.add();
+int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) {
+    http_counters()->h2_resets_sent.add();
+    Session& s = *static_cast<Session*>(user);
+    s.reset_ids[s.reset_next++ % (sizeof s.reset_ids / sizeof s.reset_ids[0])] =
+        frame->hd.stream_id;
+  }
   if (frame->hd.type == NGHTTP2_GOAWAY) http_counters()->h2_goaways.add();
   if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
@@ -247,11 +300,24 @@ int on_stream_close(nghttp2_session* ng, std::int32_t id, std::uint32_t error_co
   return 0;
 }
 
+// A DATA frame carries as much as the windows and the client's
+// SETTINGS_MAX_FRAME_SIZE allow (nghttp2 stops at 16384 without this);
+// http2_chunk_size bounds it further in read_response_data.
+ssize_t data_length(nghttp2_session* /*ng*/, std::uint8_t /*type*/, std::int32_t /*id*/,
+                    std::int32_t session_window, std::int32_t stream_window,
+                    std::uint32_t max_frame, void* /*user*/) {
+  std::int64_t n = std::min<std::int64_t>(session_window, stream_window);
+  n = std::min<std::int64_t>(n, max_frame);
+  return static_cast<ssize_t>(std::max<std::int64_t>(n, 1));
+}
+
 const nghttp2_session_callbacks* callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c = nullptr;
     if (nghttp2_session_callbacks_new(&c) != 0) return c;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+    nghttp2_session_callbacks_set_data_source_read_length_callback(c, data_length);
     nghttp2_session_callbacks_set_on_header_callback(c, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
@@ -531,6 +597,9 @@ void start(HttpConnection& hc) {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv.h2_max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(srv.h2_body_preread_size)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(header_limit)},
+      // Frames of any size the protocol allows, as nginx says (a head is
+      // still bounded by the header list size, a body by the windows).
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, kMaxFrameSize},
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, settings,

@@ -108,6 +108,12 @@ struct Session {
   std::uint32_t reset_tokens = 0;
   Msec reset_refill = 0;
   bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
+  // The streams this side reset last: a client's HEADERS (trailers) for
+  // one of them may cross our RST_STREAM and is ignored (RFC 9113 §5.1,
+  // "closed"); HEADERS for another stream nghttp2 no longer knows is a
+  // connection error (session.cc, on_begin_frame).
+  std::int32_t reset_ids[4] = {};
+  std::uint32_t reset_next = 0;
 
   bool in_recv = false;      // inside nghttp2_session_mem_recv (callbacks run)
   bool close_after = false;  // close once the callbacks return
