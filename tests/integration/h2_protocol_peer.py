@@ -5,7 +5,10 @@ in part, or that a conforming client never sends.
     h2_protocol_peer.py PORT CMD ARGS...
 
     push_promise        a PUSH_PROMISE frame's header alone (no payload):
-                        "goaway <code> <last>"
+                        "goaway <code> <last>", then "closed" when the
+                        server closes the connection
+    big_head N          GET with N fields of 4000 bytes each (no Huffman)
+                        in one HEADERS frame: "status <code>"
     reopen FIRST SECOND GET on stream FIRST, read its response, then HEADERS
                         on stream SECOND: "goaway <code> <last>" or
                         "status <code>"
@@ -141,6 +144,16 @@ def main(argv):
             # which never come.
             peer.sock.sendall(frame(PUSH_PROMISE, 0, 1, b"\0" * 4)[:9])
             wait_goaway(peer)
+            while True:
+                peer.next_frame()
+        elif cmd == "big_head":
+            peer = Peer(port)
+            while peer.next_frame()[0] != SETTINGS:
+                pass
+            fields = get_fields() + [("x-f%d" % i, "x" * 4000) for i in range(int(args[0]))]
+            peer.sock.sendall(frame(HEADERS, 0x5, 1, peer.enc.encode(fields, huffman=False)))
+            status, _, _ = peer.until_end(1)
+            say("status %s" % status)
         elif cmd == "reopen":
             first, second = int(args[0]), int(args[1])
             peer = Peer(port)

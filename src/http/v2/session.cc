@@ -24,6 +24,8 @@ namespace {
 // The connection-level receive window opened at the start: the streams'
 // windows (http2_body_preread_size each) are what bounds a client's input.
 constexpr std::int32_t kConnectionWindow = (1 << 30);
+// The longest response head (encoded) nghttp2 sends.
+constexpr std::size_t kMaxResponseHead = 1 << 20;
 // The largest frame a client may send (RFC 9113 §4.2: 2^24-1).
 constexpr std::uint32_t kMaxFrameSize = (1 << 24) - 1;
 // One send gathers frames up to this many bytes.
@@ -198,12 +200,28 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
 
 int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_t* name,
               std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-              std::uint8_t /*flags*/, void* /*user*/) {
+              std::uint8_t /*flags*/, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     return 0;  // trailer fields of a request body are not kept
   }
   Stream* st = stream_of(ng, frame->hd.stream_id);
   if (st == nullptr || st->r != nullptr || st->head_too_big) return 0;
+  // nginx's limits on a head, from large_client_header_buffers: a name or
+  // a value longer than one buffer, or names and values (decoded, indexed
+  // ones too) longer than all of them, end the connection with
+  // ENHANCE_YOUR_CALM (RFC 9113 §10.5.1 lets a server refuse a head it is
+  // not willing to take).
+  Session& s = *static_cast<Session*>(user);
+  const HttpSrvConf& srv = *s.hc->srv;
+  st->head_bytes += static_cast<std::uint32_t>(std::min<std::size_t>(namelen + valuelen, 1u << 30));
+  if (namelen > srv.large_buffers_size || valuelen > srv.large_buffers_size ||
+      st->head_bytes > srv.large_buffers_size * srv.large_buffers_num) {
+    VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu client sent too large http2 header",
+              static_cast<unsigned long long>(s.c->number));
+    st->head_too_big = true;
+    (void)nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
+    return 0;
+  }
   if (namelen == 8 && std::memcmp(name, "priority", 8) == 0) st->priority = true;
   if (!add_head_field(*st, std::string_view(reinterpret_cast<const char*>(name), namelen),
                       std::string_view(reinterpret_cast<const char*>(value), valuelen))) {
@@ -220,6 +238,9 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end) st->in_done = true;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    // The connection is ending on an error (on_header's limits): no
+    // request starts.
+    if (nghttp2_session_want_read(ng) == 0) return 0;
     if (!st->priority) {
       // No priority field: the default urgency, but served in turns with
       // the other streams of that urgency (RFC 9218 leaves the default
@@ -254,7 +275,10 @@ int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
     s.reset_ids[s.reset_next++ % (sizeof s.reset_ids / sizeof s.reset_ids[0])] =
         frame->hd.stream_id;
   }
-  if (frame->hd.type == NGHTTP2_GOAWAY) http_counters()->h2_goaways.add();
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    http_counters()->h2_goaways.add();
+    if (frame->goaway.error_code != NGHTTP2_NO_ERROR) static_cast<Session*>(user)->failed = true;
+  }
   if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
     return 0;
@@ -311,6 +335,17 @@ ssize_t data_length(nghttp2_session* /*ng*/, std::uint8_t /*type*/, std::int32_t
   return static_cast<ssize_t>(std::max<std::int64_t>(n, 1));
 }
 
+// nghttp2 could not send a frame (a response head past
+// kMaxResponseHead): the stream is reset, not left waiting for it.
+int on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* frame, int /*error*/,
+                      void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_HEADERS) {
+    (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                    NGHTTP2_INTERNAL_ERROR);
+  }
+  return 0;
+}
+
 const nghttp2_session_callbacks* callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c = nullptr;
@@ -322,6 +357,7 @@ const nghttp2_session_callbacks* callbacks() {
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
     nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(c, on_frame_not_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
     return c;
   }();
@@ -441,6 +477,13 @@ void after_io(Session& s) {
     // with it unread would make the kernel answer with a RST that can
     // destroy the end of the response on its way.
     HttpConnection& hc = *s.hc;
+    if (s.failed) {
+      // A connection error (RFC 9113 §5.4.1): nothing more is read, the
+      // connection closes once the GOAWAY is out, as nginx's does.
+      end_session(s);
+      close_connection(hc);
+      return;
+    }
     end_session(s);
     set_reusable(hc, false);
     set_lingering_close(hc, *hc.srv->loc);
@@ -577,6 +620,9 @@ void start(HttpConnection& hc) {
   const HttpSrvConf& srv = *hc.srv;
   const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  // A response head goes out in HEADERS and CONTINUATION frames of any
+  // total length nginx would send (nghttp2 stops at 64k by default).
+  nghttp2_option_set_max_send_header_block_length(opt, kMaxResponseHead);
   // RFC 9218: nghttp2 schedules the streams by the priority field and
   // PRIORITY_UPDATE frames (SETTINGS_NO_RFC7540_PRIORITIES below) for a
   // client that says it uses them (its SETTINGS_NO_RFC7540_PRIORITIES);

@@ -49,6 +49,7 @@ struct Stream {
   bool has_host = false;
   bool has_length = false;    // content-length was sent
   bool head_too_big = false;  // answered 431
+  std::uint32_t head_bytes = 0;  // names and values of the head so far
   bool priority = false;      // the client sent a priority field (RFC 9218)
 
   // The request body: DATA received and not read yet, [pre_pos, pre_last)
@@ -119,6 +120,7 @@ struct Session {
   bool close_after = false;  // close once the callbacks return
   bool closing = false;      // close_session is ending the streams
   bool goaway = false;       // GOAWAY sent: no new streams
+  bool failed = false;       // GOAWAY with an error code sent: close at once
   bool flush_posted = false;
 };
 
