@@ -24,8 +24,6 @@ namespace {
 // The connection-level receive window opened at the start: the streams'
 // windows (http2_body_preread_size each) are what bounds a client's input.
 constexpr std::int32_t kConnectionWindow = (1 << 30);
-// The longest response head (encoded) nghttp2 sends.
-constexpr std::size_t kMaxResponseHead = 1 << 20;
 // The largest frame a client may send (RFC 9113 §4.2: 2^24-1).
 constexpr std::uint32_t kMaxFrameSize = (1 << 24) - 1;
 // One send gathers frames up to this many bytes.
@@ -335,8 +333,8 @@ ssize_t data_length(nghttp2_session* /*ng*/, std::uint8_t /*type*/, std::int32_t
   return static_cast<ssize_t>(std::max<std::int64_t>(n, 1));
 }
 
-// nghttp2 could not send a frame (a response head past
-// kMaxResponseHead): the stream is reset, not left waiting for it.
+// nghttp2 could not send a frame (a response head of more than 64k
+// encoded, nghttp2's limit): the stream is reset, not left waiting.
 int on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* frame, int /*error*/,
                       void* /*user*/) {
   if (frame->hd.type == NGHTTP2_HEADERS) {
@@ -620,9 +618,6 @@ void start(HttpConnection& hc) {
   const HttpSrvConf& srv = *hc.srv;
   const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
-  // A response head goes out in HEADERS and CONTINUATION frames of any
-  // total length nginx would send (nghttp2 stops at 64k by default).
-  nghttp2_option_set_max_send_header_block_length(opt, kMaxResponseHead);
   // RFC 9218: nghttp2 schedules the streams by the priority field and
   // PRIORITY_UPDATE frames (SETTINGS_NO_RFC7540_PRIORITIES below) for a
   // client that says it uses them (its SETTINGS_NO_RFC7540_PRIORITIES);
