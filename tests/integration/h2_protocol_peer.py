@@ -7,6 +7,10 @@ in part, or that a conforming client never sends.
     push_promise        a PUSH_PROMISE frame's header alone (no payload):
                         "goaway <code> <last>", then "closed" when the
                         server closes the connection
+    block HEX           one HEADERS frame (END_STREAM, END_HEADERS) on
+                        stream 1 whose field block is HEX: "status
+                        <code>", "rst <sid> <code>" or "goaway <code>
+                        <last>"
     big_head N          GET with N fields of 4000 bytes each (no Huffman)
                         in one HEADERS frame: "status <code>"
     reopen FIRST SECOND GET on stream FIRST, read its response, then HEADERS
@@ -146,6 +150,11 @@ def main(argv):
             wait_goaway(peer)
             while True:
                 peer.next_frame()
+        elif cmd == "block":
+            peer = Peer(port)
+            peer.sock.sendall(frame(HEADERS, 0x5, 1, bytes.fromhex(args[0])))
+            status, _, _ = peer.until_end(1)
+            say("status %s" % status)
         elif cmd == "big_head":
             peer = Peer(port)
             while peer.next_frame()[0] != SETTINGS:

@@ -125,5 +125,27 @@ TEST(Http2Protocol, ConnectIsNotAllowedAndAMalformedOneIsReset) {
   EXPECT_EQ(out2, "rst 1 1\n");
 }
 
+// What nghttp2 refuses where nginx answers (docs/compatibility.md): a
+// malformed request is reset with PROTOCOL_ERROR (RFC 9113 §8.1.1; an
+// empty :authority, a field ahead of a pseudo-header, §8.3), and a field
+// block that ends inside an integer is COMPRESSION_ERROR (§4.3).
+TEST(Http2Protocol, MalformedRequestsAndTruncatedBlocksAsTheRfcSays) {
+  test::VigilServer s;
+  const int port = start(s, "");
+  ASSERT_GT(port, 0) << s.output();
+  // :method GET, :scheme http, :path / (static indexes), :authority "".
+  auto [rc, out] = peer(port, {"block", "82868481"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "rst 1 1\n");
+  // x-foo: a (literal, new name) before :authority localhost.
+  auto [rc2, out2] = peer(port, {"block", "828684" "0005782d666f6f0161" "41096c6f63616c686f7374"});
+  EXPECT_EQ(rc2, 0) << out2;
+  EXPECT_EQ(out2, "rst 1 1\n");
+  // An indexed field whose integer goes on past the block.
+  auto [rc3, out3] = peer(port, {"block", "ff"});
+  EXPECT_EQ(rc3, 0) << out3;
+  EXPECT_EQ(out3, "goaway 9 1\n");
+}
+
 }  // namespace
 }  // namespace vigil
