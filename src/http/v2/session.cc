@@ -25,6 +25,8 @@ namespace {
 // The connection-level receive window opened at the start: the streams'
 // windows (http2_body_preread_size each) are what bounds a client's input.
 constexpr std::int32_t kConnectionWindow = (1 << 30);
+// The largest frame a client may send (RFC 9113 §4.2: 2^24-1).
+constexpr std::uint32_t kMaxFrameSize = (1 << 24) - 1;
 // One send gathers frames up to this many bytes.
 constexpr std::uint32_t kWriteBuffer = 16384;
 constexpr int kReadsPerPass = 8;
@@ -103,12 +105,51 @@ Chain* fail_send_chain(Connection&, Chain*, off_t) {
   return kChainError;
 }
 
+// A stream's head did not complete within client_header_timeout (its
+// HEADERS or CONTINUATION frames came in part): the stream is reset with
+// PROTOCOL_ERROR, as nginx does, and the connection goes on (nghttp2 still
+// decodes the rest of the block when it comes, for HPACK's state).
+void head_timeout(Event& rev) {
+  Connection& fc = *rev.owner<Connection>();
+  Stream& st = *static_cast<HttpConnection*>(fc.data)->stream;
+  Session& s = *st.session;
+  rev.timedout = 0;
+  if (st.r != nullptr || st.closed || s.closing) return;
+  VIGIL_LOG(*s.c->log, kInfo, ETIMEDOUT, "*%llu client timed out sending the http2 head",
+            static_cast<unsigned long long>(s.c->number));
+  (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_PROTOCOL_ERROR);
+  schedule_flush(s);
+}
+
 // ---- nghttp2's callbacks ---------------------------------------------------------------
 
-int on_begin_frame(nghttp2_session* /*ng*/, const nghttp2_frame_hd* hd, void* user) {
+// A frame's header has come (its payload may not have yet): the checks
+// nginx makes on the header alone, which nghttp2 makes later or not at all.
+int on_begin_frame(nghttp2_session* ng, const nghttp2_frame_hd* hd, void* user) {
   Session& s = *static_cast<Session*>(user);
+  // The HEADERS frame's payload and its CONTINUATIONs ($request_length).
   if (hd->type == NGHTTP2_HEADERS) s.head_block = static_cast<std::uint32_t>(hd->length);
   if (hd->type == NGHTTP2_CONTINUATION) s.head_block += static_cast<std::uint32_t>(hd->length);
+  if (hd->type == NGHTTP2_PUSH_PROMISE) {
+    // A client cannot push (RFC 9113 §8.4): known from the header, not
+    // after waiting for a payload that may never come.
+    (void)nghttp2_session_terminate_session(ng, NGHTTP2_PROTOCOL_ERROR);
+    return 0;
+  }
+  if (hd->type != NGHTTP2_HEADERS || (hd->stream_id & 1) == 0 ||
+      hd->stream_id > nghttp2_session_get_last_proc_stream_id(ng) ||
+      nghttp2_session_find_stream(ng, hd->stream_id) != nullptr) {
+    return 0;
+  }
+  // HEADERS for a stream below the last one opened that is not open: an
+  // idle stream implicitly closed (RFC 9113 §5.1.1, "unexpected stream
+  // identifier") or a closed one (§5.1, frames after END_STREAM): a
+  // connection error, where nghttp2 would ignore the block. Trailers
+  // that crossed our RST_STREAM are ignored (§5.1).
+  for (const std::int32_t id : s.reset_ids) {
+    if (id == hd->stream_id) return 0;
+  }
+  (void)nghttp2_session_terminate_session(ng, NGHTTP2_PROTOCOL_ERROR);
   return 0;
 }
 
@@ -184,6 +225,9 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   // The connection's start: $connection_time counts from it.
   hc.start_msec = s.hc->start_msec;
   hc.stream = st;
+  // The head must be complete within client_header_timeout.
+  st->rev.handler = head_timeout;
+  s.c->loop->add_timer(st->rev, s.hc->srv->client_header_timeout);
   http_counters()->h2_streams.add();
   if (nghttp2_session_set_stream_user_data(ng, st->id, st) != 0) {
     free_stream(*st);
@@ -194,12 +238,28 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
 
 int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_t* name,
               std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-              std::uint8_t /*flags*/, void* /*user*/) {
+              std::uint8_t /*flags*/, void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     return 0;  // trailer fields of a request body are not kept
   }
   Stream* st = stream_of(ng, frame->hd.stream_id);
   if (st == nullptr || st->r != nullptr || st->head_too_big) return 0;
+  // nginx's limits on a head, from large_client_header_buffers: a name or
+  // a value longer than one buffer, or names and values (decoded, indexed
+  // ones too) longer than all of them, end the connection with
+  // ENHANCE_YOUR_CALM (RFC 9113 §10.5.1 lets a server refuse a head it is
+  // not willing to take).
+  Session& s = *static_cast<Session*>(user);
+  const HttpSrvConf& srv = *s.hc->srv;
+  st->head_bytes += static_cast<std::uint32_t>(std::min<std::size_t>(namelen + valuelen, 1u << 30));
+  if (namelen > srv.large_buffers_size || valuelen > srv.large_buffers_size ||
+      st->head_bytes > srv.large_buffers_size * srv.large_buffers_num) {
+    VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu client sent too large http2 header",
+              static_cast<unsigned long long>(s.c->number));
+    st->head_too_big = true;
+    (void)nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
+    return 0;
+  }
   if (namelen == 8 && std::memcmp(name, "priority", 8) == 0) st->priority = true;
   if (!add_head_field(*st, std::string_view(reinterpret_cast<const char*>(name), namelen),
                       std::string_view(reinterpret_cast<const char*>(value), valuelen))) {
@@ -216,6 +276,9 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end) st->in_done = true;
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    // The connection is ending on an error (on_header's limits): no
+    // request starts.
+    if (nghttp2_session_want_read(ng) == 0) return 0;
     // $request_length counts the header block as it came (nginx): the
     // frames' payload without padding and priority fields.
     const std::uint32_t block = static_cast<Session*>(user)->head_block;
@@ -249,9 +312,17 @@ int on_data_chunk_recv(nghttp2_session* ng, std::uint8_t /*flags*/, std::int32_t
   return 0;
 }
 
-int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* /*user*/) {
-  if (frame->hd.type == NGHTTP2_RST_STREAM) http_counters()->h2_resets_sent.add();
-  if (frame->hd.type == NGHTTP2_GOAWAY) http_counters()->h2_goaways.add();
+int on_frame_send(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM) {
+    http_counters()->h2_resets_sent.add();
+    Session& s = *static_cast<Session*>(user);
+    s.reset_ids[s.reset_next++ % (sizeof s.reset_ids / sizeof s.reset_ids[0])] =
+        frame->hd.stream_id;
+  }
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    http_counters()->h2_goaways.add();
+    if (frame->goaway.error_code != NGHTTP2_NO_ERROR) static_cast<Session*>(user)->failed = true;
+  }
   if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
     return 0;
@@ -297,16 +368,40 @@ int on_stream_close(nghttp2_session* ng, std::int32_t id, std::uint32_t error_co
   return 0;
 }
 
+// A DATA frame carries as much as the windows and the client's
+// SETTINGS_MAX_FRAME_SIZE allow (nghttp2 stops at 16384 without this);
+// http2_chunk_size bounds it further in read_response_data.
+ssize_t data_length(nghttp2_session* /*ng*/, std::uint8_t /*type*/, std::int32_t /*id*/,
+                    std::int32_t session_window, std::int32_t stream_window,
+                    std::uint32_t max_frame, void* /*user*/) {
+  std::int64_t n = std::min<std::int64_t>(session_window, stream_window);
+  n = std::min<std::int64_t>(n, max_frame);
+  return static_cast<ssize_t>(std::max<std::int64_t>(n, 1));
+}
+
+// nghttp2 could not send a frame (a response head of more than 64k
+// encoded, nghttp2's limit): the stream is reset, not left waiting.
+int on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* frame, int /*error*/,
+                      void* /*user*/) {
+  if (frame->hd.type == NGHTTP2_HEADERS) {
+    (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                    NGHTTP2_INTERNAL_ERROR);
+  }
+  return 0;
+}
+
 const nghttp2_session_callbacks* callbacks() {
   static nghttp2_session_callbacks* cbs = [] {
     nghttp2_session_callbacks* c = nullptr;
     if (nghttp2_session_callbacks_new(&c) != 0) return c;
     nghttp2_session_callbacks_set_on_begin_frame_callback(c, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(c, on_begin_headers);
+    nghttp2_session_callbacks_set_data_source_read_length_callback(c, data_length);
     nghttp2_session_callbacks_set_on_header_callback(c, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(c, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, on_data_chunk_recv);
     nghttp2_session_callbacks_set_on_frame_send_callback(c, on_frame_send);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(c, on_frame_not_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(c, on_stream_close);
     return c;
   }();
@@ -426,6 +521,13 @@ void after_io(Session& s) {
     // with it unread would make the kernel answer with a RST that can
     // destroy the end of the response on its way.
     HttpConnection& hc = *s.hc;
+    if (s.failed) {
+      // A connection error (RFC 9113 §5.4.1): nothing more is read, the
+      // connection closes once the GOAWAY is out, as nginx's does.
+      end_session(s);
+      close_connection(hc);
+      return;
+    }
     end_session(s);
     set_reusable(hc, false);
     set_lingering_close(hc, *hc.srv->loc);
@@ -582,6 +684,9 @@ void start(HttpConnection& hc) {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, srv.h2_max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(srv.h2_body_preread_size)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(header_limit)},
+      // Frames of any size the protocol allows, as nginx says (a head is
+      // still bounded by the header list size, a body by the windows).
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, kMaxFrameSize},
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, settings,

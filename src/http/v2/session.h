@@ -49,6 +49,7 @@ struct Stream {
   bool has_host = false;
   bool has_length = false;    // content-length was sent
   bool head_too_big = false;  // answered 431
+  std::uint32_t head_bytes = 0;  // names and values of the head so far
   bool priority = false;      // the client sent a priority field (RFC 9218)
   std::uint32_t head_length = 0;  // the header block's bytes, as sent ($request_length)
 
@@ -111,11 +112,18 @@ struct Session {
   bool calm = false;  // GOAWAY ENHANCE_YOUR_CALM sent: closing
   // The payload of the HEADERS frame being received and its CONTINUATIONs.
   std::uint32_t head_block = 0;
+  // The streams this side reset last: a client's HEADERS (trailers) for
+  // one of them may cross our RST_STREAM and is ignored (RFC 9113 §5.1,
+  // "closed"); HEADERS for another stream nghttp2 no longer knows is a
+  // connection error (session.cc, on_begin_frame).
+  std::int32_t reset_ids[4] = {};
+  std::uint32_t reset_next = 0;
 
   bool in_recv = false;      // inside nghttp2_session_mem_recv (callbacks run)
   bool close_after = false;  // close once the callbacks return
   bool closing = false;      // close_session is ending the streams
   bool goaway = false;       // GOAWAY sent: no new streams
+  bool failed = false;       // GOAWAY with an error code sent: close at once
   bool flush_posted = false;
 };
 

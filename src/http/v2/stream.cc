@@ -180,6 +180,8 @@ bool add_head_field(Stream& st, std::string_view name, std::string_view value) {
 
 void start_stream_request(Stream& st) {
   Session& s = *st.session;
+  if (st.rev.timer_set) s.c->loop->del_timer(st.rev);  // the head's timeout
+  st.rev.handler = empty_handler;
   if (st.head_too_big) {
     VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu client sent too large http2 header",
               static_cast<unsigned long long>(s.c->number));
@@ -209,7 +211,13 @@ void start_stream_request(Stream& st) {
   };
   put(method);
   put(" ");
-  put(path.empty() ? std::string_view("/") : path);
+  // CONNECT names its target in :authority alone (RFC 9113 §8.5): the
+  // authority-form target of HTTP/1, which is then refused with 405.
+  if (path.empty() && method == "CONNECT" && !authority.empty()) {
+    put(authority);
+  } else {
+    put(path.empty() ? std::string_view("/") : path);
+  }
   put(" HTTP/2.0\r\n");
   if (!authority.empty()) {
     put("host: ");
@@ -702,7 +710,11 @@ void request_done(HttpConnection& hc, bool error) {
   st.pending = nullptr;
   if (incomplete && !st.closed && !s.closing) {
     st.reset = true;
-    (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
+    // A client that timed out is told so with PROTOCOL_ERROR, as nginx
+    // does (RFC 9113 leaves the code to the sender).
+    (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id,
+                                    st.fc.timedout ? NGHTTP2_PROTOCOL_ERROR
+                                                   : NGHTTP2_INTERNAL_ERROR);
   }
   stream_request_ended(st);
 }
