@@ -20,6 +20,7 @@
 #include "core/rate_limit.h"
 #include "core/conf/values.h"
 #include "core/unix_addr.h"
+#include "stream/access.h"
 #include "stream/log.h"
 #include "stream/session.h"
 #include "stream/udp_proxy.h"
@@ -585,25 +586,41 @@ void start_return(Session& s) {
   return_handler(*c.write);
 }
 
+// The content: `return`, or proxying.
 void start_session(Session& s) {
-  Connection& c = *s.client;
-  const StreamSrvConf& conf = *s.conf;
-  // set_real_ip_from: a trusted peer's PROXY protocol header names the
-  // client from here on (nginx's ngx_stream_realip_module).
-  const ProxyProtocolInfo* pp = c.proxy_protocol;
-  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf.realip_from, c.peer_addr)) {
-    auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
-    if (sa != nullptr) {
-      s.realip_addr = c.addr_text;
-      s.realip_port = port_text(c, c.peer_addr);
-      std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
-      c.peer_addr = sa;
-      c.peer_addrlen = pp->header.addrlen;
-      c.addr_text = pp->src_addr;
-    }
-  }
-  if (conf.has_return) return start_return(s);
+  if (s.conf->has_return) return start_return(s);
   start_proxy(s);
+}
+
+// set_real_ip_from: a trusted peer's PROXY protocol header names the client
+// from here on (nginx's ngx_stream_realip_module).
+void apply_realip(Session& s) {
+  Connection& c = *s.client;
+  const ProxyProtocolInfo* pp = c.proxy_protocol;
+  if (pp == nullptr || pp->header.family == AF_UNSPEC ||
+      !cidr_match(s.conf->realip_from, c.peer_addr)) {
+    return;
+  }
+  auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
+  if (sa == nullptr) return;
+  s.realip_addr = c.addr_text;
+  s.realip_port = port_text(c, c.peer_addr);
+  std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
+  c.peer_addr = sa;
+  c.peer_addrlen = pp->header.addrlen;
+  c.addr_text = pp->src_addr;
+}
+
+// nginx's phases before TLS and the content: post-accept (realip), access
+// (allow / deny). False when they ended the session (403); a datagram's
+// session ends as well, so its datagram is dropped.
+bool admit(Session& s) {
+  apply_realip(s);
+  if (!s.conf->access_rules.empty() && !access_allows(s)) {
+    finalize_with(s, 403, "access forbidden by rule");
+    return false;
+  }
+  return true;
 }
 
 void client_handshake_done(Connection& c, TlsHandshake result) {
@@ -653,12 +670,13 @@ Session* new_session(Connection& c) {
 }  // namespace
 
 void init_connection(Connection& c) {
-  if (Session* s = new_session(c)) start_session(*s);
+  Session* s = new_session(c);
+  if (s != nullptr && admit(*s)) start_session(*s);
 }
 
 void init_tls_connection(Connection& c) {
   Session* s = new_session(c);
-  if (s == nullptr) return;
+  if (s == nullptr || !admit(*s)) return;
   const StreamSrvConf& conf = *s->conf;
   // The session starts once the client's handshake is done. Unset,
   // ssl_handshake_timeout is 60 s, nginx's stream default.

@@ -4,6 +4,7 @@
 
 #include "core/conf/values.h"
 #include "core/error_logs.h"
+#include "stream/access.h"
 #include "stream/map.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
@@ -197,6 +198,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
   if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
+  if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
   return Status::ok();
 }
 
@@ -287,6 +289,14 @@ Module* make_stream_module() {
            return set_error_log(call, conf.error_log);
          }))
       .multiple = true;
+  // allow / deny (access.h).
+  for (const char* name : {"allow", "deny"}) {
+    m->add(name, kAny, Arity::exactly(1),
+           srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+             return set_access_rule(call, conf.access_rules);
+           }))
+        .multiple = true;
+  }
   add_tls_server_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),

@@ -17,6 +17,7 @@
 //           access_log path format;  return "text $var";  ssl_alpn proto ...;
 //       }
 //       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
+//       allow / deny address|CIDR|unix:|all;                   (stream/access.h)
 //   }
 
 #include <sys/socket.h>
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/access_rule.h"
 #include "core/cidr.h"
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
@@ -94,6 +96,8 @@ struct StreamSrvConf {
   Msec proxy_protocol_timeout = 30000;
   // set_real_ip_from: peers whose PROXY protocol header names the client.
   std::vector<Cidr> realip_from;
+  // allow / deny, in order (a server with none has the stream block's).
+  std::vector<AccessRule> access_rules;
   // return: the text (with variables) sent instead of proxying.
   VarTemplate return_value;
   bool has_return = false;
