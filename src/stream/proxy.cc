@@ -21,6 +21,7 @@
 #include "core/conf/values.h"
 #include "core/unix_addr.h"
 #include "stream/access.h"
+#include "stream/limit_conn.h"
 #include "stream/log.h"
 #include "stream/session.h"
 #include "stream/udp_proxy.h"
@@ -108,6 +109,7 @@ void finalize(Session& s, const char* why) {
               client.listening->addr_text.data(), s.peer.name.c_str());
   }
   write_access_logs(s);
+  limit_conn_release_all(s);
   if (s.upstream != nullptr) {
     // Connected: the attempt succeeded, whatever happened to the session
     // since, unless the server answered with an error (a UDP one's ICMP).
@@ -611,11 +613,16 @@ void apply_realip(Session& s) {
   c.addr_text = pp->src_addr;
 }
 
-// nginx's phases before TLS and the content: post-accept (realip), access
-// (allow / deny). False when they ended the session (403); a datagram's
-// session ends as well, so its datagram is dropped.
+// nginx's phases before TLS and the content: post-accept (realip),
+// pre-access (limit_conn), access (allow / deny). False when they ended the
+// session: 503 for a limit, 403 for a rule; a datagram's session ends as
+// well, so its datagram is dropped.
 bool admit(Session& s) {
   apply_realip(s);
+  if (!s.conf->limit_conns.empty() && !limit_conn_pass(s)) {
+    finalize_with(s, 503, "limiting connections");
+    return false;
+  }
   if (!s.conf->access_rules.empty() && !access_allows(s)) {
     finalize_with(s, 403, "access forbidden by rule");
     return false;

@@ -5,6 +5,7 @@
 #include "core/conf/values.h"
 #include "core/error_logs.h"
 #include "stream/access.h"
+#include "stream/limit_conn.h"
 #include "stream/map.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
@@ -199,6 +200,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
   if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
   if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
+  if (!ctx.is_set("limit_conn")) child.limit_conns = parent.limit_conns;
   return Status::ok();
 }
 
@@ -297,6 +299,25 @@ Module* make_stream_module() {
            }))
         .multiple = true;
   }
+  // limit_conn (limit_conn.h).
+  m->add("limit_conn_zone", kStreamMainConf, Arity::exactly(2),
+         fin.custom([](const DirectiveCall& call, StreamFinalConf& conf) {
+           return set_limit_conn_zone(call, conf.limit_conn_zones);
+         }))
+      .multiple = true;
+  m->add("limit_conn", kAny, Arity::exactly(2),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_limit_conn(call, conf.limit_conns);
+         }))
+      .multiple = true;
+  m->add("limit_conn_log_level", kAny, Arity::exactly(1),
+         srv.one_of(&StreamSrvConf::limit_conn_log_level, LogLevel::kError,
+                    {{"info", LogLevel::kInfo},
+                     {"notice", LogLevel::kNotice},
+                     {"warn", LogLevel::kWarn},
+                     {"error", LogLevel::kError}}));
+  m->add("limit_conn_dry_run", kAny, Arity::on_off(),
+         srv.flag(&StreamSrvConf::limit_conn_dry_run, false));
   add_tls_server_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
