@@ -27,7 +27,9 @@ TcpBackend echo_backend() {
   });
 }
 
-std::string listen_on(int port) { return "  listen 127.0.0.1:" + std::to_string(port) + ";\n"; }
+std::string listen_on(int port) {
+  return "  listen 127.0.0.1:" + std::to_string(port) + ";\n";
+}
 
 // "ping" through the proxy: the echo when the session is let in, "" when it
 // is closed first.
@@ -53,18 +55,23 @@ class StreamAccess : public ::testing::TestWithParam<std::string> {
 TEST_P(StreamAccess, FirstMatchingRuleDecides) {
   TcpBackend echo = echo_backend();
   ASSERT_TRUE(echo.ready());
-  const int denied = free_port(), allowed = free_port(), inherited = free_port(),
-            own = free_port();
+  const int denied = free_port(), allowed = free_port(), inherited = free_port(), own = free_port();
   const std::string pass = "  proxy_pass " + echo.addr() + ";\n";
-  ASSERT_TRUE(start("log_format st \"$server_port $status\";\n"
-                    "access_log logs/st.log st;\n"
-                    "deny 127.0.0.1;\n"
-                    "server {\n" + listen_on(denied) + pass +
-                    "  deny 10.0.0.0/8; deny 127.0.0.0/24; allow all;\n}\n"
-                    "server {\n" + listen_on(allowed) + pass +
-                    "  allow 127.0.0.1; deny all;\n}\n"
-                    "server {\n" + listen_on(inherited) + pass + "}\n"
-                    "server {\n" + listen_on(own) + pass + "  allow ::1;\n}\n"))
+  ASSERT_TRUE(
+      start("log_format st \"$server_port $status\";\n"
+            "access_log logs/st.log st;\n"
+            "deny 127.0.0.1;\n"
+            "server {\n" +
+            listen_on(denied) + pass +
+            "  deny 10.0.0.0/8; deny 127.0.0.0/24; allow all;\n}\n"
+            "server {\n" +
+            listen_on(allowed) + pass +
+            "  allow 127.0.0.1; deny all;\n}\n"
+            "server {\n" +
+            listen_on(inherited) + pass +
+            "}\n"
+            "server {\n" +
+            listen_on(own) + pass + "  allow ::1;\n}\n"))
       << server_.output();
   {
     Client c(denied);
@@ -130,10 +137,11 @@ TEST_P(StreamAccess, DeniedDatagramIsDropped) {
   ASSERT_EQ(::getsockname(ufd, reinterpret_cast<sockaddr*>(&a), &len), 0);
   const int upstream_port = ntohs(a.sin_port);
   const int port = free_port();
-  ASSERT_TRUE(start("log_format st \"$status\";\n"
-                    "server {\n  listen 127.0.0.1:" + std::to_string(port) + " udp;\n" +
-                    "  proxy_pass 127.0.0.1:" + std::to_string(upstream_port) + ";\n" +
-                    "  access_log logs/udp.log st;\n  deny all;\n}\n"))
+  ASSERT_TRUE(start(
+      "log_format st \"$status\";\n"
+      "server {\n  listen 127.0.0.1:" +
+      std::to_string(port) + " udp;\n" + "  proxy_pass 127.0.0.1:" + std::to_string(upstream_port) +
+      ";\n" + "  access_log logs/udp.log st;\n  deny all;\n}\n"))
       << server_.output();
   int cfd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ASSERT_NE(cfd, -1);
@@ -160,13 +168,12 @@ INSTANTIATE_TEST_SUITE_P(Backends, StreamAccess, ::testing::ValuesIn(backend_par
 TEST(StreamAccessConf, BadAddressNamesFileAndLine) {
   VigilServer s;
   for (const std::string bad : {"300.1.1.1", "10.0.0.0/33", "::1/129", "localhost"}) {
-    s.write("conf/t.conf", "events {}\nstream {\n server {\n  listen 127.0.0.1:" +
-                               std::to_string(free_port()) + ";\n  deny " + bad +
-                               ";\n  return x;\n }\n}\n");
+    s.write("conf/t.conf",
+            "events {}\nstream {\n server {\n  listen 127.0.0.1:" + std::to_string(free_port()) +
+                ";\n  deny " + bad + ";\n  return x;\n }\n}\n");
     auto [rc, out] = run({kVigil, "-t", "-p", s.dir(), "-c", "conf/t.conf"});
     EXPECT_NE(rc, 0) << bad;
-    EXPECT_NE(out.find("[emerg] invalid parameter \"" + bad + "\" in "), std::string::npos)
-        << out;
+    EXPECT_NE(out.find("[emerg] invalid parameter \"" + bad + "\" in "), std::string::npos) << out;
     EXPECT_NE(out.find("t.conf:5"), std::string::npos) << out;
   }
 }

@@ -27,7 +27,9 @@ TcpBackend echo_backend() {
   });
 }
 
-std::string listen_on(int port) { return "  listen 127.0.0.1:" + std::to_string(port) + ";\n"; }
+std::string listen_on(int port) {
+  return "  listen 127.0.0.1:" + std::to_string(port) + ";\n";
+}
 
 std::string ping(Client& c) {
   if (!c.ok()) return "error";
@@ -54,13 +56,19 @@ TEST_P(StreamLimitConn, SecondSessionIsRefusedUntilTheFirstEnds) {
   ASSERT_TRUE(echo.ready());
   const int one = free_port(), other_zone = free_port(), five = free_port();
   const std::string pass = "  proxy_pass " + echo.addr() + ";\n";
-  ASSERT_TRUE(start("limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
-                    "limit_conn_zone $binary_remote_addr zone=addr2:1m;\n"
-                    "log_format st \"$server_port $status $limit_conn_status\";\n"
-                    "access_log logs/st.log st;\n"
-                    "server {\n" + listen_on(one) + pass + "  limit_conn addr 1;\n}\n"
-                    "server {\n" + listen_on(other_zone) + pass + "  limit_conn addr2 1;\n}\n"
-                    "server {\n" + listen_on(five) + pass + "  limit_conn addr 5;\n}\n"))
+  ASSERT_TRUE(
+      start("limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
+            "limit_conn_zone $binary_remote_addr zone=addr2:1m;\n"
+            "log_format st \"$server_port $status $limit_conn_status\";\n"
+            "access_log logs/st.log st;\n"
+            "server {\n" +
+            listen_on(one) + pass +
+            "  limit_conn addr 1;\n}\n"
+            "server {\n" +
+            listen_on(other_zone) + pass +
+            "  limit_conn addr2 1;\n}\n"
+            "server {\n" +
+            listen_on(five) + pass + "  limit_conn addr 5;\n}\n"))
       << server_.output();
   auto first = std::make_unique<Client>(one);
   ASSERT_EQ(ping(*first), "ping");
@@ -86,7 +94,8 @@ TEST_P(StreamLimitConn, SecondSessionIsRefusedUntilTheFirstEnds) {
     Client c(one);
     got = ping(c);
     return got == "ping";
-  })) << got << server_.output();
+  })) << got
+      << server_.output();
   EXPECT_EQ(server_.stop(), 0);
   const std::string log = server_.read("logs/st.log");
   EXPECT_NE(log.find(std::to_string(one) + " 503 REJECTED\n"), std::string::npos) << log;
@@ -99,13 +108,17 @@ TEST_P(StreamLimitConn, DryRunOnlyLogs) {
   ASSERT_TRUE(echo.ready());
   const int port = free_port(), plain = free_port();
   const std::string pass = "  proxy_pass " + echo.addr() + ";\n";
-  ASSERT_TRUE(start("limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
-                    "log_format st \"$server_port $limit_conn_status\";\n"
-                    "access_log logs/st.log st;\n"
-                    "limit_conn_dry_run on;\n"
-                    "limit_conn_log_level warn;\n"
-                    "server {\n" + listen_on(port) + pass + "  limit_conn addr 1;\n}\n"
-                    "server {\n" + listen_on(plain) + pass + "}\n"))
+  ASSERT_TRUE(
+      start("limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
+            "log_format st \"$server_port $limit_conn_status\";\n"
+            "access_log logs/st.log st;\n"
+            "limit_conn_dry_run on;\n"
+            "limit_conn_log_level warn;\n"
+            "server {\n" +
+            listen_on(port) + pass +
+            "  limit_conn addr 1;\n}\n"
+            "server {\n" +
+            listen_on(plain) + pass + "}\n"))
       << server_.output();
   {
     Client first(port);
@@ -157,11 +170,12 @@ TEST_P(StreamLimitConn, DatagramOfASecondSessionIsDropped) {
   const int ufd = udp_socket(0, &upstream_port);
   ASSERT_NE(ufd, -1);
   const int port = free_port();
-  ASSERT_TRUE(start("limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
-                    "log_format st \"$status $limit_conn_status\";\n"
-                    "server {\n  listen 127.0.0.1:" + std::to_string(port) + " udp;\n" +
-                    "  proxy_pass 127.0.0.1:" + std::to_string(upstream_port) + ";\n" +
-                    "  access_log logs/udp.log st;\n  limit_conn addr 1;\n  proxy_timeout 1h;\n}\n"))
+  ASSERT_TRUE(start(
+      "limit_conn_zone $binary_remote_addr zone=addr:1m;\n"
+      "log_format st \"$status $limit_conn_status\";\n"
+      "server {\n  listen 127.0.0.1:" +
+      std::to_string(port) + " udp;\n" + "  proxy_pass 127.0.0.1:" + std::to_string(upstream_port) +
+      ";\n" + "  access_log logs/udp.log st;\n  limit_conn addr 1;\n  proxy_timeout 1h;\n}\n"))
       << server_.output();
   const int first = udp_socket(port, nullptr);
   const int second = udp_socket(port, nullptr);
@@ -206,9 +220,9 @@ TEST(StreamLimitConnConf, ErrorsNameFileAndLine) {
       {"", "  limit_conn_log_level debug;\n", "invalid value", 5},
   };
   for (const Case& k : cases) {
-    s.write("conf/t.conf", "events {}\nstream {\n" + k.conf + " server {\n  listen 127.0.0.1:" +
-                               std::to_string(free_port()) + ";\n" + k.server +
-                               "  return x;\n }\n}\n");
+    s.write("conf/t.conf", "events {}\nstream {\n" + k.conf +
+                               " server {\n  listen 127.0.0.1:" + std::to_string(free_port()) +
+                               ";\n" + k.server + "  return x;\n }\n}\n");
     auto [rc, out] = run({kVigil, "-t", "-p", s.dir(), "-c", "conf/t.conf"});
     EXPECT_NE(rc, 0) << k.error;
     EXPECT_NE(out.find("[emerg] " + k.error), std::string::npos) << out;
