@@ -20,6 +20,8 @@
 #include "core/rate_limit.h"
 #include "core/conf/values.h"
 #include "core/unix_addr.h"
+#include "stream/access.h"
+#include "stream/limit_conn.h"
 #include "stream/log.h"
 #include "stream/session.h"
 #include "stream/ssl_preread.h"
@@ -108,6 +110,7 @@ void finalize(Session& s, const char* why) {
               client.listening->addr_text.data(), s.peer.name.c_str());
   }
   write_access_logs(s);
+  limit_conn_release_all(s);
   if (s.upstream != nullptr) {
     // Connected: the attempt succeeded, whatever happened to the session
     // since, unless the server answered with an error (a UDP one's ICMP).
@@ -600,25 +603,47 @@ void start_content(Session& s) {
   start_proxy(s);
 }
 
+// After admit() and the TLS handshake: ssl_preread (the preread phase),
+// then the content.
 void start_session(Session& s) {
-  Connection& c = *s.client;
-  const StreamSrvConf& conf = *s.conf;
-  // set_real_ip_from: a trusted peer's PROXY protocol header names the
-  // client from here on (nginx's ngx_stream_realip_module).
-  const ProxyProtocolInfo* pp = c.proxy_protocol;
-  if (pp != nullptr && pp->header.family != AF_UNSPEC && cidr_match(conf.realip_from, c.peer_addr)) {
-    auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
-    if (sa != nullptr) {
-      s.realip_addr = c.addr_text;
-      s.realip_port = port_text(c, c.peer_addr);
-      std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
-      c.peer_addr = sa;
-      c.peer_addrlen = pp->header.addrlen;
-      c.addr_text = pp->src_addr;
-    }
-  }
-  if (conf.ssl_preread && !s.udp) return ssl_preread(s, start_content);
+  if (s.conf->ssl_preread && !s.udp) return ssl_preread(s, start_content);
   start_content(s);
+}
+
+// set_real_ip_from: a trusted peer's PROXY protocol header names the client
+// from here on (nginx's ngx_stream_realip_module).
+void apply_realip(Session& s) {
+  Connection& c = *s.client;
+  const ProxyProtocolInfo* pp = c.proxy_protocol;
+  if (pp == nullptr || pp->header.family == AF_UNSPEC ||
+      !cidr_match(s.conf->realip_from, c.peer_addr)) {
+    return;
+  }
+  auto* sa = static_cast<sockaddr*>(c.arena->alloc(sizeof(sockaddr_storage)));
+  if (sa == nullptr) return;
+  s.realip_addr = c.addr_text;
+  s.realip_port = port_text(c, c.peer_addr);
+  std::memcpy(sa, &pp->header.src, sizeof(sockaddr_storage));
+  c.peer_addr = sa;
+  c.peer_addrlen = pp->header.addrlen;
+  c.addr_text = pp->src_addr;
+}
+
+// nginx's phases before TLS and the content: post-accept (realip),
+// pre-access (limit_conn), access (allow / deny). False when they ended the
+// session: 503 for a limit, 403 for a rule; a datagram's session ends as
+// well, so its datagram is dropped.
+bool admit(Session& s) {
+  apply_realip(s);
+  if (!s.conf->limit_conns.empty() && !limit_conn_pass(s)) {
+    finalize_with(s, 503, "limiting connections");
+    return false;
+  }
+  if (!s.conf->access_rules.empty() && !access_allows(s)) {
+    finalize_with(s, 403, "access forbidden by rule");
+    return false;
+  }
+  return true;
 }
 
 void client_handshake_done(Connection& c, TlsHandshake result) {
@@ -668,12 +693,13 @@ Session* new_session(Connection& c) {
 }  // namespace
 
 void init_connection(Connection& c) {
-  if (Session* s = new_session(c)) start_session(*s);
+  Session* s = new_session(c);
+  if (s != nullptr && admit(*s)) start_session(*s);
 }
 
 void init_tls_connection(Connection& c) {
   Session* s = new_session(c);
-  if (s == nullptr) return;
+  if (s == nullptr || !admit(*s)) return;
   const StreamSrvConf& conf = *s->conf;
   // The session starts once the client's handshake is done. Unset,
   // ssl_handshake_timeout is 60 s, nginx's stream default.

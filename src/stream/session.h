@@ -11,11 +11,17 @@
 #include <string_view>
 
 #include "stream/client_hello.h"
+#include "stream/limit_conn.h"
 #include "upstream/upstream.h"
 #include "vigil/core/buffer.h"
 #include "vigil/core/clock.h"
 #include "vigil/event/connection.h"
 #include "vigil/event/peer.h"
+
+namespace vigil {
+struct LimitNode;
+class ShmZone;
+}  // namespace vigil
 
 namespace vigil::stream {
 
@@ -65,6 +71,12 @@ struct Session {
   // ($realip_remote_addr, $realip_remote_port); empty: not replaced.
   std::string_view realip_addr;
   std::string_view realip_port;
+  // limit_conn: the zones' entries this session holds (given back at its
+  // end), and $limit_conn_status.
+  ShmZone* limit_conn_zone[kMaxSessionLimits] = {};
+  LimitNode* limit_conn_node[kMaxSessionLimits] = {};
+  std::uint8_t nlimit_conn = 0;
+  LimitConnStatus limit_conn_status = LimitConnStatus::kNone;
 
   // Proxying.
   upstream::Group* group = nullptr;  // where proxy_pass leads for this session

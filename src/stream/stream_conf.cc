@@ -4,6 +4,8 @@
 
 #include "core/conf/values.h"
 #include "core/error_logs.h"
+#include "stream/access.h"
+#include "stream/limit_conn.h"
 #include "stream/map.h"
 #include "stream/ssl_certificate.h"
 #include "vigil/event/listening.h"
@@ -209,6 +211,8 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
   if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
+  if (!ctx.is_set("allow") && !ctx.is_set("deny")) child.access_rules = parent.access_rules;
+  if (!ctx.is_set("limit_conn")) child.limit_conns = parent.limit_conns;
   return Status::ok();
 }
 
@@ -304,6 +308,33 @@ Module* make_stream_module() {
            return set_error_log(call, conf.error_log);
          }))
       .multiple = true;
+  // allow / deny (access.h).
+  for (const char* name : {"allow", "deny"}) {
+    m->add(name, kAny, Arity::exactly(1),
+           srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+             return set_access_rule(call, conf.access_rules);
+           }))
+        .multiple = true;
+  }
+  // limit_conn (limit_conn.h).
+  m->add("limit_conn_zone", kStreamMainConf, Arity::exactly(2),
+         fin.custom([](const DirectiveCall& call, StreamFinalConf& conf) {
+           return set_limit_conn_zone(call, conf.limit_conn_zones);
+         }))
+      .multiple = true;
+  m->add("limit_conn", kAny, Arity::exactly(2),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_limit_conn(call, conf.limit_conns);
+         }))
+      .multiple = true;
+  m->add("limit_conn_log_level", kAny, Arity::exactly(1),
+         srv.one_of(&StreamSrvConf::limit_conn_log_level, LogLevel::kError,
+                    {{"info", LogLevel::kInfo},
+                     {"notice", LogLevel::kNotice},
+                     {"warn", LogLevel::kWarn},
+                     {"error", LogLevel::kError}}));
+  m->add("limit_conn_dry_run", kAny, Arity::on_off(),
+         srv.flag(&StreamSrvConf::limit_conn_dry_run, false));
   add_tls_server_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_server_member<StreamSrvConf, &StreamSrvConf::ssl>);
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),

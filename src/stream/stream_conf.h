@@ -18,6 +18,8 @@
 //           ssl_preread on;  preread_buffer_size 16k;  preread_timeout 30s;  (ssl_preread.h)
 //       }
 //       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
+//       allow / deny address|CIDR|unix:|all;                   (stream/access.h)
+//       limit_conn_zone key zone=name:size;  limit_conn name N; (stream/limit_conn.h)
 //   }
 
 #include <sys/socket.h>
@@ -27,16 +29,19 @@
 #include <string>
 #include <vector>
 
+#include "core/access_rule.h"
 #include "core/cidr.h"
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
+#include "stream/limit_conn.h"
 #include "stream/log.h"
 #include "stream/variables.h"
 #include "upstream/upstream.h"
 #include "vigil/core/clock.h"
+#include "vigil/core/log.h"
 
 namespace vigil {
 // The stream block's contexts (core knows only the main context).
@@ -101,6 +106,13 @@ struct StreamSrvConf {
   Msec preread_timeout = 30000;
   // set_real_ip_from: peers whose PROXY protocol header names the client.
   std::vector<Cidr> realip_from;
+  // allow / deny, in order (a server with none has the stream block's).
+  std::vector<AccessRule> access_rules;
+  // limit_conn (a server with none has the stream block's), and how a
+  // refusal is logged / whether it only is.
+  std::vector<LimitConnRef> limit_conns;
+  LogLevel limit_conn_log_level = LogLevel::kError;
+  bool limit_conn_dry_run = false;
   // return: the text (with variables) sent instead of proxying.
   VarTemplate return_value;
   bool has_return = false;
@@ -138,6 +150,7 @@ struct StreamFinalConf {
   upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
   std::vector<std::shared_ptr<LogFormat>> log_formats;
   std::vector<AccessLogConf*> access_logs;  // the files a worker opens (AccessLogConf::index)
+  std::vector<std::shared_ptr<void>> limit_conn_zones;  // limit_conn_zone's (limit_conn.cc)
   // The `hash` key of each group that has one, compiled.
   std::vector<std::pair<const upstream::Group*, VarTemplate>> hash_keys;
   const VarTemplate* hash_key(const upstream::Group& g) const {

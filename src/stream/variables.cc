@@ -116,6 +116,24 @@ bool var_status(const Session& s, VarSink& out) {
   return true;
 }
 
+// limit_conn's verdict (nginx's names); not found when no limit counted.
+bool var_limit_conn_status(const Session& s, VarSink& out) {
+  switch (s.limit_conn_status) {
+    case LimitConnStatus::kNone:
+      return false;
+    case LimitConnStatus::kPassed:
+      out.put("PASSED");
+      return true;
+    case LimitConnStatus::kRejected:
+      out.put("REJECTED");
+      return true;
+    case LimitConnStatus::kRejectedDryRun:
+      out.put("REJECTED_DRY_RUN");
+      return true;
+  }
+  return false;
+}
+
 // ---- the process and the clock -----------------------------------------------
 
 bool var_nginx_version(const Session&, VarSink& out) {
@@ -292,6 +310,7 @@ constexpr VarSpec kVariables[] = {
     {"bytes_received", var_bytes_received},
     {"session_time", var_session_time},
     {"status", var_status},
+    {"limit_conn_status", var_limit_conn_status},
     {"nginx_version", var_nginx_version},
     {"hostname", var_hostname},
     {"pid", var_pid},

@@ -2,38 +2,18 @@
 // The access module (nginx's ngx_http_access_module): allow / deny rules by
 // client address, checked in order, the first match deciding (access.cc).
 
-#include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
+
+#include "core/access_rule.h"
 
 namespace vigil::http {
 
 struct Request;
 
-}  // namespace vigil::http
-
-struct sockaddr;
-
-namespace vigil::http {
-
-// One "allow" or "deny": an IPv4 or IPv6 network (address & mask), every
-// unix-domain client, or everyone.
-struct AccessRule {
-  enum class Kind : std::uint8_t { kAll, kInet, kInet6, kUnix };
-  Kind kind = Kind::kAll;
-  bool deny = false;
-  std::uint8_t addr[16] = {};  // network byte order; 4 bytes used for kInet
-  std::uint8_t mask[16] = {};
-};
-
-// Parses "address | address/prefix | unix: | all" into `rule` (kind,
-// address, mask; `deny` untouched). Returns false with `error` for text that
-// is none of these; an address with bits set outside its prefix is accepted,
-// those bits cleared, with `warning` set (nginx's "low address bits of ...
-// are meaningless").
-bool parse_access_rule(std::string_view text, AccessRule& rule, std::string& error,
-                       std::string& warning);
+// The rules themselves are shared with stream (core/access_rule.h).
+using ::vigil::AccessRule;
+using ::vigil::any_rule_matches;
+using ::vigil::parse_access_rule;
 
 // The module's conf at each level: its rules in order. A level with no
 // allow or deny of its own inherits its parent's whole list (nginx's rule).
@@ -43,11 +23,6 @@ struct AccessConf {
   // auth_basic lets it in (nginx keeps this in its core location conf).
   bool satisfy_any = false;
 };
-
-// Whether `sa` (null: no address) is in one of the networks of `rules`
-// (allow and deny alike; realip's set_real_ip_from list). An IPv4-mapped
-// IPv6 address is matched as IPv4.
-bool any_rule_matches(const std::vector<AccessRule>& rules, const ::sockaddr* sa);
 
 class HttpModule;
 const HttpModule& access_module();

@@ -29,25 +29,6 @@ struct LimitConnZone {
 
 }  // namespace
 
-bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key, std::uint32_t max,
-                        LimitNode** node) {
-  LimitNode* n = t.find(hash, key);
-  if (n == nullptr) {
-    n = t.insert(hash, key);
-    if (n == nullptr) return false;
-  } else if (n->count >= max) {
-    return false;
-  }
-  ++n->count;
-  *node = n;
-  return true;
-}
-
-void limit_conn_release(LimitTable& t, LimitNode* n) {
-  if (n->count > 0) --n->count;
-  if (n->count == 0) t.remove(n);
-}
-
 void limit_conn_release_all(Request& r) {
   for (std::uint8_t i = 0; i < r.nlimit_conn; ++i) {
     auto* ctx = static_cast<LimitConnZone*>(r.limit_conn_zone[i]->data());

@@ -43,12 +43,8 @@ struct LimitConnMainConf {
 const HttpModule& limit_conn_module();
 const LimitConnConf& limit_conn_conf(const HttpLocConf& loc);
 
-// Counts one more request for `key` unless `max` are in progress; false when
-// refused or when the zone has no room for a new entry. Caller holds the lock.
-bool limit_conn_acquire(LimitTable& t, std::uint64_t hash, std::string_view key, std::uint32_t max,
-                        LimitNode** node);
-// One request fewer; the entry goes at 0. Caller holds the lock.
-void limit_conn_release(LimitTable& t, LimitNode* n);
+using ::vigil::limit_conn_acquire;  // core/limit_table.h
+using ::vigil::limit_conn_release;
 
 // The pre-access step: true when the request goes on, false when it was
 // answered with limit_conn_status.
