@@ -1,7 +1,9 @@
 #pragma once
 // The real vigil binary for the HTTP integration tests, through the one
 // server harness (server_harness.h), and small socket clients that speak
-// just enough HTTP/1.1 to check what the server sends.
+// just enough HTTP/1.1 to check what the server sends. With VIGIL_TEST_H2=1
+// the servers have `http2 on` and a Client on a TCP port sends what the test
+// writes as HTTP/2 streams (h2_test_client.h).
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -83,10 +85,16 @@ inline void parse_response_head(Response& r) {
   });
 }
 
+}  // namespace vigil::test
+
+#include "h2_test_client.h"
+
+namespace vigil::test {
+
 // An owned client socket with a read buffer, reading responses one by one.
 class Client {
  public:
-  explicit Client(int port) : fd_(connect_loopback(port)) {}
+  explicit Client(int port) : fd_(connect_loopback(port)), h2_mode_(h2_test_mode()) {}
   // A client of the unix-domain socket at `unix_path`.
   explicit Client(const std::string& unix_path) : fd_(connect_unix(unix_path)) {}
   ~Client() { close(); }
@@ -96,14 +104,22 @@ class Client {
   bool ok() const { return fd_ != -1; }
   int fd() const { return fd_; }
   void close() {
+    h2_.reset();
     if (fd_ != -1) ::close(fd_);
     fd_ = -1;
   }
-  bool send(std::string_view s) { return send_all(fd_, s); }
+  bool send(std::string_view s) {
+    if (h2_mode_ && fd_ != -1) {
+      if (!h2_) h2_ = std::make_unique<H2TestClient>(fd_);
+      return h2_->send(s);
+    }
+    return send_all(fd_, s);
+  }
 
   // Reads one response; `head_only` for HEAD (and 304) where a
   // Content-Length announces no body.
   Response read_response(bool head_only = false, int timeout_ms = 5000) {
+    if (h2_) return h2_->read_response(timeout_ms);
     Response r;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     std::size_t end;
@@ -209,6 +225,8 @@ class Client {
   int fd_;
   std::string buf_;
   bool eof_ = false;
+  bool h2_mode_ = false;
+  std::unique_ptr<H2TestClient> h2_;  // the HTTP/2 mode's session, from the first send
 };
 
 // "use <VIGIL_TEST_USE>;" unless the events block names a backend itself.
@@ -216,6 +234,12 @@ inline std::string with_test_backend(const std::string& events) {
   const char* use = std::getenv("VIGIL_TEST_USE");
   if (use == nullptr || *use == '\0' || events.find("use ") != std::string::npos) return "";
   return std::string("\nuse ") + use + ";";
+}
+
+// "http2 on;" in the HTTP/2 mode, unless the http block says http2 itself.
+inline std::string with_test_http2(const std::string& http) {
+  if (!h2_test_mode() || http.find("http2") != std::string::npos) return "";
+  return "http2 on;\n";
 }
 
 // Polls `done` every few milliseconds until it holds or `timeout_ms` passed
@@ -238,13 +262,16 @@ class VigilServer : public ServerProcess {
     write_conf(std::string("daemon off;\n") +
                (main.find("master_process") == std::string::npos ? "master_process off;\n" : "") +
                "error_log stderr info;\npid logs/vigil.pid;\n" + main + "\nevents {\n" + events +
-               with_test_backend(events) + "\n}\nhttp {\n" + http + "\n}\n");
+               with_test_backend(events) + "\n}\nhttp {\n" + with_test_http2(http) + http +
+               "\n}\n");
     return launch("started");
   }
   // Writes conf/vigil.conf as given and starts the server; waits until its
   // output shows `ready` `count` times (a master's workers log "running:").
   bool start_raw(const std::string& conf, const std::string& ready = "started", int count = 1) {
-    write_conf(conf);
+    const std::size_t http = conf.find("http {\n");
+    const std::string on = http == std::string::npos ? "" : with_test_http2(conf);
+    write_conf(on.empty() ? conf : conf.substr(0, http + 7) + on + conf.substr(http + 7));
     return launch(ready, static_cast<std::size_t>(count));
   }
   // Waits until `needle` appears `n` times in the output.
