@@ -393,7 +393,11 @@ ssize_t read_response_data(nghttp2_session* ng, std::int32_t /*id*/, std::uint8_
     // that resumes it (its write handler, then write_filter below).
     const off_t allowed = rate_allowance(*st.r);
     if (allowed == 0) {
+      // The writer may go on when the delay's timer fires (it finds the
+      // data deferred and resumes it): it no longer waits for the window.
+      // A relay from a backend writes only to a ready event.
       st.deferred = true;
+      st.wev.ready = 1;
       return NGHTTP2_ERR_DEFERRED;
     }
     if (allowed > 0 && static_cast<std::uint64_t>(allowed) < length) {
