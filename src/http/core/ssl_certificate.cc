@@ -16,9 +16,8 @@
 #include "vigil/event/connection.h"
 
 namespace vigil::http {
-namespace {
 
-bool evaluate_into(const VarTemplate& t, const Request& r, std::string& out) {
+bool evaluate_certificate_name(const VarTemplate& t, const Request& r, std::string& out) {
   try {
     out.resize(t.length(r));
   } catch (const std::bad_alloc&) {
@@ -28,6 +27,8 @@ bool evaluate_into(const VarTemplate& t, const Request& r, std::string& out) {
   out.resize(static_cast<std::size_t>(end - out.data()));
   return true;
 }
+
+namespace {
 
 class ServerNames final : public TlsCertificateNames {
  public:
@@ -54,8 +55,8 @@ class ServerNames final : public TlsCertificateNames {
     r->loc = hc->srv->loc;
     r->fields = r->field_inline;
     r->start_msec = clock::current_msec();
-    const bool ok =
-        evaluate_into(pairs_[i].first, *r, cert) && evaluate_into(pairs_[i].second, *r, key);
+    const bool ok = evaluate_certificate_name(pairs_[i].first, *r, cert) &&
+                    evaluate_certificate_name(pairs_[i].second, *r, key);
     release_request_vars(*r);
     hc->worker->put_request(r);
     if (!ok) {

@@ -5,6 +5,7 @@
 // connection's variables: $ssl_server_name, geo on the client's address...).
 
 #include <memory>
+#include <string>
 
 #include "event/tls/certificate.h"
 #include "vigil/core/result.h"
@@ -15,8 +16,15 @@ struct TlsServerConf;
 
 namespace vigil::http {
 
+class VarTemplate;
+struct Request;
+
 // The names of every pair of `conf`, compiled ("unknown variable" errors
 // point at the directive).
 Result<std::unique_ptr<TlsCertificateNames>> server_certificate_names(const TlsServerConf& conf);
+
+// A certificate or key name: `t` evaluated for `r` into `out`; false when
+// memory for it could not be had. (proxy_ssl_certificate's names too.)
+bool evaluate_certificate_name(const VarTemplate& t, const Request& r, std::string& out);
 
 }  // namespace vigil::http

@@ -7,6 +7,7 @@
 #include "event/tls/certificate.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
+#include "http/core/ssl_certificate.h"
 #include "http/core/variables.h"
 #include "http/upstream/upstream.h"
 #include "vigil/core/log.h"
@@ -14,17 +15,6 @@
 
 namespace vigil::http::upstream_core {
 namespace {
-
-bool evaluate_into(const VarTemplate& t, const Request& r, std::string& out) {
-  try {
-    out.resize(t.length(r));
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
-  char* end = t.write(r, out.data());
-  out.resize(static_cast<std::size_t>(end - out.data()));
-  return true;
-}
 
 class ClientNames final : public TlsCertificateNames {
  public:
@@ -34,7 +24,8 @@ class ClientNames final : public TlsCertificateNames {
   bool evaluate(Connection& u, std::size_t, std::string& cert, std::string& key) const override {
     auto* us = static_cast<Upstream*>(u.data);
     if (us == nullptr || us->r == nullptr) return false;
-    if (!evaluate_into(cert_, *us->r, cert) || !evaluate_into(key_, *us->r, key)) {
+    if (!evaluate_certificate_name(cert_, *us->r, cert) ||
+        !evaluate_certificate_name(key_, *us->r, key)) {
       VIGIL_LOG(*u.log, kAlert, 0, "*%llu out of memory for a certificate name",
                 static_cast<unsigned long long>(u.number));
       return false;
