@@ -214,6 +214,28 @@ TEST_F(HttpRewrite, SetIfAndBreak) {
   EXPECT_EQ(body("/ifcontent/img/cat.png?p=1"), "200 cat\n");
 }
 
+// `set $args` (nginx's one changeable built-in besides $limit_rate): the
+// request's arguments from then on, and the URI an upstream gets is r.uri
+// escaped with them ($request_uri stays the client's).
+TEST_F(HttpRewrite, SetArgsChangesTheArgumentsUpstreamsGet) {
+  const std::string up = std::to_string(free_port());
+  ASSERT_TRUE(start(
+      R"(
+    location /a { set $args $arg_c; return 200 "[$args] [$is_args] [$arg_c] [$query_string] $request_uri\n"; }
+    location /p/ { set $args "x=$arg_c"; proxy_pass http://127.0.0.1:)" +
+          up + R"(; }
+    location /e/ { set $ARGS ""; proxy_pass http://127.0.0.1:)" +
+          up + R"(; }
+  )",
+      "server { listen 127.0.0.1:" + up + "; access_log off; return 200 \"up $request_uri\\n\"; }"))
+      << server_.output();
+  EXPECT_EQ(body("/a?c=1&d=2"), "200 [1] [?] [] [1] /a?c=1&d=2\n");
+  EXPECT_EQ(body("/a?f"), "200 [] [] [] [] /a?f\n");
+  EXPECT_EQ(body("/p/x?c=5"), "200 up /p/x?x=5\n");
+  // An empty $args: no '?' (nginx sends the arguments when there are some).
+  EXPECT_EQ(body("/e/y%20z?f"), "200 up /e/y%20z\n");
+}
+
 TEST_F(HttpRewrite, NamedLocationsForTryFiles) {
   ASSERT_TRUE(start(R"(
     location / { try_files $uri $uri/ @fallback; }

@@ -100,7 +100,7 @@ bool build_request(ProxyState& ps) {
   } else if (replace) {
     w.put(p.uri);
     w.put_escaped_path(rest);
-    if (r.line.has_query) {
+    if (!r.line.query.empty()) {  // nginx: args.len > 0
       *w.p++ = '?';
       w.put(r.line.query);
     }

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "codec/tokens.h"
 #include "core/conf/module.h"
 #include "core/conf/scope.h"
 #include "http/core/conf.h"
@@ -85,9 +86,12 @@ Status set_break(const DirectiveCall& call, RewriteConf& conf) {
 }
 
 Status set_set(const DirectiveCall& call, RewriteConf& conf) {
-  if (call.arg(0) == "$limit_rate") {  // the one built-in `set` may change, as nginx's
+  // The built-in variables `set` may change, as nginx's (its "changeable"
+  // ones): $limit_rate and $args.
+  const bool limit_rate = iequals(call.arg(0), "$limit_rate");
+  if (limit_rate || iequals(call.arg(0), "$args")) {
     RewriteOp op;
-    op.kind = RewriteOp::kSetLimitRate;
+    op.kind = limit_rate ? RewriteOp::kSetLimitRate : RewriteOp::kSetArgs;
     op.where = call.where();
     auto t = VarTemplate::compile(call.arg(1));
     if (!t) return call.error(t.status().message());
@@ -388,6 +392,19 @@ int run_program(Request& r, const HttpLocConf& level, bool& uri_changed) {
         const char* v = evaluate(r, op.value, len);
         if (v == nullptr) return 500;
         (void)set_limit_rate(r, std::string_view(v, len));  // an invalid size is logged, not set
+        break;
+      }
+      case RewriteOp::kSetArgs: {
+        // The request's arguments from now on ($args, $arg_*, what a proxy
+        // sends); the URI is no longer the client's as it came (nginx's
+        // valid_unparsed_uri cleared): upstreams send r.uri escaped, then
+        // the arguments.
+        std::size_t len = 0;
+        const char* v = evaluate(r, op.value, len);
+        if (v == nullptr) return 500;
+        r.line.query = std::string_view(v, len);
+        r.line.has_query = true;
+        r.uri_redirected = true;
         break;
       }
       case RewriteOp::kRewrite: {

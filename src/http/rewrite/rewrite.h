@@ -69,7 +69,7 @@ struct IfCondition {
 enum class RewriteFlag : std::uint8_t { kNone, kLast, kBreak, kRedirect, kPermanent };
 
 struct RewriteOp {
-  enum Kind : std::uint8_t { kReturn, kRewrite, kSet, kSetLimitRate, kBreak, kIf };
+  enum Kind : std::uint8_t { kReturn, kRewrite, kSet, kSetLimitRate, kSetArgs, kBreak, kIf };
   Kind kind = kReturn;
   std::string where;
   std::shared_ptr<const ReturnConf> ret;  // kReturn
