@@ -3,12 +3,11 @@
 // ngx_http_grpc_get_connection_data).
 #include "http/grpc/grpc.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <cstring>
 #include <memory>
 #include <new>
 
+#include "codec/tokens.h"
 #include "http/core/worker.h"
 #include "vigil/core/log.h"
 #include "vigil/event/loop.h"
@@ -66,33 +65,101 @@ bool attach(Upstream& u) {
 
 void reinit_request(Upstream& u) {
   auto& gs = static_cast<GrpcState&>(u);
-  gs.conn = nullptr;
-  gs.id = 0;
+  gs.reset_frames();
   gs.end_sent = false;
-  gs.ctl_len = 0;
-  gs.fstage = FrameStage::kHeader;
-  gs.fh_len = 0;
-  gs.frame_rest = 0;
-  gs.skip_head = 0;
-  gs.padding = 0;
-  gs.pad_pending = false;
-  gs.small_len = 0;
-  gs.in_headers = false;
-  gs.head_done = false;
-  gs.end_stream = false;
-  gs.trailers_done = false;
   gs.fields_used = 0;
-  gs.status_seen = false;
   gs.ntrailers = 0;
-  if (gs.inflater != nullptr) {
-    nghttp2_hd_inflate_del(gs.inflater);
-    gs.inflater = nullptr;
+}
+
+// Sends the control frames still queued when the response is complete, so
+// the connection goes back to the cache with nothing owed to the backend;
+// what does not go at once costs the connection its reuse.
+void flush_at_end(GrpcState& gs) {
+  if (gs.fstage != FrameStage::kHeader || gs.fh_len != 0) gs.upstream_reusable = false;
+  if (gs.ctl_len == 0 || gs.u == nullptr) return;
+  if (gs.ctl_pending != nullptr) {
+    gs.upstream_reusable = false;
+    return;
   }
+  Connection& c = *gs.u;
+  const long n = c.send(c, gs.ctl, gs.ctl_len);
+  if (n != static_cast<long>(gs.ctl_len)) gs.upstream_reusable = false;
+  gs.ctl_len = 0;
+}
+
+// What a parse() call found, to the core's view of the response.
+void after_parse(GrpcState& gs) {
+  if (!gs.keep_conn) gs.upstream_reusable = false;
+  if (gs.frames_done) gs.resp_done = true;
+  if (gs.trailers_done && gs.r->headers_out.trailers != gs.trailers) {
+    gs.r->headers_out.trailers = gs.trailers;
+    gs.r->headers_out.ntrailers = gs.ntrailers;
+  }
+}
+
+upstream_core::HeadResult process_header(Upstream& u, Buf& b) {
+  auto& gs = static_cast<GrpcState&>(u);
+  char* w = b.pos;  // no DATA of ours before the head
+  const FrameStep st = gs.parse(b.pos, b.last, w);
+  after_parse(gs);
+  if (st == FrameStep::kError) return upstream_core::HeadResult::kInvalid;
+  if (st == FrameStep::kHead) {
+    ResponseHead& h = gs.resp;
+    h.version = 1001;
+    h.keep_alive = true;
+    h.status = gs.status;
+    h.content_length = gs.content_length;
+    if (gs.r->line.method == Method::kHead || h.status == 204 || h.status == 304) {
+      h.body = BodyKind::kNone;
+    } else if (gs.end_stream) {
+      h.body = BodyKind::kLength;
+      h.content_length = 0;
+    } else if (h.content_length >= 0) {
+      h.body = BodyKind::kLength;
+    } else {
+      h.body = BodyKind::kChunked;
+    }
+    return upstream_core::HeadResult::kDone;
+  }
+  // All taken: the next read starts the buffer over.
+  b.pos = b.last = b.start;
+  return upstream_core::HeadResult::kAgain;
+}
+
+bool input_filter_init(Upstream& u) {
+  auto& gs = static_cast<GrpcState&>(u);
+  if (gs.end_stream) {
+    gs.resp_done = true;
+    flush_at_end(gs);
+  }
+  return true;
+}
+
+bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n) {
+  auto& gs = static_cast<GrpcState&>(u);
+  char* w = p;
+  char* in = p;
+  const FrameStep st = gs.parse(in, p + n, w);
+  after_parse(gs);
+  b.last = w;
+  if (st != FrameStep::kMore) {
+    // Logged: the response ends here, short of its end.
+    gs.premature = true;
+    gs.upstream_eof = true;
+    gs.upstream_reusable = false;
+    return true;
+  }
+  if (gs.resp_done) {
+    flush_at_end(gs);
+  } else if (gs.ctl_len > 0) {
+    upstream_core::want_send(gs);
+  }
+  return true;
 }
 
 void finalize(Upstream& u) {
   auto& gs = static_cast<GrpcState&>(u);
-  if (gs.inflater != nullptr) nghttp2_hd_inflate_del(gs.inflater);
+  gs.free_inflater();
   if (gs.fields_mem != nullptr) gs.r->hc->worker->buffers().put(gs.fields_mem, gs.fields_cap);
   if (gs.r->headers_out.trailers == gs.trailers) {
     gs.r->headers_out.trailers = nullptr;
@@ -148,6 +215,51 @@ int eval_url(GrpcState& gs) {
 }
 
 }  // namespace
+
+void GrpcState::frame_error(const char* what) {
+  upstream_core::log_error(*this, static_cast<int>(LogLevel::kError), 0, what);
+  upstream_reusable = false;
+}
+
+void GrpcState::control_queued() {
+  upstream_core::want_send(*this);
+}
+
+void GrpcState::window_opened() {
+  if (body_blocked) upstream_core::want_send(*this);
+}
+
+const char* GrpcState::store_field(std::string_view name, std::string_view value, bool trailer) {
+  if (fields_mem == nullptr) {
+    const std::size_t size = conf->buffer_size;
+    fields_mem = r->hc->worker->buffers().get(size);
+    if (fields_mem == nullptr) return "no memory for the upstream's header";
+    fields_cap = static_cast<std::uint32_t>(size);
+  }
+  if (fields_used + name.size() + value.size() > fields_cap) return "upstream sent too big header";
+  if (trailer ? ntrailers == kMaxTrailers : nfields == upstream_core::kMaxResponseFields) {
+    return trailer ? "upstream sent too many trailers" : "upstream sent too many header fields";
+  }
+  char* at = fields_mem + fields_used;
+  std::memcpy(at, name.data(), name.size());
+  std::memcpy(at + name.size(), value.data(), value.size());
+  fields_used += static_cast<std::uint32_t>(name.size() + value.size());
+  HeaderField f;
+  f.name = std::string_view(at, name.size());
+  f.value = std::string_view(at + name.size(), value.size());
+  f.id = header_id(f.name);
+  if (trailer) {
+    trailers[ntrailers++] = f;
+  } else {
+    fields[nfields++] = f;
+  }
+  return nullptr;
+}
+
+void GrpcState::drop_fields() {
+  nfields = 0;
+  fields_used = 0;
+}
 
 const ContentHandler kContent{"grpc_pass", grpc_content, true, true};
 

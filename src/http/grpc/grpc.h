@@ -17,11 +17,12 @@
 //                                                           grpc_request.cc
 //   process_header     frames up to the response HEADERS: SETTINGS (acked),
 //                      PING (acked), WINDOW_UPDATE, RST_STREAM, GOAWAY
-//                                                           grpc_frames.cc
+//                                                           grpc.cc
 //   input_filter       DATA payload moved down in place (the frame headers
 //                      and padding taken off); the trailing HEADERS become
 //                      the response's trailers; END_STREAM ends the body
-//                                                           grpc_frames.cc
+//                                                           grpc.cc
+//                      (both through FrameParser, grpc_frames.h)
 //   control_output     SETTINGS/PING acknowledgements, WINDOW_UPDATE
 //                                                           grpc_request.cc
 //
@@ -37,39 +38,26 @@
 
 #include "http/core/request.h"
 #include "http/grpc/grpc_conf.h"
+#include "http/grpc/grpc_frames.h"
 #include "http/upstream/upstream.h"
-
-struct nghttp2_hd_inflater;
 
 namespace vigil::http::grpc {
 
 using upstream_core::Upstream;
 
 inline constexpr std::size_t kPrefaceLen = 24 + 9 + 18 + 9 + 4;  // preface, SETTINGS, WINDOW_UPDATE
-inline constexpr std::int64_t kMaxWindow = 0x7fffffff;
-inline constexpr std::int64_t kDefaultWindow = 65535;
-inline constexpr std::uint32_t kDefaultFrame = 16384;
 inline constexpr std::uint32_t kMaxTrailers = 32;
 
-// What is kept per backend connection.
-struct GrpcConnState {
-  std::uint64_t number = 0;  // the connection's serial number: this entry is its
-  std::uint32_t last_stream_id = 0;
-  std::int64_t init_window = kDefaultWindow;  // the backend's SETTINGS_INITIAL_WINDOW_SIZE
-  std::int64_t send_window = kDefaultWindow;  // the connection's, to the backend
-  std::int64_t recv_window = kMaxWindow;      // the connection's, from the backend
-  std::uint32_t max_frame = kDefaultFrame;    // the backend's SETTINGS_MAX_FRAME_SIZE
-};
+// The frame parser's hooks go to the request: errors to its log, control
+// frames and opened windows to the core's send, fields to a worker buffer.
+struct GrpcState : Upstream, FrameParser {
+  GrpcState() = default;
+  ~GrpcState() override = default;
+  GrpcState(const GrpcState&) = delete;
+  GrpcState& operator=(const GrpcState&) = delete;
 
-enum class FrameStage : std::uint8_t { kHeader, kPayload };
-
-struct GrpcState : Upstream {
   const GrpcConf& gconf() const { return static_cast<const GrpcConf&>(*conf); }
 
-  GrpcConnState* conn = nullptr;  // attach
-  std::uint32_t id = 0;           // the stream
-  std::int64_t send_window = kDefaultWindow;
-  std::int64_t recv_window = kMaxWindow;
   std::uint32_t headers_off = 0;  // the HEADERS frames in head, after the preface
 
   // Request body framing.
@@ -78,42 +66,26 @@ struct GrpcState : Upstream {
   Buf data_buf;  // a view of the body buffer: one DATA frame's payload
   bool end_sent = false;
 
-  // Control frames waiting to go (SETTINGS ACK, PING ACK, WINDOW_UPDATE),
-  // and the piece of them in flight.
-  char ctl[256];
-  std::uint32_t ctl_len = 0;
+  // The piece of the control frames (FrameParser::ctl) in flight.
   char ctl_flight[256];
   Buf ctl_buf;
-
-  // The response's frames, parsed as they arrive.
-  FrameStage fstage = FrameStage::kHeader;
-  std::uint8_t fh[9];
-  std::uint8_t fh_len = 0;
-  std::uint32_t frame_rest = 0;  // payload bytes of the current frame not yet seen
-  std::uint8_t frame_type = 0;
-  std::uint8_t frame_flags = 0;
-  std::uint32_t frame_stream = 0;
-  std::uint32_t skip_head = 0;  // priority / pad-length bytes before the content
-  std::uint32_t padding = 0;    // padding bytes at the frame's end
-  bool pad_pending = false;     // the pad length byte comes next
-  std::uint8_t small[8];        // a control frame's payload, gathered
-  std::uint32_t small_len = 0;
-  bool in_headers = false;  // a header block is being read (CONTINUATION follows)
-  bool head_done = false;
-  bool end_stream = false;
-  bool trailers_done = false;
-  nghttp2_hd_inflater* inflater = nullptr;
 
   // Decoded fields (u.fields, trailers) point into this worker buffer.
   char* fields_mem = nullptr;
   std::uint32_t fields_cap = 0;
   std::uint32_t fields_used = 0;
-  bool status_seen = false;
   HeaderField trailers[kMaxTrailers];
   std::uint32_t ntrailers = 0;
 
   // grpc_pass with variables: the :authority its URL (in u.url_mem) gives.
   std::string_view authority;
+
+ protected:
+  void frame_error(const char* what) override;
+  void control_queued() override;
+  void window_opened() override;
+  const char* store_field(std::string_view name, std::string_view value, bool trailer) override;
+  void drop_fields() override;
 };
 
 // ---- grpc.cc ------------------------------------------------------------------------
@@ -127,13 +99,5 @@ GrpcConnState* conn_state(Connection& c, bool fresh);
 int create_request(Upstream& u);
 std::size_t body_output(Upstream& u, Chain* out, std::size_t k);
 Buf* control_output(Upstream& u);
-// Queues a control frame (false: no room, the connection is in trouble).
-bool queue_frame(GrpcState& gs, std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                 const void* payload, std::uint32_t len);
-
-// ---- grpc_frames.cc -----------------------------------------------------------------
-upstream_core::HeadResult process_header(Upstream& u, Buf& b);
-bool input_filter_init(Upstream& u);
-bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n);
 
 }  // namespace vigil::http::grpc

@@ -99,15 +99,6 @@ bool dropped(const Request& r, const GrpcConf& g, const HeaderField& f) {
 
 }  // namespace
 
-bool queue_frame(GrpcState& gs, std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                 const void* payload, std::uint32_t len) {
-  if (gs.ctl_len + 9 + len > sizeof gs.ctl) return false;
-  put_frame_head(gs.ctl + gs.ctl_len, len, type, flags, stream);
-  if (len > 0) std::memcpy(gs.ctl + gs.ctl_len + 9, payload, len);
-  gs.ctl_len += 9 + len;
-  return true;
-}
-
 int create_request(Upstream& u) {
   auto& gs = static_cast<GrpcState&>(u);
   Request& r = *gs.r;
@@ -157,7 +148,7 @@ int create_request(Upstream& u) {
     char* const value = w.p;
     if (r.uri_redirected) {
       w.put_escaped_path(r.uri);
-      if (r.line.has_query) {
+      if (!r.line.query.empty()) {  // nginx: args.len > 0
         *w.p++ = '?';
         w.put(r.line.query);
       }
