@@ -630,11 +630,15 @@ void apply_realip(Session& s) {
 }
 
 // nginx's phases before TLS and the content: post-accept (realip),
-// pre-access (limit_conn), access (allow / deny). False when they ended the
+// pre-access (set, limit_conn), access (allow / deny). False when they ended the
 // session: 503 for a limit, 403 for a rule; a datagram's session ends as
 // well, so its datagram is dropped.
 bool admit(Session& s) {
   apply_realip(s);
+  if (!s.conf->sets.empty() && !run_sets(s, s.conf->sets)) {
+    finalize_with(s, 500, "out of memory");
+    return false;
+  }
   if (!s.conf->limit_conns.empty() && !limit_conn_pass(s)) {
     finalize_with(s, 503, "limiting connections");
     return false;

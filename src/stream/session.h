@@ -119,6 +119,11 @@ struct Session {
   ClientHelloParser* hello = nullptr;
   void (*after_preread)(Session& s) = nullptr;
 
+  // The values `set` gave (variables.h, DeclaredVariable::index): null
+  // until the first; nvalues slots in the arena, data null when unset.
+  std::string_view* values = nullptr;
+  std::uint32_t nvalues = 0;
+
   // Set by a `map` while the value of the expression it matched is evaluated.
   mutable const Captures* captures = nullptr;
 

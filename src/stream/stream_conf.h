@@ -18,6 +18,8 @@
 //           ssl_preread on;  preread_buffer_size 16k;  preread_timeout 30s;  (ssl_preread.h)
 //       }
 //       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
+//       set $var value;  (server; stream/set.h)
+//       geo [$addr] $var { ... }  split_clients $src $var { ... }  (stream/geo.h, split_clients.h)
 //       allow / deny address|CIDR|unix:|all;                   (stream/access.h)
 //       limit_conn_zone key zone=name:size;  limit_conn name N; (stream/limit_conn.h)
 //   }
@@ -38,6 +40,7 @@
 #include "event/tls/tls_conf.h"
 #include "stream/limit_conn.h"
 #include "stream/log.h"
+#include "stream/set.h"
 #include "stream/variables.h"
 #include "upstream/upstream.h"
 #include "vigil/core/clock.h"
@@ -113,6 +116,8 @@ struct StreamSrvConf {
   std::vector<LimitConnRef> limit_conns;
   LogLevel limit_conn_log_level = LogLevel::kError;
   bool limit_conn_dry_run = false;
+  // set (set.h), in order; a server's own.
+  std::vector<SetOp> sets;
   // return: the text (with variables) sent instead of proxying.
   VarTemplate return_value;
   bool has_return = false;
@@ -143,9 +148,11 @@ struct StreamSrvConf {
 
 // Built when the stream block closes: every server, every upstream group.
 struct StreamFinalConf {
-  // Made when a stream block opens: the `map` variables declared so far
-  // belong to other configurations (a reload declares its own).
-  StreamFinalConf() { forget_maps(); }
+  // Made when a stream block opens: the variables declared so far belong to
+  // other configurations (a reload declares its own).
+  StreamFinalConf() { open_declarations(); }
+  // Slots of a session's `set` values (variables.h), known once the block is read.
+  std::uint32_t nvariables = 0;
   std::vector<StreamSrvConf*> servers;
   upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
   std::vector<std::shared_ptr<LogFormat>> log_formats;
