@@ -213,6 +213,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl, "proxy");
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
+  if (!ctx.is_set("resolver")) child.resolver = parent.resolver;
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
   if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
@@ -261,6 +262,15 @@ Module* make_stream_module() {
            conf.has_return = true;
            return Status::ok();
          }));
+  m->add("resolver", kAny, Arity::one_or_more(),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           auto r = std::make_shared<ResolverConf>();
+           if (Status st = parse_resolver(call.args(), *r); !st) return call.error(st.message());
+           conf.resolver = std::move(r);
+           return Status::ok();
+         }));
+  m->add("resolver_timeout", kAny, Arity::exactly(1),
+         srv.msec(&StreamSrvConf::resolver_timeout, 30000));
   m->add("set", kStreamSrvConf, Arity::exactly(2),
          srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
            return set_set(call, conf.sets);

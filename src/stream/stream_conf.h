@@ -8,7 +8,8 @@
 //           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
 //           listen 127.0.0.1:53 udp [reuseport];  proxy_responses 1;  proxy_requests 0;
 //           proxy_pass backend;               # or an address, or with variables:
-//                                             # `proxy_pass $name;` (a group or an address)
+//                                             # `proxy_pass $name;` (a group, an address,
+//                                             # or a name: resolver 127.0.0.1:53;)
 //           hash-keyed groups: `hash $remote_addr;` (variables: stream/variables.h)
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
@@ -36,6 +37,7 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/resolver.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
 #include "stream/limit_conn.h"
@@ -68,6 +70,10 @@ struct StreamSrvConf {
   // proxy_pass with variables: evaluated per session to a group's name or an
   // address (null: `upstream` is the group).
   std::shared_ptr<const VarTemplate> proxy_pass_var;
+  // resolver / resolver_timeout: names proxy_pass with variables gives
+  // (proxy_target.h); null: none.
+  std::shared_ptr<const ResolverConf> resolver;
+  Msec resolver_timeout = 30000;
   // proxy_ssl_name with variables (null: proxy_ssl.name as written).
   std::shared_ptr<const VarTemplate> proxy_ssl_name_var;
   AccessLogs access_logs;              // access_log (log.h)
