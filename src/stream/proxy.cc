@@ -650,6 +650,15 @@ void init_connection(Connection& c) {
   if (s != nullptr && admit(*s)) start_session(*s);
 }
 
+void end_proxy_protocol_failure(Connection& c) {
+  const bool broken = !c.timedout && !c.error && !c.close;
+  Session* s = new_session(c);
+  if (s == nullptr) return;
+  // nginx's: a header that is not one is 400, a timeout or a failed read 200.
+  finalize_with(*s, broken ? 400 : 200,
+                broken ? "broken PROXY protocol header" : "PROXY protocol not read");
+}
+
 void init_tls_connection(Connection& c) {
   Session* s = new_session(c);
   if (s == nullptr || !admit(*s)) return;
