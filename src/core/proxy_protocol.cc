@@ -60,12 +60,26 @@ ProxyProtocolResult parse_v1(std::string_view in, ProxyProtocolHeader& out, cons
       reason = "too long";
       return ProxyProtocolResult::kError;
     }
-    // No line yet: the text so far must not hold anything a line cannot.
+    // No line yet: the text so far must not hold anything a line cannot,
+    // and its protocol must be able to become one ("PROXY INVALID" is
+    // refused now, not when the line ends or the wait times out: nginx
+    // refuses it at once).
     for (char ch : in) {
       if (ch == '\0') {
         reason = "invalid character";
         return ProxyProtocolResult::kError;
       }
+    }
+    const std::string_view proto = in.substr(kV1Prefix.size());
+    bool possible = false;
+    for (std::string_view known :
+         {std::string_view("TCP4 "), std::string_view("TCP6 "), std::string_view("UNKNOWN")}) {
+      const std::size_t n = std::min(proto.size(), known.size());
+      possible = possible || proto.substr(0, n) == known.substr(0, n);
+    }
+    if (!possible) {
+      reason = "unknown protocol";
+      return ProxyProtocolResult::kError;
     }
     return ProxyProtocolResult::kAgain;
   }

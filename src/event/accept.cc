@@ -61,6 +61,7 @@ void back_off_accept(EventLoop& loop, Event& ev) {
 // The header of a "listen ... proxy_protocol" connection was read (or not).
 void proxy_protocol_done(Connection& c, bool ok) {
   if (!ok) {
+    if (c.listening->proxy_protocol_failed != nullptr) return c.listening->proxy_protocol_failed(c);
     close_connection(c);
     return;
   }

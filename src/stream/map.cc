@@ -127,7 +127,7 @@ Status set_map(const DirectiveCall& call) {
   map->source = std::move(src.value());
   MapSink sink(*map, call.env());
   if (Status s = call.parse_block(sink); !s) return s;
-  declare_map(word.value(), std::move(map));
+  declare_variable(word.value(), std::move(map));
   return Status::ok();
 }
 

@@ -9,8 +9,7 @@
 //
 // $variable is the value of the first entry the source matches: a key
 // (without regard to case), then the expressions in order, else the
-// default (none: the empty string). Values may hold variables. The map
-// must be written before the directives that use its variable.
+// default (none: the empty string). Values may hold variables.
 
 #include <memory>
 #include <functional>
@@ -27,7 +26,7 @@
 
 namespace vigil::stream {
 
-class StreamMap {
+class StreamMap final : public ComputedVariable {
  public:
   struct StringHash {
     using is_transparent = void;
@@ -35,7 +34,7 @@ class StreamMap {
   };
 
   // The value for `s` (always found: the default when nothing matches).
-  bool value(const Session& s, VarSink& out) const;
+  bool value(const Session& s, VarSink& out) const override;
 
   VarTemplate source;
   struct Value {

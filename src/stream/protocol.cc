@@ -21,6 +21,7 @@ Status create_listeners(const Configuration& conf, std::vector<std::unique_ptr<L
       // TLS is a property of the address: a server may listen with and without it.
       ls->handler = l.ssl ? init_tls_connection : init_connection;
       ls->proxy_protocol_timeout = srv->proxy_protocol_timeout;
+      ls->proxy_protocol_failed = end_proxy_protocol_failure;
       ls->servers = srv;
       out.push_back(std::move(ls));
     }

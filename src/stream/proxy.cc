@@ -13,20 +13,21 @@
 #include <string>
 
 #include "core/cidr.h"
+#include "core/conf/values.h"
 #include "core/proxy_protocol.h"
+#include "core/rate_limit.h"
+#include "core/unix_addr.h"
 #include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
-#include "stream/stream_conf.h"
-#include "core/rate_limit.h"
-#include "core/conf/values.h"
-#include "core/unix_addr.h"
+#include "event/udp.h"
 #include "stream/access.h"
 #include "stream/limit_conn.h"
 #include "stream/log.h"
+#include "stream/proxy_target.h"
 #include "stream/session.h"
 #include "stream/ssl_preread.h"
+#include "stream/stream_conf.h"
 #include "stream/udp_proxy.h"
-#include "event/udp.h"
 #include "upstream/peer_connected.h"
 #include "upstream/relay.h"
 #include "upstream/run_time_group.h"
@@ -109,6 +110,7 @@ void finalize(Session& s, const char* why) {
               static_cast<int>(client.listening->addr_text.size()),
               client.listening->addr_text.data(), s.peer.name.c_str());
   }
+  cancel_target(s);
   write_access_logs(s);
   limit_conn_release_all(s);
   if (s.upstream != nullptr) {
@@ -328,18 +330,6 @@ void upstream_session_saved(Connection& u, SSL_SESSION* sess) {
   conf->upstream_session.session = sess;
 }
 
-// The host of proxy_ssl_name or proxy_pass: the text up to its port's colon
-// ("[v6]:port" keeps its brackets), as nginx takes it for both.
-std::string_view ssl_host(std::string_view text) {
-  std::size_t from = 0;
-  if (text.starts_with('[')) {
-    const std::size_t close = text.find(']');
-    if (close != std::string_view::npos) from = close;
-  }
-  const std::size_t colon = text.find(':', from);
-  return colon == std::string_view::npos ? text : text.substr(0, colon);
-}
-
 bool is_ipv4_literal(std::string_view name) {
   char text[INET_ADDRSTRLEN];
   if (name.empty() || name.size() >= sizeof text) return false;
@@ -384,7 +374,7 @@ void connected(Session& s) {
   if (conf.proxy_ssl_name_var != nullptr && !conf.proxy_ssl_name_var->evaluate(s, written)) {
     return finalize_with(s, 500, "out of memory");
   }
-  const std::string_view name = ssl_host(written);
+  const std::string_view name = target_host(written);
   // The certificate is checked against the name; SNI carries it only when
   // it is a host name, never an IP literal (RFC 6066 §3), as nginx.
   const bool literal = name.starts_with('[') || is_ipv4_literal(name);
@@ -461,76 +451,35 @@ std::string_view port_text(Connection& c, const sockaddr* sa) {
   return p == nullptr ? std::string_view() : std::string_view(p, len);
 }
 
-// proxy_pass with variables (nginx's ngx_stream_proxy_eval): the value names
-// an `upstream` group, else it is an address with its port ("unix:/path",
-// "a.b.c.d:port", "[v6]:port"), made into a group of this session's own.
-// Stream has no resolver: a host name that is no group's is an error.
-// Returns the $status to end with, 0 when s.group is set.
-int resolve_target(Session& s) {
-  Connection& c = *s.client;
-  const StreamSrvConf& conf = *s.conf;
-  std::string_view text;
-  if (!conf.proxy_pass_var->evaluate(s, text)) return 500;
-  s.target = text;
-  if (upstream::Group* g = conf.fin->upstreams->find(text); g != nullptr && !g->implicit) {
-    s.group = g;
-    return 0;
-  }
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  const char* problem = nullptr;
-  bool name = false;  // a host name: only a resolver could tell its address
-  if (text.starts_with("unix:")) {
-    if (!make_unix_sockaddr(text.substr(5), ss, len)) problem = "invalid unix domain socket";
-  } else {
-    const std::size_t close = text.starts_with('[') ? text.find(']') : 0;
-    const std::size_t colon =
-        close == std::string_view::npos ? close : text.find(':', close);
-    if (text.empty()) {
-      problem = "no host";
-    } else if (colon == std::string_view::npos || colon + 1 == text.size()) {
-      problem = "no port";
-    } else if (!parse_local_address(text, ss, len) ||
-               sockaddr_port(reinterpret_cast<sockaddr*>(&ss)) == 0) {
-      name = true;
-    }
-  }
-  // nginx's words and statuses (ngx_stream_proxy_eval and its caller).
-  if (problem != nullptr) {
-    VIGIL_LOG(*c.log, kError, 0, "*%llu %s in upstream \"%.*s\", client: %.*s",
-              static_cast<unsigned long long>(c.number), problem, static_cast<int>(text.size()),
-              text.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
-    return 500;
-  }
-  if (name) {
-    const std::string_view host = ssl_host(text);
-    VIGIL_LOG(*c.log, kError, 0, "*%llu no resolver defined to resolve %.*s, client: %.*s",
-              static_cast<unsigned long long>(c.number), static_cast<int>(host.size()),
-              host.data(), static_cast<int>(c.addr_text.size()), c.addr_text.data());
-    return 502;
-  }
-  s.run_time.reset(new (std::nothrow) SessionGroup());
-  if (s.run_time == nullptr ||
-      !upstream::fill_run_time_group(s.run_time->group, s.run_time->health, s.run_time->stats, &ss,
-                                     &len, 1, text)) {
-    return 500;
-  }
-  s.run_time->group.protocol = upstream::Protocol::kStream;
-  s.group = &s.run_time->group;
-  return 0;
+void proxy_to_group(Session& s);
+
+// proxy_pass with variables chose the group (proxy_target.h), or failed.
+void target_chosen(Session& s, int status) {
+  if (status != 0) return finalize_with(s, status, "proxy_pass failed");
+  proxy_to_group(s);
 }
 
 // Connects to the group's servers and relays.
 void start_proxy(Session& s) {
-  Connection& c = *s.client;
   const StreamSrvConf& conf = *s.conf;
   s.group = conf.upstream;
   s.target = conf.proxy_pass;
   if (conf.proxy_pass_var != nullptr) {
-    if (const int status = resolve_target(s); status != 0) {
-      return finalize_with(s, status, "proxy_pass failed");
+    const int status = choose_target(s, target_chosen);
+    if (status == kTargetResolving) {
+      // Until the resolver answers, client events only matter as close.
+      s.client->read->handler = proxy_handler;
+      s.client->write->handler = proxy_handler;
+      return;
     }
+    return target_chosen(s, status);
   }
+  proxy_to_group(s);
+}
+
+void proxy_to_group(Session& s) {
+  Connection& c = *s.client;
+  const StreamSrvConf& conf = *s.conf;
   // What ssl_preread read goes first; the buffer toward the upstream holds
   // it whole even when proxy_buffer_size is smaller.
   const std::size_t n = conf.proxy_buffer_size;
@@ -630,11 +579,15 @@ void apply_realip(Session& s) {
 }
 
 // nginx's phases before TLS and the content: post-accept (realip),
-// pre-access (limit_conn), access (allow / deny). False when they ended the
+// pre-access (set, limit_conn), access (allow / deny). False when they ended the
 // session: 503 for a limit, 403 for a rule; a datagram's session ends as
 // well, so its datagram is dropped.
 bool admit(Session& s) {
   apply_realip(s);
+  if (!s.conf->sets.empty() && !run_sets(s, s.conf->sets)) {
+    finalize_with(s, 500, "out of memory");
+    return false;
+  }
   if (!s.conf->limit_conns.empty() && !limit_conn_pass(s)) {
     finalize_with(s, 503, "limiting connections");
     return false;
@@ -695,6 +648,15 @@ Session* new_session(Connection& c) {
 void init_connection(Connection& c) {
   Session* s = new_session(c);
   if (s != nullptr && admit(*s)) start_session(*s);
+}
+
+void end_proxy_protocol_failure(Connection& c) {
+  const bool broken = !c.timedout && !c.error && !c.close;
+  Session* s = new_session(c);
+  if (s == nullptr) return;
+  // nginx's: a header that is not one is 400, a timeout or a failed read 200.
+  finalize_with(*s, broken ? 400 : 200,
+                broken ? "broken PROXY protocol header" : "PROXY protocol not read");
 }
 
 void init_tls_connection(Connection& c) {

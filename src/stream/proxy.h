@@ -22,6 +22,10 @@ class VarTemplate;
 // the TLS handshake.
 void init_connection(Connection& c);
 void init_tls_connection(Connection& c);
+// A "listen ... proxy_protocol" connection whose header was not read: a
+// session ends at once, logged with $status 400 (a broken header) or 200
+// (timed out, closed by the worker, a failed read), as nginx's.
+void end_proxy_protocol_failure(Connection& c);
 
 // The session ends: its log lines, then both connections close (`s` is gone
 // when it returns). finalize_with sets $status first.

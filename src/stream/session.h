@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "event/resolver.h"
 #include "stream/client_hello.h"
 #include "stream/limit_conn.h"
 #include "upstream/upstream.h"
@@ -44,11 +45,18 @@ struct UpstreamTry {
 // The most attempts the upstream variables list; later ones are not recorded.
 inline constexpr std::uint32_t kMaxUpstreamTries = 16;
 
-// A group of addresses proxy_pass with variables named (upstream/run_time_group.h).
+// A group of addresses proxy_pass with variables named (upstream/run_time_group.h),
+// and while its name is being resolved, the query (proxy_target.h).
 struct SessionGroup {
   upstream::Group group;
   std::unique_ptr<upstream::PeerHealth[]> health;
   std::unique_ptr<upstream::PeerStats[]> stats;
+  ResolveRequest query;
+  Resolver* resolver = nullptr;  // set while the query waits
+  std::string_view host;         // the name asked for
+  std::uint16_t port = 0;
+  Session* session = nullptr;
+  void (*then)(Session& s, int status) = nullptr;
 };
 
 // The groups of the expression a `map` entry matched, while its value is
@@ -118,6 +126,11 @@ struct Session {
   Buf preread;
   ClientHelloParser* hello = nullptr;
   void (*after_preread)(Session& s) = nullptr;
+
+  // The values `set` gave (variables.h, DeclaredVariable::index): null
+  // until the first; nvalues slots in the arena, data null when unset.
+  std::string_view* values = nullptr;
+  std::uint32_t nvalues = 0;
 
   // Set by a `map` while the value of the expression it matched is evaluated.
   mutable const Captures* captures = nullptr;

@@ -5,8 +5,10 @@
 #include "core/conf/values.h"
 #include "core/error_logs.h"
 #include "stream/access.h"
+#include "stream/geo.h"
 #include "stream/limit_conn.h"
 #include "stream/map.h"
+#include "stream/split_clients.h"
 #include "stream/ssl_certificate.h"
 #include "vigil/event/listening.h"
 #include "vigil/event/peer.h"
@@ -82,6 +84,9 @@ Status build_tls(StreamSrvConf& srv) {
 // group of one).
 Status init_final(const ConfInit& ctx, StreamFinalConf& fin) {
   const std::size_t module = ctx.module();
+  auto nvariables = close_declarations();
+  if (!nvariables) return nvariables.status();
+  fin.nvariables = nvariables.value();
   fin.upstreams = &upstream::group_set(ctx, g_ups);
   // The `hash` keys, with the stream variables.
   for (const auto& g : fin.upstreams->groups) {
@@ -208,6 +213,7 @@ Status merge_srv(const ConfInit& ctx, const StreamSrvConf& parent, StreamSrvConf
   merge_tls_server_conf(ctx, parent.ssl, child.ssl);
   merge_tls_client_conf(ctx, parent.proxy_ssl, child.proxy_ssl, "proxy");
   if (!ctx.is_set("error_log")) child.error_log = parent.error_log;
+  if (!ctx.is_set("resolver")) child.resolver = parent.resolver;
   if (!ctx.is_set("set_real_ip_from")) child.realip_from = parent.realip_from;
   if (!ctx.is_set("access_log")) child.access_logs = parent.access_logs;
   if (!ctx.is_set("ssl_alpn")) child.ssl_alpn = parent.ssl_alpn;
@@ -256,6 +262,20 @@ Module* make_stream_module() {
            conf.has_return = true;
            return Status::ok();
          }));
+  m->add("resolver", kAny, Arity::one_or_more(),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           auto r = std::make_shared<ResolverConf>();
+           if (Status st = parse_resolver(call.args(), *r); !st) return call.error(st.message());
+           conf.resolver = std::move(r);
+           return Status::ok();
+         }));
+  m->add("resolver_timeout", kAny, Arity::exactly(1),
+         srv.msec(&StreamSrvConf::resolver_timeout, 30000));
+  m->add("set", kStreamSrvConf, Arity::exactly(2),
+         srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
+           return set_set(call, conf.sets);
+         }))
+      .multiple = true;
   m->add("log_format", kStreamMainConf, Arity::at_least(2),
          fin.custom([](const DirectiveCall& call, StreamFinalConf& conf) {
            return set_log_format(call, conf.log_formats);
@@ -268,6 +288,15 @@ Module* make_stream_module() {
       .multiple = true;
   m->add_block("map", kStreamMainConf, Arity::exactly(2), 0,
                fin.custom([](const DirectiveCall& call, StreamFinalConf&) { return set_map(call); }))
+      .multiple = true;
+  m->add_block(
+       "geo", kStreamMainConf, Arity::between(1, 2), 0,
+       fin.custom([](const DirectiveCall& call, StreamFinalConf&) { return set_geo(call); }))
+      .multiple = true;
+  m->add_block("split_clients", kStreamMainConf, Arity::exactly(2), 0,
+               fin.custom([](const DirectiveCall& call, StreamFinalConf&) {
+                 return set_split_clients(call);
+               }))
       .multiple = true;
   m->add("ssl_alpn", kAny, Arity::one_or_more(),
          srv.custom([](const DirectiveCall& call, StreamSrvConf& conf) {
@@ -340,6 +369,16 @@ Module* make_stream_module() {
   add_tls_client_directives(*m, kAny, srv.index(), typeid(StreamSrvConf),
                             tls_client_member<StreamSrvConf, &StreamSrvConf::proxy_ssl>,
                             /*with_enable_flag=*/true, "proxy");
+  // A variable may be used before the directive declaring it; where it was
+  // first used is named if nothing does (variables.h).
+  auto& directives = const_cast<std::vector<Directive>&>(m->directives());  // m is ours
+  for (Directive& d : directives) {
+    if (!d.body.set) continue;
+    d.body.set = [inner = std::move(d.body.set)](const DirectiveCall& call, void* conf) {
+      set_directive_where(call.where());
+      return inner(call, conf);
+    };
+  }
   return m;
 }
 

@@ -8,7 +8,8 @@
 //           listen 127.0.0.1:9000 [reuseport] [deferred] [backlog=N];
 //           listen 127.0.0.1:53 udp [reuseport];  proxy_responses 1;  proxy_requests 0;
 //           proxy_pass backend;               # or an address, or with variables:
-//                                             # `proxy_pass $name;` (a group or an address)
+//                                             # `proxy_pass $name;` (a group, an address,
+//                                             # or a name: resolver 127.0.0.1:53;)
 //           hash-keyed groups: `hash $remote_addr;` (variables: stream/variables.h)
 //           proxy_connect_timeout 60s;  proxy_timeout 10m;  proxy_buffer_size 16k;
 //           proxy_next_upstream on;     proxy_next_upstream_tries 0;
@@ -18,6 +19,8 @@
 //           ssl_preread on;  preread_buffer_size 16k;  preread_timeout 30s;  (ssl_preread.h)
 //       }
 //       log_format name string;  map $src $var { ... }      (stream/log.h, stream/map.h)
+//       set $var value;  (server; stream/set.h)
+//       geo [$addr] $var { ... }  split_clients $src $var { ... }  (stream/geo.h, split_clients.h)
 //       allow / deny address|CIDR|unix:|all;                   (stream/access.h)
 //       limit_conn_zone key zone=name:size;  limit_conn name N; (stream/limit_conn.h)
 //   }
@@ -34,10 +37,12 @@
 #include "core/conf/loader.h"
 #include "core/conf/module.h"
 #include "event/listen_conf.h"
+#include "event/resolver.h"
 #include "event/tls/context.h"
 #include "event/tls/tls_conf.h"
 #include "stream/limit_conn.h"
 #include "stream/log.h"
+#include "stream/set.h"
 #include "stream/variables.h"
 #include "upstream/upstream.h"
 #include "vigil/core/clock.h"
@@ -65,6 +70,10 @@ struct StreamSrvConf {
   // proxy_pass with variables: evaluated per session to a group's name or an
   // address (null: `upstream` is the group).
   std::shared_ptr<const VarTemplate> proxy_pass_var;
+  // resolver / resolver_timeout: names proxy_pass with variables gives
+  // (proxy_target.h); null: none.
+  std::shared_ptr<const ResolverConf> resolver;
+  Msec resolver_timeout = 30000;
   // proxy_ssl_name with variables (null: proxy_ssl.name as written).
   std::shared_ptr<const VarTemplate> proxy_ssl_name_var;
   AccessLogs access_logs;              // access_log (log.h)
@@ -113,6 +122,8 @@ struct StreamSrvConf {
   std::vector<LimitConnRef> limit_conns;
   LogLevel limit_conn_log_level = LogLevel::kError;
   bool limit_conn_dry_run = false;
+  // set (set.h), in order; a server's own.
+  std::vector<SetOp> sets;
   // return: the text (with variables) sent instead of proxying.
   VarTemplate return_value;
   bool has_return = false;
@@ -143,9 +154,11 @@ struct StreamSrvConf {
 
 // Built when the stream block closes: every server, every upstream group.
 struct StreamFinalConf {
-  // Made when a stream block opens: the `map` variables declared so far
-  // belong to other configurations (a reload declares its own).
-  StreamFinalConf() { forget_maps(); }
+  // Made when a stream block opens: the variables declared so far belong to
+  // other configurations (a reload declares its own).
+  StreamFinalConf() { open_declarations(); }
+  // Slots of a session's `set` values (variables.h), known once the block is read.
+  std::uint32_t nvariables = 0;
   std::vector<StreamSrvConf*> servers;
   upstream::GroupSet* upstreams = nullptr;  // named groups and proxy_pass addresses
   std::vector<std::shared_ptr<LogFormat>> log_formats;

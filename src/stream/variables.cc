@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <new>
 #include <unordered_map>
 
 #include "core/nginx_version.h"
@@ -13,8 +14,8 @@
 #include "event/local_address.h"
 #include "event/proxy_protocol.h"
 #include "event/tls/tls.h"
-#include "stream/map.h"
 #include "stream/session.h"
+#include "stream/stream_conf.h"
 #include "vigil/core/clock.h"
 
 namespace vigil::stream {
@@ -357,21 +358,83 @@ const VarSpec* find_builtin(std::string_view name) {
   return nullptr;
 }
 
-using MapTable = std::unordered_map<std::string, std::shared_ptr<const StreamMap>>;
+// The names the stream block being read declares (or uses before declaring).
+struct Declarations {
+  std::unordered_map<std::string, std::shared_ptr<DeclaredVariable>> names;
+  bool open = false;
+  std::string where;  // of the directive being read
+};
 
-MapTable& maps() {
-  static MapTable* table = new MapTable();  // never destroyed: configurations load until exit
-  return *table;
+Declarations& declarations() {
+  static auto* d = new Declarations();  // never destroyed: configurations load until exit
+  return *d;
+}
+
+DeclaredVariable& declared_entry(const std::string& name) {
+  auto& slot = declarations().names[name];
+  if (slot == nullptr) {
+    slot = std::make_shared<DeclaredVariable>();
+    slot->name = name;
+    slot->index = static_cast<std::uint32_t>(declarations().names.size() - 1);
+  }
+  return *slot;
 }
 
 }  // namespace
 
-void declare_map(const std::string& name, std::shared_ptr<const StreamMap> map) {
-  maps()[name] = std::move(map);
+std::uint32_t declare_variable(const std::string& name,
+                               std::shared_ptr<const ComputedVariable> computed) {
+  DeclaredVariable& v = declared_entry(name);
+  v.declared = true;
+  if (computed != nullptr) v.computed = std::move(computed);
+  return v.index;
 }
 
-void forget_maps() {
-  maps().clear();
+void open_declarations() {
+  Declarations& d = declarations();
+  d.names.clear();
+  d.open = true;
+  d.where.clear();
+}
+
+Result<std::uint32_t> close_declarations() {
+  Declarations& d = declarations();
+  d.open = false;
+  const DeclaredVariable* first = nullptr;
+  for (const auto& [name, v] : d.names) {
+    // The first used (slots are numbered in the order names were met).
+    if (!v->declared && (first == nullptr || v->index < first->index)) first = v.get();
+  }
+  if (first != nullptr) {
+    return Status::error("unknown \"" + first->name + "\" variable" + first->first_use);
+  }
+  return static_cast<std::uint32_t>(d.names.size());
+}
+
+void set_directive_where(std::string where) {
+  declarations().where = std::move(where);
+}
+
+bool session_value(const Session& s, std::uint32_t index, std::string_view& out) {
+  if (index >= s.nvalues || s.values[index].data() == nullptr) return false;
+  out = s.values[index];
+  return true;
+}
+
+bool set_session_value(Session& s, std::uint32_t index, std::string_view value) {
+  if (s.values == nullptr) {
+    const std::uint32_t n = s.conf->fin->nvariables;
+    auto* v = static_cast<std::string_view*>(
+        s.client->arena->alloc(n * sizeof(std::string_view), alignof(std::string_view)));
+    if (v == nullptr) return false;
+    for (std::uint32_t i = 0; i < n; ++i) new (&v[i]) std::string_view();
+    s.values = v;
+    s.nvalues = n;
+  }
+  if (index >= s.nvalues) return false;
+  // An empty value is set too: its data is never null.
+  s.values[index] = value.data() != nullptr ? value : std::string_view("", 0);
+  return true;
 }
 
 Result<std::string> declared_variable_word(std::string_view word) {
@@ -411,8 +474,15 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text,
           p.capture = group->group;
         } else if (const VarSpec* spec = find_builtin(lname)) {
           p.get = spec->get;
-        } else if (auto it = maps().find(lname); it != maps().end()) {
-          p.map = it->second;
+        } else if (auto it = declarations().names.find(lname);
+                   it != declarations().names.end() &&
+                   (it->second->declared || declarations().open)) {
+          p.declared = it->second;
+        } else if (declarations().open) {
+          // Declared later in the block, or an error when it is closed.
+          DeclaredVariable& v = declared_entry(lname);
+          v.first_use = declarations().where;
+          p.declared = declarations().names[lname];
         } else {
           return Status::error("unknown \"" + std::string(name) + "\" variable");
         }
@@ -438,7 +508,13 @@ bool VarTemplate::value_of(const Part& p, const Session& s, VarSink& out) {
     }
     return true;
   }
-  return p.map->value(s, out);
+  std::string_view v;
+  if (session_value(s, p.declared->index, v)) {
+    out.put(v);
+    return true;
+  }
+  if (p.declared->computed != nullptr) return p.declared->computed->value(s, out);
+  return true;  // never set: empty, as nginx's uninitialized variable
 }
 
 std::size_t VarTemplate::length(const Session& s, LogEscape esc, bool missing_dash) const {

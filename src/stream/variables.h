@@ -11,11 +11,13 @@
 //   char* end = t->write(session, buf);    // buf holds n bytes
 //
 // Syntax: "$name" or "${name}", the name of [A-Za-z0-9_]; "$1".."$9" (one
-// digit). A `map` declared earlier in the stream block (map.h) is a
-// variable too. The variables are
+// digit). What the stream block declares (map, geo, split_clients, set) is
+// a variable too, anywhere in the block: a name no directive declares by the
+// block's end is an error naming where it was first used. The variables are
 // listed in docs/directives.md.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,7 +31,7 @@
 namespace vigil::stream {
 
 struct Session;
-class StreamMap;
+struct DeclaredVariable;
 
 // A variable's value for a session, written to `out`; false when it has none
 // (nginx's "not found": "-" in the access log, nothing elsewhere). The length
@@ -65,12 +67,14 @@ class VarTemplate {
 
  private:
   struct Part {
-    VarGetter get = nullptr;                // null: a literal or a map
-    std::shared_ptr<const StreamMap> map;   // a `map` variable
-    std::string text;                       // the literal
-    int capture = -1;                       // a group of the matched expression
+    VarGetter get = nullptr;                           // null: a literal or a declared one
+    std::shared_ptr<const DeclaredVariable> declared;  // map, geo, split_clients, set
+    std::string text;                                  // the literal
+    int capture = -1;                                  // a group of the matched expression
   };
-  bool is_text(const Part& p) const { return p.get == nullptr && p.map == nullptr && p.capture < 0; }
+  bool is_text(const Part& p) const {
+    return p.get == nullptr && p.declared == nullptr && p.capture < 0;
+  }
   static bool value_of(const Part& p, const Session& s, VarSink& out);
   std::vector<Part> parts_;
   std::string literal_;  // the whole text when there are no variables
@@ -78,18 +82,51 @@ class VarTemplate {
   std::size_t variables_ = 0;
 };
 
-// The "$name" word of `map`: the name, lower case; an error ('invalid
-// variable name "x"', 'the duplicate "remote_addr" variable') when it is no
-// name or names a built-in variable.
+// The "$name" word of `map`, `geo`, `split_clients` and `set`: the name,
+// lower case; an error ('invalid variable name "x"', 'the duplicate
+// "remote_addr" variable') when it is no name or names a built-in variable.
 Result<std::string> declared_variable_word(std::string_view word);
 
-// `map` variables of the configuration being loaded, by name: compile()
-// finds them. Declaring a name again replaces it for what is compiled later
-// (a reload declares its maps anew; the templates of the previous
-// configuration keep theirs).
-void declare_map(const std::string& name, std::shared_ptr<const StreamMap> map);
-// Forgets every declared map: a stream block starts with none (those of an
-// earlier load, or of one that failed, are not its variables).
-void forget_maps();
+// A variable whose value a session computes when it reads it (map, geo,
+// split_clients); `set` gives a session's own value instead.
+class ComputedVariable {
+ public:
+  virtual ~ComputedVariable() = default;
+  // The value for `s`, in both passes the same; false: none.
+  virtual bool value(const Session& s, VarSink& out) const = 0;
+};
+
+// A name the stream block declares, with its slot among a session's values
+// (Session::values). Templates hold it, so a reload's new declarations never
+// change what the running configuration's templates read.
+struct DeclaredVariable {
+  std::string name;
+  std::uint32_t index = 0;
+  std::shared_ptr<const ComputedVariable> computed;  // null: only `set` gives it a value
+  bool declared = false;                             // false: used, not (yet) declared
+  std::string first_use;  // " in F:L" of the first directive that used it
+};
+
+// Declares `name` (from declared_variable_word) for the stream block being
+// read; `computed` replaces an earlier computation (the last one wins, as
+// nginx's). Its slot index.
+std::uint32_t declare_variable(const std::string& name,
+                               std::shared_ptr<const ComputedVariable> computed = nullptr);
+// The stream block being read starts with no declared names (those of an
+// earlier load, or of one that failed, are not its variables); open while
+// it is read, so a use may come before the declaration.
+void open_declarations();
+// The block is read: an error for a name used but never declared, and the
+// number of slots a session's values need. Later compiles see only what is
+// declared.
+Result<std::uint32_t> close_declarations();
+// The " in F:L" of the directive being read, for the first use of a name
+// not yet declared (stream_conf.cc sets it before each directive).
+void set_directive_where(std::string where);
+
+// A session's value given by `set`; false when it has none.
+bool session_value(const Session& s, std::uint32_t index, std::string_view& out);
+// Gives the session the value (in its arena, or static). False without memory.
+bool set_session_value(Session& s, std::uint32_t index, std::string_view value);
 
 }  // namespace vigil::stream

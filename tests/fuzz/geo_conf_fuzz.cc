@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "core/conf/loader.h"
+#include "core/geo_table.h"
 #include "fuzz_check.h"
-#include "http/geo/geo_table.h"
 #include "server/modules.h"
 #include "upstream/group.h"
 
@@ -27,18 +27,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t nl = rest.find('\n');
     const std::string_view line = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-    vigil::http::GeoNet net;
+    vigil::GeoNet net;
     bool warn = false;
-    if (vigil::http::parse_geo_net(line, net, warn)) {
+    if (vigil::parse_geo_net(line, net, warn)) {
       const unsigned max = net.v6 ? 128 : 32;
       check(net.prefix <= max, "prefix within the family");
-      const vigil::http::GeoU128 host =
-          net.prefix == max ? 0 : (~vigil::http::GeoU128{0} >> (128 - (max - net.prefix)));
+      const vigil::GeoU128 host =
+          net.prefix == max ? 0 : (~vigil::GeoU128{0} >> (128 - (max - net.prefix)));
       check((net.addr & host) == 0, "no address bits past the prefix");
-      vigil::http::GeoBuilder b;
+      vigil::GeoBuilder b;
       std::string old;
       check(b.add_net(net, "x", old), "a first network is new");
-      const vigil::http::GeoTable t = b.build();
+      const vigil::GeoTable t = b.build();
       if (net.v6) {
         check(t.lookup_v6(net.addr) == "x" && t.lookup_v6(net.addr | host) == "x",
               "both ends of the network found");
@@ -50,11 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     std::uint32_t s = 0;
     std::uint32_t e = 0;
-    if (vigil::http::parse_geo_range(line, s, e)) {
+    if (vigil::parse_geo_range(line, s, e)) {
       check(s <= e, "a range starts no later than it ends");
-      vigil::http::GeoBuilder b(true);
+      vigil::GeoBuilder b(true);
       b.add_range(s, e, "r");
-      const vigil::http::GeoTable t = b.build();
+      const vigil::GeoTable t = b.build();
       check(t.lookup_v4(s) == "r" && t.lookup_v4(e) == "r", "both ends of the range found");
     }
   }

@@ -14,6 +14,7 @@ Names (any other name: NXDOMAIN):
   loop.test     CNAME loop.test (a chain that never ends)
   fail.test     SERVFAIL
   refused.test  REFUSED
+  many.test     A 127.0.0.2, 127.0.0.2, 127.0.0.1 (in that order)
   tc.test       UDP: an empty truncated reply; TCP: A 127.0.0.1
   slow.test     no answer at all
   badid.test    first a reply with a wrong id, then the right one
@@ -78,6 +79,11 @@ def answers(name, qtype, transport):
         if qtype == AAAA:
             return 0, [rr(name, CNAME, 60, encode_name("a.test"))], False, False
         return 0, [], False, False
+    if name == "many.test":
+        if qtype != A:
+            return 0, [], False, False
+        ip2 = socket.inet_pton(socket.AF_INET, "127.0.0.2")
+        return 0, [rr(name, A, 60, ip2), rr(name, A, 60, ip2), rr(name, A, 60, ip4)], False, False
     if name == "tc.test":
         if transport == "udp":
             return 0, [], True, False

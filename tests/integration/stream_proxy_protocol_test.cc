@@ -4,8 +4,10 @@
 // proxy_protocol_timeout, broken headers, and HAProxy as a real sender of
 // version 2 headers.
 #include <gtest/gtest.h>
+
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <algorithm>
 
 #include <string>
 
@@ -141,6 +143,41 @@ TEST_F(StreamProxyProtocol, AnIncompleteHeaderTimesOut) {
       "  proxy_protocol_timeout 500ms;\n" + std::string(kReturn) + " }\n}\n"))
       << server_.output();
   EXPECT_EQ(answer(port_at(0), std::string("\r\n\r\n\0\r\nQUIT\n\x21", 13)), "");
+  EXPECT_TRUE(server_.wait_output("client timed out while reading PROXY protocol"))
+      << server_.output();
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+// nginx's stream reads the header in a session: one that is not a header
+// ends it with $status 400 (at once, even before its line ends), one that
+// does not come in time with 200; both are logged.
+TEST_F(StreamProxyProtocol, AFailedHeaderIsALoggedSession) {
+  ASSERT_TRUE(server_.start_raw(
+      "daemon off;\nmaster_process off;\nerror_log stderr info;\npid logs/vigil.pid;\n"
+      "events {}\nstream {\n log_format st $status;\n server {\n"
+      "  listen 127.0.0.1:0 proxy_protocol;\n  proxy_protocol_timeout 300ms;\n"
+      "  access_log logs/st.log st;\n" +
+      std::string(kReturn) + " }\n}\n"))
+      << server_.output();
+  const auto log_has = [&](std::size_t lines) {
+    std::string text;
+    wait_for([&] {
+      text = read_file(server_.dir() + "/logs/st.log");
+      return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) >= lines;
+    });
+    return text;
+  };
+  EXPECT_EQ(answer(port_at(0), "HELLO\r\n"), "");
+  EXPECT_EQ(log_has(1), "400\n");
+  {
+    // No line end yet, and the client waits: refused at once all the same.
+    Client c(port_at(0));
+    ASSERT_TRUE(c.send("PROXY INVALID"));
+    EXPECT_TRUE(c.closed_within(5000));
+  }
+  EXPECT_EQ(log_has(2), "400\n400\n");
+  EXPECT_EQ(answer(port_at(0), "PROXY TCP4 "), "");
+  EXPECT_EQ(log_has(3), "400\n400\n200\n");
   EXPECT_TRUE(server_.wait_output("client timed out while reading PROXY protocol"))
       << server_.output();
   EXPECT_EQ(server_.stop(), 0);

@@ -44,6 +44,10 @@ class Listening {
   Msec proxy_protocol_timeout = 60000;
 
   Handler handler = nullptr;  // called with every accepted connection
+  // Called instead of closing a connection whose PROXY protocol header was
+  // not read (broken, timed out, closed: c.timedout, c.error say which), so
+  // the protocol can end it as its own (stream logs a session); null: closed.
+  Handler proxy_protocol_failed = nullptr;
   // The protocol's configuration for this address, not owned: it must live
   // as long as the Listening (the server keeps the configuration that made
   // it until every worker using it has exited).

@@ -84,6 +84,20 @@ TEST(ProxyProtocolV1, EveryPrefixOfAValidLineAsksForMore) {
   }
 }
 
+// A line whose protocol cannot be TCP4, TCP6 or UNKNOWN is refused before
+// its end: nothing more would make it a header.
+TEST(ProxyProtocolV1, AnImpossibleProtocolIsRefusedBeforeTheLineEnds) {
+  for (const char* bad :
+       {"PROXY INVALID", "PROXY I", "PROXY TCP5", "PROXY TCP4X", "PROXY UNKNOWX"}) {
+    ProxyProtocolHeader h;
+    EXPECT_EQ(parse(bad, h), R::kError) << bad;
+  }
+  for (const char* more : {"PROXY T", "PROXY TCP", "PROXY TCP6", "PROXY UNKN", "PROXY UNKNOWN x"}) {
+    ProxyProtocolHeader h;
+    EXPECT_EQ(parse(more, h), R::kAgain) << more;
+  }
+}
+
 TEST(ProxyProtocolV1, MalformedLinesAreRefused) {
   const char* bad[] = {
       "GET / HTTP/1.0\r\n",                                // not a header

@@ -1,6 +1,6 @@
 // The geo module's tables (most specific network wins, ranges painted in
 // order, deletion, IPv6) and its configuration errors with file:line.
-#include "http/geo/geo_table.h"
+#include "core/geo_table.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // split_clients' hash: MurmurHash2 with seed 0, checked against values
 // computed independently (the reference algorithm, in Python), so that a
 // source lands in the same part as with nginx.
-#include "http/split_clients/split_clients.h"
+#include "core/split_clients.h"
 
 #include <gtest/gtest.h>
 

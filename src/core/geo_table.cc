@@ -1,10 +1,10 @@
-#include "http/geo/geo_table.h"
+#include "core/geo_table.h"
 
 #include <arpa/inet.h>
 
 #include <cstring>
 
-namespace vigil::http {
+namespace vigil {
 namespace {
 
 // `text` as a NUL-terminated copy in `buf` (false when it cannot be an address).
@@ -180,4 +180,4 @@ GeoTable GeoBuilder::build() const {
   return t;
 }
 
-}  // namespace vigil::http
+}  // namespace vigil

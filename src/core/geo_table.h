@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace vigil::http {
+namespace vigil {
 
 __extension__ typedef unsigned __int128 GeoU128;
 
@@ -140,4 +140,4 @@ class GeoBuilder {
   std::map<std::string, std::uint32_t, std::less<>> index_;
 };
 
-}  // namespace vigil::http
+}  // namespace vigil
