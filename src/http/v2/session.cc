@@ -713,7 +713,8 @@ void start(HttpConnection& hc) {
   // OpenSSL keeps its record buffers while the session works (the context
   // has it free them whenever they are empty: twice per read and write);
   // an idle session gives them back (memory.h).
-  if (c.ssl != nullptr && c.ssl->ssl != nullptr) SSL_clear_mode(c.ssl->ssl, SSL_MODE_RELEASE_BUFFERS);
+  if (c.ssl != nullptr && c.ssl->ssl != nullptr)
+    SSL_clear_mode(c.ssl->ssl, SSL_MODE_RELEASE_BUFFERS);
   http_counters()->h2_connections.add();
   c.read->handler = read_handler;
   c.write->handler = write_handler;
