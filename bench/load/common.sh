@@ -157,14 +157,15 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # server PID's RSS growth per connection while CLIENT (idle_clients.py or
 # idle_tls_clients.py, in this folder) holds IDLE_CONNS idle connections to
 # PORT, each after one request of /small.txt; waits TRIES tenths of a second
-# for the client's "ready". Logs the figures as "  LABEL: ... WHAT: ...".
+# for the client's "ready", then IDLE_SETTLE seconds (default 0.5). Logs the
+# figures as "  LABEL: ... WHAT: ...".
 idle_bytes_per_conn() {
   local label=$1 pid=$2 client=$3 tries=$4 what=$5 before after fifo_w
   before=$(rss_kb "$pid")
   rm -f "$TMP/idle.out"  # not the previous server's "ready"
   exec {fifo_w}> >(python3 "$ROOT/bench/load/$client" "$PORT" "$IDLE_CONNS" /small.txt > "$TMP/idle.out")
   for _ in $(seq 1 "$tries"); do grep -q ready "$TMP/idle.out" 2>/dev/null && break; sleep 0.1; done
-  sleep 0.5
+  sleep "${IDLE_SETTLE:-0.5}"
   after=$(rss_kb "$pid")
   exec {fifo_w}>&-
   sleep 1

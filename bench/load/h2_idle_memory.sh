@@ -4,11 +4,12 @@
 # connections (default 1000) each exchange SETTINGS and get one response
 # (PATH, default /small.txt, 12 bytes; /big.bin is 100 KiB), then stay open
 # and idle; the server's RSS growth divided by the connections is printed.
+# With TLS=1, over TLS instead (TLS 1.3, ECDSA P-256, ALPN h2).
 #
 #   bench/load/h2_idle_memory.sh [PATH]
 #
 # Environment: VIGIL (default build/release/vigil, built if missing), NGINX
-# (default /usr/sbin/nginx), IDLE_CONNS.
+# (default /usr/sbin/nginx), IDLE_CONNS, TLS.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=common.sh
@@ -18,11 +19,23 @@ NGINX=${NGINX:-/usr/sbin/nginx}
 IDLE_CONNS=${IDLE_CONNS:-1000}
 WHAT=${1:-/small.txt}
 export IDLE_PATH=$WHAT
+# Vigil gives an idle session's buffers back on its next tick (within 1 s).
+export IDLE_SETTLE=${IDLE_SETTLE:-2}
 build_vigil_if_missing
 require_tools "$NGINX"
 raise_nofile
 make_bench_tmp vigil_h2_idle
-mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf"
+mkdir -p "$TMP/html" "$TMP/nginx/logs" "$TMP/vigil/logs" "$TMP/vigil/conf" "$TMP/certs"
+LISTEN="http2"
+if [[ ${TLS:-0} == 1 ]]; then
+  require_tools openssl
+  make_test_certs "$TMP/certs"
+  chmod 755 "$TMP" "$TMP/certs"
+  LISTEN="ssl http2;
+        ssl_certificate $TMP/certs/ec.crt;
+        ssl_certificate_key $TMP/certs/ec.key"
+  export IDLE_TLS=1
+fi
 printf 'hello world\n' > "$TMP/html/small.txt"
 head -c 102400 /dev/urandom > "$TMP/html/big.bin"
 chmod 755 "$TMP/html"
@@ -34,7 +47,7 @@ http {
     access_log off;
     keepalive_timeout 300s;
     server {
-        listen 127.0.0.1:$PORT http2;
+        listen 127.0.0.1:$PORT $LISTEN;
         root $TMP/html;
     }
 }

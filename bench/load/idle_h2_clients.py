@@ -6,12 +6,16 @@ stdin closes.
 
     idle_h2_clients.py PORT N [PATH]      (IDLE_PATH in the environment wins)
 
+With IDLE_TLS=1 in the environment, over TLS (ALPN h2, the certificate not
+verified) instead of in clear.
+
 Prints "ready N" once every connection has had its response. Used by
 bench/load/h2_idle_memory.sh.
 """
 import os
 import resource
 import socket
+import ssl
 import sys
 
 
@@ -60,12 +64,20 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     hello = PREFACE + SETTINGS + SETTINGS_ACK + request(path)
+    ctx = None
+    if os.environ.get("IDLE_TLS") == "1":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
     socks = []
     batch = 500
     for start in range(0, n, batch):
         group = []
         for _ in range(min(batch, n - start)):
             s = socket.create_connection(("127.0.0.1", port))
+            if ctx is not None:
+                s = ctx.wrap_socket(s, server_hostname="localhost")
             s.sendall(hello)
             group.append(s)
         for s in group:

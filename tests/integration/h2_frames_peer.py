@@ -38,11 +38,20 @@ and it records the order frames came in.
                              BODY in one DATA frame with END_STREAM:
                              "status <code>" for a response, "reset <code>"
                              for a stream the server reset.
+    release [--tls] STEP...  on one connection (TLS with ALPN h2 with
+                             --tls), in turn: "wait" polls GET /metrics
+                             (HTTP/1.1, another connection) until
+                             vigil_http2_idle_releases_total has grown and
+                             prints "released"; "PATH" or "PATH+N" (with a
+                             field "x-pad" of N bytes) is a GET on the
+                             connection: "<path> <status> <length> <md5>".
 Every wait gives up after 30 seconds ("timeout", exit status 1).
 """
 
 import hashlib
+import re
 import socket
+import ssl
 import sys
 import time
 
@@ -59,8 +68,10 @@ def say(line):
 
 
 class RawPeer:
-    def __init__(self, port, window=65535, rfc9218=False):
+    def __init__(self, port, window=65535, rfc9218=False, tls=False):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        if tls:
+            self.sock = tls_context(["h2"]).wrap_socket(self.sock, server_hostname="localhost")
         self.enc = hpack.Encoder()
         self.dec = hpack.Decoder()
         self.buf = b""
@@ -154,6 +165,14 @@ class RawPeer:
     def done(self, sid):
         st = self.streams[sid]
         return st["done"] or st["reset"] is not None
+
+
+def tls_context(alpn):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(alpn)
+    return ctx
 
 
 def fail(why):
@@ -292,6 +311,51 @@ def length(port, path, declared, body):
         say("status %s" % st["status"])
 
 
+def metric(port, tls, name):
+    """The value of NAME in GET /metrics over HTTP/1.1 (-1 when absent)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    if tls:
+        sock = tls_context(["http/1.1"]).wrap_socket(sock, server_hostname="localhost")
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    m = re.search(rb"\n" + name.encode() + rb" (\d+)", data)
+    return int(m.group(1)) if m else -1
+
+
+def release(port, steps):
+    tls = bool(steps) and steps[0] == "--tls"
+    if tls:
+        steps = steps[1:]
+    p = RawPeer(port, tls=tls)
+    name = "vigil_http2_idle_releases_total"
+    seen = metric(port, tls, name)
+    sid = 1
+    for step in steps:
+        if step == "wait":
+            deadline = time.monotonic() + 30
+            while metric(port, tls, name) <= seen:
+                if time.monotonic() > deadline:
+                    fail("timeout")
+                time.sleep(0.05)
+            seen = metric(port, tls, name)
+            say("released")
+            continue
+        path, _, pad = step.partition("+")
+        p.get(sid, path, [("x-pad", "p" * int(pad))] if pad else [])
+        if not p.pump(lambda: p.done(sid)):
+            fail("timeout")
+        st = p.streams[sid]
+        say("%s %s %d %s" % (path, st["status"], len(st["body"]),
+                             hashlib.md5(st["body"]).hexdigest()))
+        sid += 2
+
+
 def main(argv):
     port = int(argv[1])
     cmd = argv[2]
@@ -305,6 +369,8 @@ def main(argv):
         bodies(port, int(argv[3]), argv[4])
     elif cmd == "length":
         length(port, argv[3], argv[4], argv[5])
+    elif cmd == "release":
+        release(port, argv[3:])
     elif cmd == "order":
         order(port, argv[3], argv[4], argv[5], argv[6], "--rfc7540" not in argv)
     else:

@@ -61,6 +61,9 @@ vigil_http2_goaways_sent_total N
 # HELP vigil_http2_flow_control_stalls_total Times an HTTP/2 response waited for the client's window or the connection.
 # TYPE vigil_http2_flow_control_stalls_total counter
 vigil_http2_flow_control_stalls_total N
+# HELP vigil_http2_idle_releases_total Times an idle HTTP/2 connection gave its buffers back.
+# TYPE vigil_http2_idle_releases_total counter
+vigil_http2_idle_releases_total N
 # HELP vigil_tls_handshakes_total TLS handshakes completed.
 # TYPE vigil_tls_handshakes_total counter
 vigil_tls_handshakes_total N

@@ -26,7 +26,9 @@
   TOTAL(h2_goaways, "vigil_http2_goaways_sent_total", "counter",                                 \
         "HTTP/2 connections the server ended with GOAWAY.")                                      \
   TOTAL(h2_flow_stalls, "vigil_http2_flow_control_stalls_total", "counter",                      \
-        "Times an HTTP/2 response waited for the client's window or the connection.")
+        "Times an HTTP/2 response waited for the client's window or the connection.")            \
+  TOTAL(h2_idle_releases, "vigil_http2_idle_releases_total", "counter",                          \
+        "Times an idle HTTP/2 connection gave its buffers back.")
 
 #define VIGIL_OPEN_FILE_CACHE_TOTALS(TOTAL)                           \
   TOTAL(hits, "vigil_http_open_file_cache_hits_total", "counter",     \

@@ -74,6 +74,7 @@ void exit_worker(EventLoop& loop) {
   }
   worker->flush_logs();
   worker->publish_stats();
+  h2::exit_worker(loop);
   attach_worker(loop, nullptr);
   delete worker;
 }

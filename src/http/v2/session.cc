@@ -13,6 +13,7 @@
 #include "http/core/counters.h"
 #include "http/core/worker.h"
 #include "http/v2/h2.h"
+#include "http/v2/memory.h"
 #include "http/v2/session.h"
 #include "http/v2/shutdown.h"
 #include "vigil/core/log.h"
@@ -426,6 +427,7 @@ bool next_frame(Session& s) {
               static_cast<unsigned long long>(s.c->number), nghttp2_strerror(static_cast<int>(n)));
     return false;
   }
+  if (n > 0) note_frame(s, data);
   s.frame = data;
   s.frame_len = static_cast<std::size_t>(n);
   return true;
@@ -480,6 +482,7 @@ bool flush(Session& s) {
       return static_cast<bool>(loop.handle_write_event(*c.write));
     }
     if (n < 0) return false;
+    s.worked = true;
     if (direct) {
       s.frame += n;
       s.frame_len -= static_cast<std::size_t>(n);
@@ -543,9 +546,11 @@ void after_io(Session& s) {
     loop.add_timer(*c.read,
                    idle == 0 && s.nrequests == 0 ? s.hc->srv->client_header_timeout : idle);
     set_reusable(*s.hc, true);
+    session_idle(s);
   } else {
     if (c.read->timer_set) loop.del_timer(*c.read);
     set_reusable(*s.hc, false);
+    session_busy(s);
   }
   if (!loop.handle_read_event(*c.read)) close_connection(*s.hc);
 }
@@ -600,6 +605,7 @@ void read_handler(Event& rev) {
     }
     const long n = c.recv(c, s.rbuf, s.rbuf_size);
     if (n == kIoAgain) break;
+    s.worked = true;
     if (n <= 0 || !feed(s, s.rbuf, static_cast<std::size_t>(n))) {
       (void)flush(s);  // a GOAWAY nghttp2 queued for a protocol error
       close_connection(*s.hc);
@@ -654,6 +660,13 @@ void start(HttpConnection& hc) {
   s->worker = hc.worker;
   s->reset_tokens = kResetBurst;
   s->reset_refill = clock::current_msec();
+  s->h2w = h2_worker(*c.loop);
+  if (s->h2w == nullptr) {
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu out of memory for an http2 session",
+              static_cast<unsigned long long>(c.number));
+    close_connection(hc);
+    return;
+  }
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     close_connection(hc);
@@ -671,10 +684,12 @@ void start(HttpConnection& hc) {
   // serves them (RFC 9218 §2.1 lets the server choose).
   nghttp2_option_set_builtin_recv_extension_type(opt, NGHTTP2_PRIORITY_UPDATE);
   nghttp2_option_set_server_fallback_rfc7540_priorities(opt, 1);
-  const int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
+  // nghttp2's memory from the worker's (memory.h); the session keeps a copy.
+  nghttp2_mem mem = session_mem(*s);
+  const int rv = nghttp2_session_server_new3(&s->ng, cbs, s, opt, &mem);
   nghttp2_option_del(opt);
   if (rv != 0) {
-    VIGIL_LOG(*c.log, kAlert, 0, "*%llu nghttp2_session_server_new2() failed: %s",
+    VIGIL_LOG(*c.log, kAlert, 0, "*%llu nghttp2_session_server_new3() failed: %s",
               static_cast<unsigned long long>(c.number), nghttp2_strerror(rv));
     close_connection(hc);
     return;
@@ -695,6 +710,11 @@ void start(HttpConnection& hc) {
     close_connection(hc);
     return;
   }
+  // OpenSSL keeps its record buffers while the session works (the context
+  // has it free them whenever they are empty: twice per read and write);
+  // an idle session gives them back (memory.h).
+  if (c.ssl != nullptr && c.ssl->ssl != nullptr)
+    SSL_clear_mode(c.ssl->ssl, SSL_MODE_RELEASE_BUFFERS);
   http_counters()->h2_connections.add();
   c.read->handler = read_handler;
   c.write->handler = write_handler;
@@ -746,6 +766,7 @@ void end_session(Session& s) {
       free_stream(st);
     }
   }
+  session_ended(s);
   nghttp2_session_del(s.ng);
   s.ng = nullptr;
   give_back_buffers(s);

@@ -19,6 +19,7 @@ class HttpWorker;
 namespace vigil::http::h2 {
 
 struct Session;
+struct H2Worker;
 
 struct Stream {
   Session* session = nullptr;
@@ -125,6 +126,22 @@ struct Session {
   bool goaway = false;       // GOAWAY sent: no new streams
   bool failed = false;       // GOAWAY with an error code sent: close at once
   bool flush_posted = false;
+
+  // Memory (memory.cc): nghttp2's allocations of a page or more, given back
+  // while the session is idle; its place in the worker's list of idle
+  // sessions not released yet.
+  struct PageBlock {
+    void* p = nullptr;
+    std::uint32_t size = 0;  // whole pages
+    bool frames = false;     // nghttp2's outbound frame buffer
+  };
+  static constexpr int kPageBlocks = 4;
+  PageBlock pages[kPageBlocks];
+  H2Worker* h2w = nullptr;
+  Session* idle_prev = nullptr;
+  Session* idle_next = nullptr;
+  bool idle_linked = false;
+  bool worked = true;  // read or sent since it was last released
 };
 
 inline Session* session_of(const HttpConnection& hc) {

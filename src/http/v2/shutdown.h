@@ -5,6 +5,9 @@
 // connection closes once none is left: at once when it is idle. The
 // worker's worker_shutdown_timeout closes whatever is still open.
 
+namespace vigil {
+class EventLoop;
+}
 namespace vigil::http {
 struct HttpConnection;
 }
@@ -12,5 +15,7 @@ struct HttpConnection;
 namespace vigil::http::h2 {
 
 void begin_shutdown(HttpConnection& hc);
+// Frees the worker's HTTP/2 state (memory.h), once its connections are closed.
+void exit_worker(EventLoop& loop);
 
 }  // namespace vigil::http::h2
