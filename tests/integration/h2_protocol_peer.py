@@ -33,7 +33,9 @@ in part, or that a conforming client never sends.
                         stream: "status <code>" (and the response's
                         x-sent-* fields, "name=value"), "rst <sid> <code>"
                         or "goaway <code> <last>"
-    head PATH           GET PATH: "status <code> frames <n> largest <n>
+    head PATH [MAX_FRAME_SIZE]
+                        GET PATH (SETTINGS_MAX_FRAME_SIZE said first when
+                        given): "status <code> frames <n> largest <n>
                         block <n> fields <n>" (the response head's HEADERS
                         and CONTINUATION frames, the largest one's length,
                         the block's bytes, the decoded fields' bytes)
@@ -260,7 +262,10 @@ def main(argv):
             status, _, _ = peer.until_end(1)
             say(" ".join(["status %s" % status] + peer.sent))
         elif cmd == "head":
-            peer = Peer(port)
+            settings = b""
+            if len(args) > 1:
+                settings = struct.pack(">HI", 0x5, int(args[1]))
+            peer = Peer(port, settings)
             peer.request(1, get_fields(args[0]))
             frames, largest, block = 0, 0, b""
             while True:
@@ -279,6 +284,7 @@ def main(argv):
                     block += payload
                     if flags & 0x4:
                         break
+            peer.dec.max_header_list_size = 1 << 24
             fields = peer.dec.decode(block)
             status = [v for n, v in fields if n == ":status"]
             size = sum(len(n) + len(v) for n, v in fields)

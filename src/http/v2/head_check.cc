@@ -247,6 +247,10 @@ int check_request_head(const Stream& st, std::string_view method, std::string_vi
       why = "client sent CONNECT without :authority";
       return 400;
     }
+    if ((st.pseudo & (kScheme | kPath)) != 0) {
+      why = "client sent CONNECT method";
+      return 405;
+    }
     return 0;
   }
   if ((st.pseudo & kMethod) == 0) {

@@ -459,20 +459,115 @@ void give_back_buffers(Session& s) {
   BufferCache& cache = s.worker->buffers();
   if (s.rbuf != nullptr) cache.put(s.rbuf, s.rbuf_size);
   if (s.wbuf != nullptr) cache.put(s.wbuf, s.wbuf_size);
-  s.rbuf = s.wbuf = nullptr;
+  if (s.block != nullptr) cache.put(s.block, s.block_size);
+  s.rbuf = s.wbuf = s.block = nullptr;
 }
 
-// The next frame from nghttp2 into s.frame; false on a fatal error.
-bool next_frame(Session& s) {
-  const std::uint8_t* data = nullptr;
+constexpr std::size_t kFrameHeader = 9;
+
+void put_frame_header(std::uint8_t* p, std::size_t len, std::uint8_t type, std::uint8_t flags,
+                      const std::uint8_t* stream_id) {
+  p[0] = static_cast<std::uint8_t>(len >> 16);
+  p[1] = static_cast<std::uint8_t>(len >> 8);
+  p[2] = static_cast<std::uint8_t>(len);
+  p[3] = type;
+  p[4] = flags;
+  std::memcpy(p + 5, stream_id, 4);
+}
+
+bool mem_send(Session& s, const std::uint8_t*& data, std::size_t& len) {
   const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
   if (n < 0) {
     VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu http2 send failed: %s",
               static_cast<unsigned long long>(s.c->number), nghttp2_strerror(static_cast<int>(n)));
     return false;
   }
-  s.frame = data;
-  s.frame_len = static_cast<std::size_t>(n);
+  len = static_cast<std::size_t>(n);
+  return true;
+}
+
+// nghttp2 splits a header block into frames of 16384 bytes whatever the
+// client allows; a client whose SETTINGS_MAX_FRAME_SIZE is larger gets the
+// block in frames that large, as nginx sends it (one HEADERS frame when it
+// fits). The HEADERS frame in s.frame is followed by its CONTINUATIONs
+// (nghttp2 sends nothing between them); they are gathered into s.block.
+bool merge_header_block(Session& s) {
+  const std::size_t max =
+      nghttp2_session_get_remote_settings(s.ng, NGHTTP2_SETTINGS_MAX_FRAME_SIZE);
+  if (max <= 16384) return true;  // nghttp2's frames are as large as allowed
+  BufferCache& cache = s.worker->buffers();
+  const std::uint8_t* first = s.frame;
+  std::uint8_t stream_id[4];
+  std::memcpy(stream_id, first + 5, 4);
+  const std::uint8_t end_stream = first[4] & NGHTTP2_FLAG_END_STREAM;
+  // The payloads, one after another (the block), then made into frames.
+  std::size_t cap = 4 * s.frame_len;
+  auto* payload = reinterpret_cast<std::uint8_t*>(cache.get(cap));
+  if (payload == nullptr) return false;
+  std::size_t len = 0;
+  const std::uint8_t* f = first;
+  std::size_t flen = s.frame_len;
+  for (;;) {
+    const std::size_t plen = flen - kFrameHeader;
+    if (len + plen > cap) {
+      const std::size_t more = std::max(2 * cap, len + plen);
+      auto* grown = reinterpret_cast<std::uint8_t*>(cache.get(more));
+      if (grown == nullptr) {
+        cache.put(reinterpret_cast<char*>(payload), cap);
+        return false;
+      }
+      std::memcpy(grown, payload, len);
+      cache.put(reinterpret_cast<char*>(payload), cap);
+      payload = grown;
+      cap = more;
+    }
+    std::memcpy(payload + len, f + kFrameHeader, plen);
+    len += plen;
+    if ((f[4] & NGHTTP2_FLAG_END_HEADERS) != 0) break;
+    if (!mem_send(s, f, flen) || flen < kFrameHeader || f[3] != NGHTTP2_CONTINUATION) {
+      cache.put(reinterpret_cast<char*>(payload), cap);
+      return false;
+    }
+  }
+  const std::size_t frames = (len + max - 1) / max;
+  const std::size_t size = len + frames * kFrameHeader;
+  auto* out = reinterpret_cast<std::uint8_t*>(cache.get(size));
+  if (out == nullptr) {
+    cache.put(reinterpret_cast<char*>(payload), cap);
+    return false;
+  }
+  std::uint8_t* p = out;
+  for (std::size_t at = 0; at < len;) {
+    const std::size_t n = std::min(max, len - at);
+    const bool last = at + n == len;
+    put_frame_header(p, n, at == 0 ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION,
+                     static_cast<std::uint8_t>((at == 0 ? end_stream : 0) |
+                                               (last ? NGHTTP2_FLAG_END_HEADERS : 0)),
+                     stream_id);
+    std::memcpy(p + kFrameHeader, payload + at, n);
+    p += kFrameHeader + n;
+    at += n;
+  }
+  cache.put(reinterpret_cast<char*>(payload), cap);
+  s.block = reinterpret_cast<char*>(out);
+  s.block_size = size;
+  s.frame = out;
+  s.frame_len = size;
+  return true;
+}
+
+// The next frame from nghttp2 into s.frame; false on a fatal error.
+bool next_frame(Session& s) {
+  if (s.block != nullptr) {  // sent (next_frame comes when s.frame is)
+    s.worker->buffers().put(s.block, s.block_size);
+    s.block = nullptr;
+  }
+  if (!mem_send(s, s.frame, s.frame_len)) return false;
+  if (s.frame_len > kFrameHeader && s.frame[3] == NGHTTP2_HEADERS &&
+      (s.frame[4] & (NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY)) ==
+          0) {
+    return merge_header_block(s);
+  }
   return true;
 }
 

@@ -24,8 +24,9 @@ struct Session;
 // The largest response head sent, as nghttp2 bounds a header block
 // (nghttp2_hd_deflate_bound: 12 bytes, 12 per field, and the names and
 // values): in a HEADERS frame and as many CONTINUATIONs as the client's
-// SETTINGS_MAX_FRAME_SIZE needs (nghttp2 alone stops at 64 KiB). A larger
-// head is refused with 500 (stream.cc, write_header).
+// SETTINGS_MAX_FRAME_SIZE allows (nghttp2 alone stops at 64 KiB). A
+// larger head is refused (stream.cc, write_header): logged, the stream
+// reset.
 inline constexpr std::size_t kMaxResponseHead = 1 << 20;
 
 struct Stream {
@@ -119,6 +120,10 @@ struct Session {
   std::uint32_t wlast = 0;
   const std::uint8_t* frame = nullptr;
   std::size_t frame_len = 0;
+  // A response head's frames made anew in fewer, larger ones (session.cc,
+  // next_frame): `frame` points into it while it is sent.
+  char* block = nullptr;
+  std::size_t block_size = 0;
 
   // Defences (session.cc): streams opened in this millisecond, and the reset
   // budget (a token bucket: streams that end in RST_STREAM, either side's).

@@ -97,28 +97,6 @@ void answer_directly(Stream& st, const char* status) {
 
 void consume(Stream& st, std::size_t n);
 
-// A malformed request's answer (RFC 9113 §8.1.1 lets the server answer
-// before the stream closes): the Request only says `status`, through
-// error_page, as nginx finalizes the stream's request with it.
-void answer_malformed(Stream& st, int status) {
-  Session& s = *st.session;
-  HttpConnection& hc = st.hc;
-  st.fc.requests = s.c->requests;
-  ++s.c->requests;
-  Request* r = begin_request(hc);
-  if (r == nullptr) {
-    (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_INTERNAL_ERROR);
-    return;
-  }
-  r->request_length = st.head_length;
-  st.r = r;
-  st.discard = true;  // its body is not read
-  st.rev.handler = request_handler;
-  st.wev.handler = request_handler;
-  finalize_error(*r, status);
-  schedule_flush(s);
-}
-
 // The DATA frames do not add up to the declared content-length (RFC 9113
 // §8.1.1): the body's reader fails with 400, as nginx's; a body nobody
 // reads ends the stream with PROTOCOL_ERROR, unless its response is
@@ -249,19 +227,31 @@ void start_stream_request(Stream& st) {
       VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s", static_cast<unsigned long long>(s.c->number), why);
     }
   }
-  if (bad != 0) {
-    answer_malformed(st, bad);
-    return;
-  }
   // The head as HTTP/1 would have it: the request line from the
   // pseudo-header fields, Host from :authority (which wins over a Host
   // field, RFC 9113 §8.3.1), the cookie fields joined into one (§8.2.3),
   // and a body without a length said as chunked (HTTP/1's parser then
   // knows that one comes; the DATA frames bring it decoded).
-  const std::string_view method = scratch_view(st, st.method_at, st.method_len);
-  const std::string_view path = scratch_view(st, st.path_at, st.path_len);
+  std::string_view method = scratch_view(st, st.method_at, st.method_len);
+  std::string_view path = scratch_view(st, st.path_at, st.path_len);
   const std::string_view authority = scratch_view(st, st.authority_at, st.authority_len);
-  const bool chunked = !st.in_done && !st.has_length;
+  bool chunked = !st.in_done && !st.has_length;
+  if (bad != 0) {
+    // A malformed request (RFC 9113 §8.1.1 lets the server answer it): a
+    // request line of what was valid in it and no fields, which the
+    // request refuses with `bad` once read (process_request), through the
+    // server's error_page, as nginx finalizes the stream's request.
+    st.malformed = static_cast<std::uint16_t>(bad);
+    st.discard = true;  // its body is not read
+    st.fields_at = st.scratch_len;
+    st.cookies = 0;
+    chunked = false;
+    if (method.empty() || method == "CONNECT" ||
+        !std::all_of(method.begin(), method.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+      method = "GET";
+    }
+    if (path.empty() || path[0] != '/') path = "/";
+  }
   const std::size_t need = method.size() + path.size() + authority.size() + st.scratch_len + 128;
   std::uint32_t size = 0;
   char* mem = get_buffer(s, need, size);
@@ -278,7 +268,7 @@ void start_stream_request(Stream& st) {
   put(" ");
   // CONNECT names its target in :authority (RFC 9113 §8.5): the
   // authority-form target of HTTP/1, which is then refused with 405.
-  if (method == "CONNECT") {
+  if (method == "CONNECT" && path.empty() && !authority.empty()) {
     put(authority);
   } else {
     put(path.empty() ? std::string_view("/") : path);
@@ -774,6 +764,10 @@ int discard_request_body(Request& r) {
   st.pre_pos = st.pre_last = 0;
   r.body.discarded = true;
   return kPhaseNext;
+}
+
+int malformed_status(const Request& r) {
+  return r.hc->stream != nullptr ? r.hc->stream->malformed : 0;
 }
 
 bool client_gone(const Request& r) {
