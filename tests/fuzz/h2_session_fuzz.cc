@@ -1,5 +1,6 @@
-// libFuzzer target for the HTTP/2 connection (http/v2/session.cc and
-// stream.cc): the input is what a client sends on a cleartext HTTP/2 port,
+// libFuzzer target for the HTTP/2 connection (http/v2/session.cc,
+// stream.cc, and head_check.cc's checks of a request head's fields and its
+// priority field's parser): the input is what a client sends on a cleartext HTTP/2 port,
 // over a socketpair into a real worker (a configuration loaded as the server
 // loads it, an event loop, the HTTP worker), so the whole path runs: the
 // preface, nghttp2's frames and HPACK, the streams' requests through the

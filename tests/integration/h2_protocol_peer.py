@@ -25,6 +25,20 @@ in part, or that a conforming client never sends.
                         longest DATA frame)
     connect [full]      CONNECT with :authority only ("full": with :scheme
                         and :path too): "status <code>" or "rst <sid> <code>"
+    fields [--body N] NAME=VALUE...
+                        one HEADERS frame on stream 1 with these fields, in
+                        order, as literals (any bytes: Python escapes such
+                        as \\r or \\x02 are decoded); END_STREAM, or with
+                        --body a DATA frame of N bytes that ends the
+                        stream: "status <code>" (and the response's
+                        x-sent-* fields, "name=value"), "rst <sid> <code>"
+                        or "goaway <code> <last>"
+    head PATH [MAX_FRAME_SIZE]
+                        GET PATH (SETTINGS_MAX_FRAME_SIZE said first when
+                        given): "status <code> frames <n> largest <n>
+                        block <n> fields <n>" (the response head's HEADERS
+                        and CONTINUATION frames, the largest one's length,
+                        the block's bytes, the decoded fields' bytes)
 Every wait gives up after 30 seconds ("timeout", exit status 1); a
 connection closed first prints "closed".
 """
@@ -38,6 +52,7 @@ import hpack
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE = (
     0, 1, 3, 4, 5, 6, 7, 8)
+CONTINUATION = 9
 
 
 def say(line):
@@ -57,6 +72,7 @@ class Peer:
     def __init__(self, port, settings=b""):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.buf = b""
+        self.sent = []  # the response's x-sent-* fields
         self.dec = hpack.Decoder()
         self.enc = hpack.Encoder()
         self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0, settings) +
@@ -110,6 +126,8 @@ class Peer:
                 for name, value in self.dec.decode(payload):
                     if name == ":status":
                         status = value
+                    if name.startswith("x-sent-"):
+                        self.sent.append("%s=%s" % (name, value))
             if ftype == DATA:
                 largest = max(largest, len(payload))
                 total += len(payload)
@@ -118,6 +136,26 @@ class Peer:
                                             struct.pack(">I", len(payload))))
             if flags & 1:
                 return status, largest, total
+
+
+def literal(name, value):
+    """A field as a literal without indexing, new name, no Huffman (RFC 7541
+    §6.2.2), whatever bytes it holds."""
+    def string(b):
+        n = len(b)
+        if n < 127:
+            return bytes([n]) + b
+        out, n = bytearray([127]), n - 127
+        while n >= 128:
+            out.append((n & 0x7f) | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out) + b
+    return b"\0" + string(name) + string(value)
+
+
+def arg_bytes(text):
+    return text.encode("latin-1").decode("unicode_escape").encode("latin-1")
 
 
 def goaway_of(payload):
@@ -209,6 +247,49 @@ def main(argv):
             peer.request(1, fields)
             status, _, _ = peer.until_end(1)
             say("status %s" % status)
+        elif cmd == "fields":
+            body = None
+            if args and args[0] == "--body":
+                body, args = int(args[1]), args[2:]
+            block = b""
+            for a in args:
+                name, _, value = a.partition("=")
+                block += literal(arg_bytes(name), arg_bytes(value))
+            peer = Peer(port)
+            peer.sock.sendall(frame(HEADERS, 0x4 if body is not None else 0x5, 1, block))
+            if body is not None:
+                peer.sock.sendall(frame(DATA, 0x1, 1, b"x" * body))
+            status, _, _ = peer.until_end(1)
+            say(" ".join(["status %s" % status] + peer.sent))
+        elif cmd == "head":
+            settings = b""
+            if len(args) > 1:
+                settings = struct.pack(">HI", 0x5, int(args[1]))
+            peer = Peer(port, settings)
+            peer.request(1, get_fields(args[0]))
+            frames, largest, block = 0, 0, b""
+            while True:
+                ftype, flags, sid, payload = peer.next_frame()
+                if ftype == GOAWAY:
+                    say("goaway %d %d" % goaway_of(payload))
+                    return 0
+                if sid != 1:
+                    continue
+                if ftype == RST_STREAM:
+                    say("rst 1 %d" % struct.unpack(">I", payload)[0])
+                    return 0
+                if ftype in (HEADERS, CONTINUATION):
+                    frames += 1
+                    largest = max(largest, len(payload))
+                    block += payload
+                    if flags & 0x4:
+                        break
+            peer.dec.max_header_list_size = 1 << 24
+            fields = peer.dec.decode(block)
+            status = [v for n, v in fields if n == ":status"]
+            size = sum(len(n) + len(v) for n, v in fields)
+            say("status %s frames %d largest %d block %d fields %d" % (
+                status[0] if status else None, frames, largest, len(block), size))
         else:
             say("unknown command " + cmd)
             return 2

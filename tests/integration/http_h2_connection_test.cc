@@ -92,7 +92,8 @@ TEST_F(Http2Connection, ServerPushDirectivesAreTakenAndPushNothing) {
 }
 
 // RFC 9113 §8.1.1: DATA that add up to more (or less) than content-length
-// make the request malformed, a stream error of type PROTOCOL_ERROR (1).
+// make the request malformed, a stream error of type PROTOCOL_ERROR (1),
+// when nobody reads the body (nginx ignores it then).
 TEST_F(Http2Connection, ABodyLongerThanItsContentLengthResetsTheStream) {
   start("location /t { return 200 ok; }");
   auto [more_rc, more] = frames_peer(port_, {"length", "/t", "3", "TEST"});
@@ -134,6 +135,34 @@ TEST(Http2ConnectionConf, PushDirectivesAreCheckedAsNginxDoes) {
   EXPECT_NE(bad_out.find("[emerg]"), std::string::npos) << bad_out;
   auto [none, none_out] = test::check_http_conf(s, "http2_push;");
   EXPECT_NE(none, 0) << none_out;
+}
+
+// A body read (here to pass it on) whose DATA add up to more or less than
+// its content-length is answered 400, as nginx answers it ("client
+// intended to send body data larger than declared", "client prematurely
+// closed stream"); RFC 9113 §8.1.1 lets the server answer a malformed
+// request before the stream closes. The backend never sees it.
+TEST(Http2ConnectionBody, ABodyThatDisagreesWithItsContentLengthIsABadRequest) {
+  test::Backend backend([](test::BackendConn& c, const test::BackendRequest&) {
+    return c.send(test::backend_response(200, "got\n"));
+  });
+  test::VigilServer s;
+  ASSERT_TRUE(
+      s.start("access_log off;\nserver {\n  listen 127.0.0.1:0;\n  http2 on;\n"
+              "  location / { proxy_pass http://" +
+              backend.address() + "; }\n}\n"))
+      << s.output();
+  auto [more_rc, more] = frames_peer(s.port(), {"length", "/t", "3", "TEST"});
+  EXPECT_EQ(more, "status 400\n") << s.output();
+  EXPECT_TRUE(s.wait_output("client intended to send body data larger than declared"))
+      << s.output();
+  auto [less_rc, less] = frames_peer(s.port(), {"length", "/t", "5", "TEST"});
+  EXPECT_EQ(less, "status 400\n") << s.output();
+  EXPECT_TRUE(s.wait_output("client prematurely closed stream")) << s.output();
+  auto [same_rc, same] = frames_peer(s.port(), {"length", "/t", "4", "TEST"});
+  EXPECT_EQ(same, "status 200\n") << s.output();
+  backend.stop();
+  s.stop();
 }
 
 // nginx takes any client_body_buffer_size; a small one means the body

@@ -276,6 +276,15 @@ void process_request(Request& r) {
     refuse_head(r);
     return;
   }
+  if (hc.stream != nullptr) {
+    // A malformed HTTP/2 request its stream found (RFC 9113 §8.1.1),
+    // answered as a refused head is.
+    if (const int bad = h2::malformed_status(r); bad != 0) {
+      r.check.status = bad;
+      refuse_head(r);
+      return;
+    }
+  }
   const HeaderField* first = nullptr;
   if (const HeaderField* dup = duplicate_field(r, first); dup != nullptr) {
     VIGIL_LOG(*c.log, kInfo, 0,

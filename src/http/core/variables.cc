@@ -295,9 +295,42 @@ bool var_msec(const Request&, std::string_view, VarSink& s) {
   return true;
 }
 
+// The request's fields named `name` (lower case), their values joined into
+// `out` (when not null); the length. With `underscore` a '_' in a field's
+// name stands for '-' (nginx's $http_NAME, where both the field "x-foo" and
+// "x_foo", kept by underscores_in_headers or ignore_invalid_headers off,
+// are $http_x_foo).
+std::size_t field_values(const Request& r, std::string_view name, char* out, bool& found,
+                         bool underscore) {
+  found = false;
+  std::size_t n = 0;
+  // Cookie fields join as one cookie-string ("; ", RFC 6265 §5.4 and RFC
+  // 9113 §8.2.3), any other list with ", " (RFC 9110 §5.3).
+  const bool cookie = name == "cookie";
+  for (std::uint32_t i = 0; i < r.nfields; ++i) {
+    const std::string_view fname = r.fields[i].name;
+    if (fname.size() != name.size()) continue;
+    bool same = true;
+    for (std::size_t k = 0; k < name.size() && same; ++k) {
+      const char c = var_lower(fname[k]);
+      same = c == name[k] || (underscore && c == '_' && name[k] == '-');
+    }
+    if (!same) continue;
+    const std::string_view v = r.fields[i].value;
+    if (found) {
+      if (out != nullptr) std::memcpy(out + n, cookie ? "; " : ", ", 2);
+      n += 2;
+    }
+    if (out != nullptr) std::memcpy(out + n, v.data(), v.size());
+    n += v.size();
+    found = true;
+  }
+  return n;
+}
+
 bool var_http(const Request& r, std::string_view name, VarSink& s) {
   bool found = false;
-  s.advance(request_header_value(r, name, s.at(), found));
+  s.advance(field_values(r, name, s.at(), found, true));
   return found;
 }
 
@@ -793,27 +826,7 @@ std::size_t worst_case(std::size_t n, ValueCoding coding) {
 }  // namespace
 
 std::size_t request_header_value(const Request& r, std::string_view name, char* out, bool& found) {
-  found = false;
-  std::size_t n = 0;
-  // Cookie fields join as one cookie-string ("; ", RFC 6265 §5.4 and RFC
-  // 9113 §8.2.3), any other list with ", " (RFC 9110 §5.3).
-  const bool cookie = name == "cookie";
-  for (std::uint32_t i = 0; i < r.nfields; ++i) {
-    const std::string_view fname = r.fields[i].name;
-    if (fname.size() != name.size()) continue;
-    bool same = true;
-    for (std::size_t k = 0; k < name.size() && same; ++k) same = var_lower(fname[k]) == name[k];
-    if (!same) continue;
-    const std::string_view v = r.fields[i].value;
-    if (found) {
-      if (out != nullptr) std::memcpy(out + n, cookie ? "; " : ", ", 2);
-      n += 2;
-    }
-    if (out != nullptr) std::memcpy(out + n, v.data(), v.size());
-    n += v.size();
-    found = true;
-  }
-  return n;
+  return field_values(r, name, out, found, false);
 }
 
 Result<std::string> declared_variable_word(std::string_view word) {

@@ -69,6 +69,9 @@ bool send_continue(Request& r);
 int start_request_body(Request& r, std::size_t size, RequestBodyHandler handler);
 int read_request_body(Request& r);
 int discard_request_body(Request& r);
+// The status a malformed request (RFC 9113 §8.1.1) is answered with, as
+// the stream's head checks found it; 0 for a well-formed one.
+int malformed_status(const Request& r);
 // The client reset the stream or the connection is gone.
 bool client_gone(const Request& r);
 // The request on hc (a stream's) has ended and been released: the stream

@@ -237,14 +237,34 @@ int on_begin_headers(nghttp2_session* ng, const nghttp2_frame* frame, void* user
   return 0;
 }
 
+// A malformed request reset (RFC 9113 §8.1.1): the rest of its head is
+// decoded (HPACK's state) and dropped.
+void refuse(nghttp2_session* ng, Stream& st, const char* why, std::string_view name) {
+  Session& s = *st.session;
+  VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s: \"%.*s\"", static_cast<unsigned long long>(s.c->number),
+            why, static_cast<int>(name.size()), name.data());
+  st.refused = true;
+  (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_PROTOCOL_ERROR);
+}
+
+// nghttp2's HTTP messaging is off (start()): the head is checked here,
+// field by field (head_check.cc), so that a malformed request can be
+// answered as nginx answers it.
 int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_t* name,
               std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
               std::uint8_t /*flags*/, void* user) {
-  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-    return 0;  // trailer fields of a request body are not kept
-  }
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   Stream* st = stream_of(ng, frame->hd.stream_id);
-  if (st == nullptr || st->r != nullptr || st->head_too_big) return 0;
+  const std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+    // Trailer fields of a request body are not kept, only checked.
+    if (st != nullptr && !st->refused && !trailer_field_ok(n, v)) {
+      refuse(ng, *st, "client sent invalid trailer field", n);
+    }
+    return 0;
+  }
+  if (st == nullptr || st->r != nullptr || st->head_too_big || st->refused) return 0;
   // nginx's limits on a head, from large_client_header_buffers: a name or
   // a value longer than one buffer, or names and values (decoded, indexed
   // ones too) longer than all of them, end the connection with
@@ -261,11 +281,28 @@ int on_header(nghttp2_session* ng, const nghttp2_frame* frame, const std::uint8_
     (void)nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
     return 0;
   }
-  if (namelen == 8 && std::memcmp(name, "priority", 8) == 0) st->priority = true;
-  if (!add_head_field(*st, std::string_view(reinterpret_cast<const char*>(name), namelen),
-                      std::string_view(reinterpret_cast<const char*>(value), valuelen))) {
-    st->head_too_big = true;
+  if (st->malformed != 0) return 0;  // answered with the first problem's status
+  const char* why = nullptr;
+  switch (check_request_field(*st, srv, n, v, why)) {
+    case HeadVerdict::kKeep:
+      break;
+    case HeadVerdict::kIgnore:
+      VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s: \"%.*s\"",
+                static_cast<unsigned long long>(s.c->number), why, static_cast<int>(n.size()),
+                n.data());
+      return 0;
+    case HeadVerdict::kBadRequest:
+      VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s: \"%.*s: %.*s\"",
+                static_cast<unsigned long long>(s.c->number), why, static_cast<int>(n.size()),
+                n.data(), static_cast<int>(std::min<std::size_t>(v.size(), 256)), v.data());
+      st->malformed = 400;
+      return 0;
+    case HeadVerdict::kReset:
+      refuse(ng, *st, why, n);
+      return 0;
   }
+  if (n == "priority") st->priority = parse_priority(v, st->extpri);
+  if (!add_head_field(*st, n, v)) st->head_too_big = true;
   return 0;
 }
 
@@ -276,6 +313,12 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
   if (st == nullptr) return 0;
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end) st->in_done = true;
+  if (st->refused) return 0;
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat != NGHTTP2_HCAT_REQUEST && !end) {
+    // A trailer section ends the stream (RFC 9113 §8.1).
+    refuse(ng, *st, "client sent trailers without END_STREAM", {});
+    return 0;
+  }
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     // The connection is ending on an error (on_header's limits): no
     // request starts.
@@ -286,14 +329,14 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
     const std::size_t extra = frame->headers.padlen +
                               ((frame->hd.flags & NGHTTP2_FLAG_PRIORITY) != 0 ? 5 : 0);
     st->head_length = block > extra ? block - static_cast<std::uint32_t>(extra) : 0;
-    if (!st->priority) {
-      // No priority field: the default urgency, but served in turns with
-      // the other streams of that urgency (RFC 9218 leaves the default
-      // non-incremental; a page's many responses are fairer round-robin,
-      // as nginx and h2o serve them). A PRIORITY_UPDATE still changes it.
-      const nghttp2_extpri fair = {NGHTTP2_EXTPRI_DEFAULT_URGENCY, 1};
-      (void)nghttp2_session_change_extpri_stream_priority(ng, st->id, &fair, 0);
-    }
+    // The priority field as parsed (nghttp2 does not, its HTTP messaging
+    // being off). Without one: the default urgency, but served in turns
+    // with the other streams of that urgency (RFC 9218 leaves the default
+    // non-incremental; a page's many responses are fairer round-robin, as
+    // nginx and h2o serve them). A PRIORITY_UPDATE still changes it.
+    const nghttp2_extpri fair = {NGHTTP2_EXTPRI_DEFAULT_URGENCY, 1};
+    (void)nghttp2_session_change_extpri_stream_priority(ng, st->id,
+                                                        st->priority ? &st->extpri : &fair, 0);
     start_stream_request(*st);
   } else if (end) {
     stream_input_ended(*st);
@@ -380,11 +423,13 @@ ssize_t data_length(nghttp2_session* /*ng*/, std::uint8_t /*type*/, std::int32_t
   return static_cast<ssize_t>(std::max<std::int64_t>(n, 1));
 }
 
-// nghttp2 could not send a frame (a response head of more than 64k
-// encoded, nghttp2's limit): the stream is reset, not left waiting.
-int on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* frame, int /*error*/,
-                      void* /*user*/) {
+// nghttp2 could not send a frame (a response head past kMaxResponseHead,
+// which write_header refuses first): the stream is reset, not left waiting.
+int on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* frame, int error, void* user) {
   if (frame->hd.type == NGHTTP2_HEADERS) {
+    Session& s = *static_cast<Session*>(user);
+    VIGIL_LOG(*s.c->log, kError, 0, "*%llu http2 could not send a response head: %s",
+              static_cast<unsigned long long>(s.c->number), nghttp2_strerror(error));
     (void)nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                     NGHTTP2_INTERNAL_ERROR);
   }
@@ -415,12 +460,23 @@ void give_back_buffers(Session& s) {
   BufferCache& cache = s.worker->buffers();
   if (s.rbuf != nullptr) cache.put(s.rbuf, s.rbuf_size);
   if (s.wbuf != nullptr) cache.put(s.wbuf, s.wbuf_size);
-  s.rbuf = s.wbuf = nullptr;
+  if (s.block != nullptr) cache.put(s.block, s.block_size);
+  s.rbuf = s.wbuf = s.block = nullptr;
 }
 
-// The next frame from nghttp2 into s.frame; false on a fatal error.
-bool next_frame(Session& s) {
-  const std::uint8_t* data = nullptr;
+constexpr std::size_t kFrameHeader = 9;
+
+void put_frame_header(std::uint8_t* p, std::size_t len, std::uint8_t type, std::uint8_t flags,
+                      const std::uint8_t* stream_id) {
+  p[0] = static_cast<std::uint8_t>(len >> 16);
+  p[1] = static_cast<std::uint8_t>(len >> 8);
+  p[2] = static_cast<std::uint8_t>(len);
+  p[3] = type;
+  p[4] = flags;
+  std::memcpy(p + 5, stream_id, 4);
+}
+
+bool mem_send(Session& s, const std::uint8_t*& data, std::size_t& len) {
   const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
   if (n < 0) {
     VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu http2 send failed: %s",
@@ -428,8 +484,92 @@ bool next_frame(Session& s) {
     return false;
   }
   if (n > 0) note_frame(s, data);
-  s.frame = data;
-  s.frame_len = static_cast<std::size_t>(n);
+  len = static_cast<std::size_t>(n);
+  return true;
+}
+
+// nghttp2 splits a header block into frames of 16384 bytes whatever the
+// client allows; a client whose SETTINGS_MAX_FRAME_SIZE is larger gets the
+// block in frames that large, as nginx sends it (one HEADERS frame when it
+// fits). The HEADERS frame in s.frame is followed by its CONTINUATIONs
+// (nghttp2 sends nothing between them); they are gathered into s.block.
+bool merge_header_block(Session& s) {
+  const std::size_t max =
+      nghttp2_session_get_remote_settings(s.ng, NGHTTP2_SETTINGS_MAX_FRAME_SIZE);
+  if (max <= 16384) return true;  // nghttp2's frames are as large as allowed
+  BufferCache& cache = s.worker->buffers();
+  const std::uint8_t* first = s.frame;
+  std::uint8_t stream_id[4];
+  std::memcpy(stream_id, first + 5, 4);
+  const std::uint8_t end_stream = first[4] & NGHTTP2_FLAG_END_STREAM;
+  // The payloads, one after another (the block), then made into frames.
+  std::size_t cap = 4 * s.frame_len;
+  auto* payload = reinterpret_cast<std::uint8_t*>(cache.get(cap));
+  if (payload == nullptr) return false;
+  std::size_t len = 0;
+  const std::uint8_t* f = first;
+  std::size_t flen = s.frame_len;
+  for (;;) {
+    const std::size_t plen = flen - kFrameHeader;
+    if (len + plen > cap) {
+      const std::size_t more = std::max(2 * cap, len + plen);
+      auto* grown = reinterpret_cast<std::uint8_t*>(cache.get(more));
+      if (grown == nullptr) {
+        cache.put(reinterpret_cast<char*>(payload), cap);
+        return false;
+      }
+      std::memcpy(grown, payload, len);
+      cache.put(reinterpret_cast<char*>(payload), cap);
+      payload = grown;
+      cap = more;
+    }
+    std::memcpy(payload + len, f + kFrameHeader, plen);
+    len += plen;
+    if ((f[4] & NGHTTP2_FLAG_END_HEADERS) != 0) break;
+    if (!mem_send(s, f, flen) || flen < kFrameHeader || f[3] != NGHTTP2_CONTINUATION) {
+      cache.put(reinterpret_cast<char*>(payload), cap);
+      return false;
+    }
+  }
+  const std::size_t frames = (len + max - 1) / max;
+  const std::size_t size = len + frames * kFrameHeader;
+  auto* out = reinterpret_cast<std::uint8_t*>(cache.get(size));
+  if (out == nullptr) {
+    cache.put(reinterpret_cast<char*>(payload), cap);
+    return false;
+  }
+  std::uint8_t* p = out;
+  for (std::size_t at = 0; at < len;) {
+    const std::size_t n = std::min(max, len - at);
+    const bool last = at + n == len;
+    put_frame_header(p, n, at == 0 ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION,
+                     static_cast<std::uint8_t>((at == 0 ? end_stream : 0) |
+                                               (last ? NGHTTP2_FLAG_END_HEADERS : 0)),
+                     stream_id);
+    std::memcpy(p + kFrameHeader, payload + at, n);
+    p += kFrameHeader + n;
+    at += n;
+  }
+  cache.put(reinterpret_cast<char*>(payload), cap);
+  s.block = reinterpret_cast<char*>(out);
+  s.block_size = size;
+  s.frame = out;
+  s.frame_len = size;
+  return true;
+}
+
+// The next frame from nghttp2 into s.frame; false on a fatal error.
+bool next_frame(Session& s) {
+  if (s.block != nullptr) {  // sent (next_frame comes when s.frame is)
+    s.worker->buffers().put(s.block, s.block_size);
+    s.block = nullptr;
+  }
+  if (!mem_send(s, s.frame, s.frame_len)) return false;
+  if (s.frame_len > kFrameHeader && s.frame[3] == NGHTTP2_HEADERS &&
+      (s.frame[4] & (NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY)) ==
+          0) {
+    return merge_header_block(s);
+  }
   return true;
 }
 
@@ -674,6 +814,10 @@ void start(HttpConnection& hc) {
   }
   // The windows reopen as the requests read their bodies.
   nghttp2_option_set_no_auto_window_update(opt, 1);
+  // A malformed request is found by Vigil (head_check.cc, stream_data),
+  // which can answer it; nghttp2 would only reset it.
+  nghttp2_option_set_no_http_messaging(opt, 1);
+  nghttp2_option_set_max_send_header_block_length(opt, kMaxResponseHead);
   const HttpSrvConf& srv = *hc.srv;
   const std::size_t header_limit = srv.large_buffers_size * srv.large_buffers_num;
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);

@@ -5,6 +5,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -20,6 +21,14 @@ namespace vigil::http::h2 {
 
 struct Session;
 struct H2Worker;
+
+// The largest response head sent, as nghttp2 bounds a header block
+// (nghttp2_hd_deflate_bound: 12 bytes, 12 per field, and the names and
+// values): in a HEADERS frame and as many CONTINUATIONs as the client's
+// SETTINGS_MAX_FRAME_SIZE allows (nghttp2 alone stops at 64 KiB). A
+// larger head is refused (stream.cc, write_header): logged, the stream
+// reset.
+inline constexpr std::size_t kMaxResponseHead = 1 << 20;
 
 struct Stream {
   Session* session = nullptr;
@@ -51,7 +60,16 @@ struct Stream {
   bool has_length = false;    // content-length was sent
   bool head_too_big = false;  // answered 431
   std::uint32_t head_bytes = 0;  // names and values of the head so far
-  bool priority = false;      // the client sent a priority field (RFC 9218)
+  bool priority = false;         // the client sent a priority field (RFC 9218), parsed in `extpri`
+  nghttp2_extpri extpri = {NGHTTP2_EXTPRI_DEFAULT_URGENCY, 0};
+  // The head's checks (head_check.cc).
+  std::uint8_t pseudo = 0;           // the pseudo-header fields seen
+  bool after_fields = false;         // a regular field came (ignored ones too)
+  bool refused = false;              // reset with PROTOCOL_ERROR: the head is not read on
+  std::uint16_t malformed = 0;       // the status a malformed head is answered with
+  std::int64_t content_length = -1;  // as the client declared it
+  std::int64_t received = 0;         // the body's bytes in DATA frames
+  bool body_error = false;           // they did not add up to content_length: 400
   std::uint32_t head_length = 0;  // the header block's bytes, as sent ($request_length)
 
   // The request body: DATA received and not read yet, [pre_pos, pre_last)
@@ -103,6 +121,10 @@ struct Session {
   std::uint32_t wlast = 0;
   const std::uint8_t* frame = nullptr;
   std::size_t frame_len = 0;
+  // A response head's frames made anew in fewer, larger ones (session.cc,
+  // next_frame): `frame` points into it while it is sent.
+  char* block = nullptr;
+  std::size_t block_size = 0;
 
   // Defences (session.cc): streams opened in this millisecond, and the reset
   // budget (a token bucket: streams that end in RST_STREAM, either side's).
@@ -159,6 +181,27 @@ void free_stream(Stream& st);
 // Ends every stream and frees the session (hc.h2 = nullptr); the
 // connection stays open for its owner to close.
 void end_session(Session& s);
+
+// head_check.cc: what becomes of a request head's field (RFC 9113 §8.2,
+// §8.3, and nginx's checks).
+enum class HeadVerdict {
+  kKeep,        // the field goes to the request
+  kIgnore,      // dropped (logged)
+  kBadRequest,  // the request is malformed: answered 400
+  kReset,       // the request is malformed: RST_STREAM PROTOCOL_ERROR
+};
+// `why` says what was wrong, for the log.
+HeadVerdict check_request_field(Stream& st, const HttpSrvConf& srv, std::string_view name,
+                                std::string_view value, const char*& why);
+// At the end of the head (its fields all checked): 0, or the status a
+// request without what it needs is answered with.
+int check_request_head(const Stream& st, std::string_view method, std::string_view path,
+                       const char*& why);
+// A field of a trailer section that does not make the request malformed.
+bool trailer_field_ok(std::string_view name, std::string_view value);
+// A priority field's value (RFC 9218 §4) into `pri`; false when it does
+// not parse (then it is ignored).
+bool parse_priority(std::string_view value, nghttp2_extpri& pri);
 
 // stream.cc
 // The stream's head is complete (END_HEADERS): the request starts.

@@ -95,6 +95,32 @@ void answer_directly(Stream& st, const char* status) {
   st.discard = true;
 }
 
+void consume(Stream& st, std::size_t n);
+
+// The DATA frames do not add up to the declared content-length (RFC 9113
+// §8.1.1): the body's reader fails with 400, as nginx's; a body nobody
+// reads ends the stream with PROTOCOL_ERROR, unless its response is
+// complete.
+void body_mismatch(Stream& st, const char* why) {
+  Session& s = *st.session;
+  VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s: %lld of %lld bytes",
+            static_cast<unsigned long long>(s.c->number), why, static_cast<long long>(st.received),
+            static_cast<long long>(st.content_length));
+  st.content_length = -1;  // said once
+  if (st.r == nullptr || st.discard) {
+    if (!st.out_eof && !st.closed) {
+      (void)nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_PROTOCOL_ERROR);
+    }
+    return;
+  }
+  st.body_error = true;
+  st.discard = true;
+  consume(st, st.pre_last - st.pre_pos);
+  st.pre_pos = st.pre_last = 0;
+  st.body_wait = true;
+  wake_reader(st);
+}
+
 // The request's connection has no socket of its own to read: its read
 // event is the body reader's (posted when DATA comes) or the request's.
 void body_event(Event& rev) {
@@ -144,8 +170,8 @@ bool file_direct(const Request& r) {
 
 bool add_head_field(Stream& st, std::string_view name, std::string_view value) {
   if (!name.empty() && name[0] == ':') {
-    // Pseudo-header fields (RFC 9113 §8.3.1; nghttp2 has checked that they
-    // come first, once each, and that the request has what it needs).
+    // Pseudo-header fields (RFC 9113 §8.3.1; check_request_field has
+    // checked that they come first, once each).
     if (name != ":method" && name != ":path" && name != ":authority") return true;
     if (!scratch_room(st, value.size())) return false;
     const std::uint32_t at = st.scratch_len;
@@ -188,15 +214,44 @@ void start_stream_request(Stream& st) {
     answer_directly(st, "431");
     return;
   }
+  const char* why = nullptr;
+  int bad = st.malformed;
+  if (bad == 0) {
+    bad = check_request_head(st, scratch_view(st, st.method_at, st.method_len),
+                             scratch_view(st, st.path_at, st.path_len), why);
+    if (bad == 0 && st.in_done && st.content_length > 0) {
+      why = "client prematurely closed stream: no request body";
+      bad = 400;
+    }
+    if (bad != 0) {
+      VIGIL_LOG(*s.c->log, kInfo, 0, "*%llu %s", static_cast<unsigned long long>(s.c->number), why);
+    }
+  }
   // The head as HTTP/1 would have it: the request line from the
   // pseudo-header fields, Host from :authority (which wins over a Host
   // field, RFC 9113 §8.3.1), the cookie fields joined into one (§8.2.3),
   // and a body without a length said as chunked (HTTP/1's parser then
   // knows that one comes; the DATA frames bring it decoded).
-  const std::string_view method = scratch_view(st, st.method_at, st.method_len);
-  const std::string_view path = scratch_view(st, st.path_at, st.path_len);
+  std::string_view method = scratch_view(st, st.method_at, st.method_len);
+  std::string_view path = scratch_view(st, st.path_at, st.path_len);
   const std::string_view authority = scratch_view(st, st.authority_at, st.authority_len);
-  const bool chunked = !st.in_done && !st.has_length;
+  bool chunked = !st.in_done && !st.has_length;
+  if (bad != 0) {
+    // A malformed request (RFC 9113 §8.1.1 lets the server answer it): a
+    // request line of what was valid in it and no fields, which the
+    // request refuses with `bad` once read (process_request), through the
+    // server's error_page, as nginx finalizes the stream's request.
+    st.malformed = static_cast<std::uint16_t>(bad);
+    st.discard = true;  // its body is not read
+    st.fields_at = st.scratch_len;
+    st.cookies = 0;
+    chunked = false;
+    if (method.empty() || method == "CONNECT" ||
+        !std::all_of(method.begin(), method.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+      method = "GET";
+    }
+    if (path.empty() || path[0] != '/') path = "/";
+  }
   const std::size_t need = method.size() + path.size() + authority.size() + st.scratch_len + 128;
   std::uint32_t size = 0;
   char* mem = get_buffer(s, need, size);
@@ -211,9 +266,9 @@ void start_stream_request(Stream& st) {
   };
   put(method);
   put(" ");
-  // CONNECT names its target in :authority alone (RFC 9113 §8.5): the
+  // CONNECT names its target in :authority (RFC 9113 §8.5): the
   // authority-form target of HTTP/1, which is then refused with 405.
-  if (path.empty() && method == "CONNECT" && !authority.empty()) {
+  if (method == "CONNECT" && path.empty() && !authority.empty()) {
     put(authority);
   } else {
     put(path.empty() ? std::string_view("/") : path);
@@ -283,6 +338,10 @@ void start_stream_request(Stream& st) {
 
 void stream_data(Stream& st, const std::uint8_t* data, std::size_t len) {
   Session& s = *st.session;
+  st.received += static_cast<std::int64_t>(len);
+  if (st.content_length >= 0 && st.received > st.content_length) {
+    body_mismatch(st, "client intended to send body data larger than declared");
+  }
   if (st.r == nullptr || st.discard || st.r->body.failed) {
     consume(st, len);
     return;
@@ -312,6 +371,10 @@ void stream_data(Stream& st, const std::uint8_t* data, std::size_t len) {
 }
 
 void stream_input_ended(Stream& st) {
+  if (st.content_length >= 0 && st.received < st.content_length) {
+    body_mismatch(st, "client prematurely closed stream");
+    return;
+  }
   wake_reader(st);
 }
 
@@ -499,6 +562,7 @@ bool write_header(Request& r) {
   std::size_t n = 0;
   nv[n++] = {reinterpret_cast<std::uint8_t*>(const_cast<char*>(":status")),
              reinterpret_cast<std::uint8_t*>(status), 7, 3, NGHTTP2_NV_FLAG_NONE};
+  std::size_t bound = 12 + 12 + 7 + 3;  // as nghttp2_hd_deflate_bound counts
   while (p < end) {
     char* nl = static_cast<char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
     if (nl == nullptr) break;
@@ -506,8 +570,17 @@ bool write_header(Request& r) {
       p = nl + 1;
       break;
     }
-    if (field_line(p, nl, nv[n])) ++n;
+    if (field_line(p, nl, nv[n])) {
+      bound += 12 + nv[n].namelen + nv[n].valuelen;
+      ++n;
+    }
     p = nl + 1;
+  }
+  if (bound > kMaxResponseHead) {
+    VIGIL_LOG(*r.c->log, kError, 0, "*%llu response head too large for http2: %zu bytes",
+              static_cast<unsigned long long>(r.c->number), bound);
+    if (heap != nullptr) s.worker->buffers().put(heap, heap_size);
+    return false;
   }
   const int code = r.headers_out.status;
   // An empty body without trailers: the HEADERS frame ends the stream (as
@@ -640,6 +713,7 @@ int read_request_body(Request& r) {
   RequestBody& rb = r.body;
   Buf& b = rb.buf;
   if (rb.failed) return -1;
+  if (st.body_error) return body_fail(r, 400, false);
   for (;;) {
     if (rb.done) {
       if (r.c->read->handler == body_event) r.c->read->handler = request_handler;
@@ -690,6 +764,10 @@ int discard_request_body(Request& r) {
   st.pre_pos = st.pre_last = 0;
   r.body.discarded = true;
   return kPhaseNext;
+}
+
+int malformed_status(const Request& r) {
+  return r.hc->stream != nullptr ? r.hc->stream->malformed : 0;
 }
 
 bool client_gone(const Request& r) {
