@@ -40,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(!(whole && a.error != nullptr), "no error in a whole answer");
   check(!whole || (a.status >= 0 && a.status <= 999), "a three-digit status");
   check(whole || a.body.empty(), "a body only after a whole head");
-  if (whole) check(a.body.data() + a.body.size() == in.data() + in.size(), "the body runs to the end");
+  if (whole)
+    check(a.body.data() + a.body.size() == in.data() + in.size(), "the body runs to the end");
   return 0;
 }

@@ -45,9 +45,9 @@ class Ocsp : public ::testing::Test {
     ASSERT_TRUE(cli({"req", "-x509", "-new", "-config", "openssl.conf", "-subj", "/CN=root/",
                      "-out", "root.crt", "-keyout", "root.key"}));
     for (const char* name : {"int", "end", "revoked", "dead"}) {
-      ASSERT_TRUE(cli({"req", "-new", "-config", "openssl.conf", "-subj",
-                       std::string("/CN=") + name + "/", "-out", std::string(name) + ".csr",
-                       "-keyout", std::string(name) + ".key"}));
+      ASSERT_TRUE(
+          cli({"req", "-new", "-config", "openssl.conf", "-subj", std::string("/CN=") + name + "/",
+               "-out", std::string(name) + ".csr", "-keyout", std::string(name) + ".key"}));
     }
     ASSERT_TRUE(cli({"ecparam", "-genkey", "-name", "prime256v1", "-out", "ec-end.key"}));
     ASSERT_TRUE(cli({"req", "-new", "-key", "ec-end.key", "-config", "openssl.conf", "-subj",
@@ -217,9 +217,9 @@ TEST_F(Ocsp, StaplingResponderOverridesTheAia) {
   start_responder();
   const int port = test::free_port();
   ASSERT_TRUE(s_.start(server_block(
-      port, "ssl_stapling on;\n ssl_stapling_responder http://127.0.0.1:" +
-                std::to_string(ocsp_port_) +
-                "/;\n ssl_certificate ../dead-int.crt;\n ssl_certificate_key ../dead.key;")))
+      port,
+      "ssl_stapling on;\n ssl_stapling_responder http://127.0.0.1:" + std::to_string(ocsp_port_) +
+          "/;\n ssl_certificate ../dead-int.crt;\n ssl_certificate_key ../dead.key;")))
       << s_.output();
   EXPECT_EQ(wait_staple(port), "good") << s_.output();
 }
@@ -286,11 +286,12 @@ TEST_F(Ocsp, AResponderNameGoesThroughTheResolver) {
   ASSERT_TRUE(std::regex_search(out, m, std::regex("DNS (\\d+)"))) << out;
   start_responder();
   const int port = test::free_port();
-  ASSERT_TRUE(s_.start("resolver 127.0.0.1:" + m[1].str() + " ipv6=off;\n" +
-                       server_block(port, "ssl_stapling on;\n ssl_stapling_responder http://a.test:" +
-                                              std::to_string(ocsp_port_) +
-                                              ";\n ssl_certificate ../dead-int.crt;\n"
-                                              " ssl_certificate_key ../dead.key;")))
+  ASSERT_TRUE(
+      s_.start("resolver 127.0.0.1:" + m[1].str() + " ipv6=off;\n" +
+               server_block(port, "ssl_stapling on;\n ssl_stapling_responder http://a.test:" +
+                                      std::to_string(ocsp_port_) +
+                                      ";\n ssl_certificate ../dead-int.crt;\n"
+                                      " ssl_certificate_key ../dead.key;")))
       << s_.output();
   EXPECT_EQ(wait_staple(port), "good") << s_.output();
   EXPECT_TRUE(dns.wait_for_output("Q udp a.test A", 5000)) << dns.output();
@@ -301,15 +302,16 @@ TEST_F(Ocsp, AResponderNameGoesThroughTheResolver) {
 TEST_F(Ocsp, AnswersThatAreNotOcspAreRefused) {
   const int port = test::free_port();
   const int web = test::free_port();
-  ASSERT_TRUE(s_.start("server {\n listen 127.0.0.1:" + std::to_string(web) + ";\n}\n" +
-                       server_block(port, "ssl_stapling on;\n ssl_stapling_responder http://127.0.0.1:" +
-                                              std::to_string(web) +
-                                              "/;\n ssl_certificate ../end-int.crt;\n"
-                                              " ssl_certificate_key ../end.key;")))
+  ASSERT_TRUE(
+      s_.start("server {\n listen 127.0.0.1:" + std::to_string(web) + ";\n}\n" +
+               server_block(port, "ssl_stapling on;\n ssl_stapling_responder http://127.0.0.1:" +
+                                      std::to_string(web) +
+                                      "/;\n ssl_certificate ../end-int.crt;\n"
+                                      " ssl_certificate_key ../end.key;")))
       << s_.output();
   EXPECT_EQ(staple(port), "");
-  EXPECT_TRUE(s_.wait_output("OCSP responder sent invalid \"Content-Type\" header: \"text/html\"",
-                             10000))
+  EXPECT_TRUE(
+      s_.wait_output("OCSP responder sent invalid \"Content-Type\" header: \"text/html\"", 10000))
       << s_.output();
 }
 
@@ -333,13 +335,14 @@ class ClientOcsp : public Ocsp {
  protected:
   bool start_verify(const std::string& extra) {
     port_ = test::free_port();
-    return s_.start("access_log off;\n" +
-                    server_block(port_,
-                                 " ssl_certificate ../end-int.crt;\n ssl_certificate_key ../end.key;\n"
-                                 " ssl_verify_client on;\n ssl_verify_depth 2;\n"
-                                 " ssl_client_certificate ../trusted.crt;\n"
-                                 " add_header X-Verify $ssl_client_verify always;\n" +
-                                     extra));
+    return s_.start(
+        "access_log off;\n" +
+        server_block(port_,
+                     " ssl_certificate ../end-int.crt;\n ssl_certificate_key ../end.key;\n"
+                     " ssl_verify_client on;\n ssl_verify_depth 2;\n"
+                     " ssl_client_certificate ../trusted.crt;\n"
+                     " add_header X-Verify $ssl_client_verify always;\n" +
+                         extra));
   }
   Response get_as(const std::string& who) {
     TlsOptions o;
@@ -394,9 +397,10 @@ TEST_F(ClientOcsp, OnChecksTheWholeChain) {
 // so the responder is not needed again while it is valid.
 TEST_F(ClientOcsp, TheCacheAnswersWhileTheResponderIsGone) {
   start_responder();
-  ASSERT_TRUE(start_verify(" ssl_ocsp leaf;\n ssl_ocsp_cache shared:OCSP:1m;\n"
-                           " ssl_ocsp_responder http://127.0.0.1:" +
-                           std::to_string(ocsp_port_) + ";"))
+  ASSERT_TRUE(
+      start_verify(" ssl_ocsp leaf;\n ssl_ocsp_cache shared:OCSP:1m;\n"
+                   " ssl_ocsp_responder http://127.0.0.1:" +
+                   std::to_string(ocsp_port_) + ";"))
       << s_.output();
   Response first = get_as("dead");
   EXPECT_EQ(first.status, 200) << first.head << s_.output();

@@ -338,7 +338,7 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
     STACK_OF(X509)* chain = nullptr;
     if (lc.cert == nullptr || X509_up_ref(lc.cert) != 1 ||
         SSL_CTX_get0_chain_certs(ctx, &chain) != 1) {
-      return Status::error("cannot keep certificate "" + lc.name + """ + tls_error_text() + cw);
+      return Status::error("cannot keep certificate \"" + lc.name + "\"" + tls_error_text() + cw);
     }
     if (chain != nullptr) {
       lc.chain = X509_chain_up_ref(chain);

@@ -77,7 +77,8 @@ std::time_t asn1_time(const ASN1_GENERALIZEDTIME* t) {
 
 Status ocsp_parse_responder(std::string_view url, bool resolve, OcspResponder& out) {
   out = OcspResponder{};
-  if (url.size() <= 7 || !iprefix(url, "http://")) return Status::error("invalid URL prefix");  // layer-names-ok: the responder URL scheme
+  if (url.size() <= 7 || !iprefix(url, "http://"))
+    return Status::error("invalid URL prefix");  // layer-names-ok: the responder URL scheme
   std::string_view rest = url.substr(7);
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
@@ -163,7 +164,7 @@ std::string ocsp_build_request(const OcspResponder& r, X509* cert, X509* issuer,
     return std::string();
   };
   std::unique_ptr<OCSP_REQUEST, decltype(&OCSP_REQUEST_free)> req(OCSP_REQUEST_new(),
-                                                                   OCSP_REQUEST_free);
+                                                                  OCSP_REQUEST_free);
   if (!req) return fail("OCSP_REQUEST_new()");
   OCSP_CERTID* id = OCSP_cert_to_id(nullptr, cert, issuer);
   if (id == nullptr) return fail("OCSP_cert_to_id()");

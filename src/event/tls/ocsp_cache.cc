@@ -75,7 +75,8 @@ Status init_zone(ShmZone& zone, void* old_data) {
   }
   SlabPool& pool = zone.pool();
   void* mem = pool.calloc(sizeof(Shared));
-  if (mem == nullptr) return Status::error("no room for the OCSP cache in zone \"" + zone.name() + "\"");
+  if (mem == nullptr)
+    return Status::error("no room for the OCSP cache in zone \"" + zone.name() + "\"");
   auto* s = new (mem) Shared();
   s->tree.init(&s->sentinel, &RbTree::insert_by<entry_less>);
   s->lru.prev = s->lru.next = &s->lru;

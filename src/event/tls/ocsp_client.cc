@@ -23,8 +23,8 @@ struct TlsOcspCheck {
   Connection* c = nullptr;
   const TlsOcspConf* conf = nullptr;
   TlsContext* tc = nullptr;
-  STACK_OF(X509)* certs = nullptr;  // the verified chain, leaf first
-  int ncert = 0;                    // certificates checked (or being checked)
+  STACK_OF(X509) * certs = nullptr;  // the verified chain, leaf first
+  int ncert = 0;                     // certificates checked (or being checked)
   int cert_status = V_OCSP_CERTSTATUS_GOOD;
   bool failed = false;  // a status could not be had
   bool waiting = false;
@@ -119,15 +119,17 @@ bool validate_next(TlsOcspCheck& k) {
   p.resolver_timeout = k.tc->resolver_timeout();
   p.request = ocsp_build_request(*k.responder, k.cert, k.issuer, log, "");
   p.log = &log;
+  p.slot = &k.fetch;
   if (p.request.empty()) {
     k.failed = true;
     return true;
   }
-  k.fetch = OcspFetch::start(*c.loop, std::move(p), fetched, &k);
-  if (k.fetch == nullptr) {
+  OcspFetch* f = OcspFetch::start(*c.loop, std::move(p), fetched, &k);
+  if (f == nullptr) {
     k.failed = true;
     return true;
   }
+  k.fetch = f;
   return false;
 }
 
@@ -147,8 +149,8 @@ void fetched(void* data, bool ok, std::string_view body) {
   const std::string suffix =
       " while requesting certificate status, responder: " + k.responder->host;
   OcspVerdict v;
-  if (!ok || !ocsp_verify(body, SSL_get_SSL_CTX(c.ssl->ssl), k.certs, k.cert, k.issuer, 0, v,
-                          log, suffix)) {
+  if (!ok || !ocsp_verify(body, SSL_get_SSL_CTX(c.ssl->ssl), k.certs, k.cert, k.issuer, 0, v, log,
+                          suffix)) {
     k.failed = true;
     over(k);
     return;
@@ -170,8 +172,8 @@ void fetched(void* data, bool ok, std::string_view body) {
 
 Status tls_ocsp_init(TlsContext& tc, const TlsServerConf& conf) {
   if (conf.verify == TlsVerify::kOptionalNoCa) {
-    return Status::error(
-        "\"ssl_ocsp\" is incompatible with \"ssl_verify_client optional_no_ca\"" + conf.where);
+    return Status::error("\"ssl_ocsp\" is incompatible with \"ssl_verify_client optional_no_ca\"" +
+                         conf.where);
   }
   TlsOcspConf oc;
   oc.leaf = conf.ocsp == TlsServerConf::Ocsp::kLeaf;

@@ -39,8 +39,8 @@ OcspFetch* OcspFetch::start(EventLoop& loop, Params params, Done done, void* dat
   Log& log = params.log != nullptr ? *params.log : loop.log();
   params.log = &log;
   auto* list = loop.context_or_make<Fetches>(&kFetchesKey);
-  OcspFetch* f = list != nullptr ? new (std::nothrow) OcspFetch(loop, std::move(params), done, data)
-                                 : nullptr;
+  OcspFetch* f =
+      list != nullptr ? new (std::nothrow) OcspFetch(loop, std::move(params), done, data) : nullptr;
   if (f == nullptr) {
     VIGIL_LOG(log, kAlert, 0, "no memory for an OCSP request");
     return nullptr;
@@ -54,6 +54,7 @@ OcspFetch* OcspFetch::start(EventLoop& loop, Params params, Done done, void* dat
 }
 
 OcspFetch::~OcspFetch() {
+  if (p_.slot != nullptr) *p_.slot = nullptr;
   PostedQueue::remove(start_);
   if (resolver_ != nullptr) resolver_->cancel(query_);
   close_peer();
@@ -286,7 +287,10 @@ void OcspFetch::on_read(Event& ev) {
     }
     const long n = c.recv(c, buf, room < sizeof buf ? room : sizeof buf);
     if (n == kIoAgain) {
-      if (Status st = f.loop_.handle_read_event(*c.read); !st) f.fail();
+      if (Status st = f.loop_.handle_read_event(*c.read); !st) {
+        f.fail();
+        return;
+      }
       break;
     }
     if (n <= 0) {

@@ -44,6 +44,9 @@ class OcspFetch {
     std::string request;    // ocsp_build_request
     std::string cert_name;  // for the log ("" when none)
     Log* log = nullptr;
+    // The owner's pointer to this fetch, set to null when the fetch ends
+    // (done, cancel, or a worker's exit), may be null.
+    OcspFetch** slot = nullptr;
   };
   using Done = void (*)(void* data, bool ok, std::string_view body);
 

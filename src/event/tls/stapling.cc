@@ -19,10 +19,10 @@ namespace vigil {
 
 struct TlsStaple {
   TlsContext* owner = nullptr;
-  X509* cert = nullptr;             // the context's
-  STACK_OF(X509)* chain = nullptr;  // the context's
-  X509* issuer = nullptr;           // a reference of our own
-  std::string name;                 // the certificate's file, for the log
+  X509* cert = nullptr;              // the context's
+  STACK_OF(X509) * chain = nullptr;  // the context's
+  X509* issuer = nullptr;            // a reference of our own
+  std::string name;                  // the certificate's file, for the log
   bool verify = false;
   bool fetches = false;  // has a responder: the response is fetched
   OcspResponder responder;
@@ -95,7 +95,8 @@ Result<bool> find_issuer(TlsStaple& s, SSL_CTX* ctx, const std::string& where) {
   X509* issuer = nullptr;
   const int rc = X509_STORE_CTX_get1_issuer(&issuer, sctx, s.cert);
   X509_STORE_CTX_free(sctx);
-  if (rc == -1) return Status::error("X509_STORE_CTX_get1_issuer() failed" + tls_error_text() + where);
+  if (rc == -1)
+    return Status::error("X509_STORE_CTX_get1_issuer() failed" + tls_error_text() + where);
   ERR_clear_error();
   if (rc == 0) return false;
   s.issuer = issuer;
@@ -130,8 +131,9 @@ void fetched(void* data, bool ok, std::string_view body) {
   s.loading = false;
   s.refresh = now + kRetry;
   if (!ok) return;
-  const std::string suffix = " while requesting certificate status, responder: " +
-                             s.responder.host + ", certificate: \"" + s.name + "\"";
+  const std::string suffix =
+      " while requesting certificate status, responder: " + s.responder.host + ", certificate: \"" +
+      s.name + "\"";
   OcspVerdict v;
   Log& log = s.log != nullptr ? *s.log : Log::global();
   if (!ocsp_verify(body, s.owner->native(), s.chain, s.cert, s.issuer,
@@ -183,10 +185,10 @@ Status setup(TlsStaple& s, const TlsServerConf& conf, std::vector<std::string>* 
   auto found = find_issuer(s, s.owner->native(), where);
   if (!found) return found.status();
   if (!found.value()) {
-    warn(warnings,
-         "\"ssl_stapling\" ignored, issuer certificate not found for certificate \"" + s.name +
-             "\"",
-         where);
+    warn(
+        warnings,
+        "\"ssl_stapling\" ignored, issuer certificate not found for certificate \"" + s.name + "\"",
+        where);
     return Status::ok();
   }
   std::string url = conf.stapling_responder;

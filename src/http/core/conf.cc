@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "core/access_log_conf.h"
-#include "core/syslog.h"
 #include "core/conf/values.h"
 #include "core/error_logs.h"
+#include "core/syslog.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
 #include "event/tls/ocsp_client.h"
