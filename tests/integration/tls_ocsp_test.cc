@@ -96,9 +96,8 @@ class Ocsp : public ::testing::Test {
   void start_responder(const std::string& signer = "int") {
     responder_ = std::make_unique<Process>(
         std::vector<std::string>{"openssl", "ocsp", "-index", "certindex", "-port",
-                                 "127.0.0.1:" + std::to_string(ocsp_port_), "-rsigner",
-                                 signer + ".crt", "-rkey", signer + ".key", "-CA", "int.crt",
-                                 "-ndays", "1", "-ignore_err"},
+                                 std::to_string(ocsp_port_), "-rsigner", signer + ".crt", "-rkey",
+                                 signer + ".key", "-CA", "int.crt", "-ndays", "1", "-ignore_err"},
         s_.dir());
     ASSERT_TRUE(test::wait_until(
         [&] {

@@ -77,8 +77,10 @@ std::time_t asn1_time(const ASN1_GENERALIZEDTIME* t) {
 
 Status ocsp_parse_responder(std::string_view url, bool resolve, OcspResponder& out) {
   out = OcspResponder{};
-  if (url.size() <= 7 || !iprefix(url, "http://"))
-    return Status::error("invalid URL prefix");  // layer-names-ok: the responder URL scheme
+  constexpr std::string_view kScheme = "http://";  // layer-names-ok: the responder URL scheme
+  if (url.size() <= kScheme.size() || !iprefix(url, kScheme)) {
+    return Status::error("invalid URL prefix");
+  }
   std::string_view rest = url.substr(7);
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
