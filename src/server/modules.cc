@@ -6,6 +6,7 @@
 #include "event/event_conf.h"
 #include "event/resolver.h"
 #include "event/tls/counters.h"
+#include "event/tls/ocsp_fetch.h"
 #include "event/tls/tls.h"
 #include "http/core/conf.h"
 #include "http/core/counters.h"
@@ -44,6 +45,9 @@ std::vector<ServerModule> builtin_modules() {
       // The per-worker keepalive caches of upstream groups, closed at exit
       // (the upstream directives belong to the http and stream modules).
       {"upstream", nullptr, nullptr, nullptr, upstream::close_keepalive},
+      // OCSP requests still running (stapling, ssl_ocsp), cancelled before
+      // the resolvers they may wait on go.
+      {"ocsp", nullptr, nullptr, nullptr, ocsp_exit_loop},
       // The per-worker resolvers: their sockets closed at exit, after the
       // protocols ended the requests that waited on them.
       {"resolver", nullptr, nullptr, nullptr, resolver_exit_loop},

@@ -14,8 +14,10 @@
 #include <sstream>
 
 #include "event/tls/certificate.h"
+#include "event/tls/ocsp_client.h"
 #include "event/tls/session_cache.h"
 #include "event/tls/socket_bio.h"
+#include "event/tls/stapling.h"
 #include "event/tls/tls.h"
 
 namespace vigil {
@@ -230,7 +232,16 @@ TlsContext* TlsContext::of(const SSL_CTX* ctx) {
   return static_cast<TlsContext*>(SSL_CTX_get_ex_data(ctx, g_ctx_index));
 }
 
+void TlsContext::set_ocsp(std::unique_ptr<TlsOcspConf> conf) {
+  ocsp_ = std::move(conf);
+}
+
 TlsContext::~TlsContext() {
+  for (TlsStaple* s : staples_) tls_staple_free(s);
+  for (LoadedCert& lc : certs_) {
+    X509_free(lc.cert);
+    if (lc.chain != nullptr) sk_X509_pop_free(lc.chain, X509_free);
+  }
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
   if (bio_method_ != nullptr) BIO_meth_free(bio_method_);
 }
@@ -320,6 +331,23 @@ Status TlsContext::configure_server(const TlsServerConf& conf) {
     if (Status s = load_pair(ctx, conf.certificates[i], conf.keys[i], pw, cw); !s) {
       return s;
     }
+    // The pair just loaded is the context's current one.
+    LoadedCert lc;
+    lc.name = conf.certificates[i];
+    lc.cert = SSL_CTX_get0_certificate(ctx);
+    STACK_OF(X509)* chain = nullptr;
+    if (lc.cert == nullptr || X509_up_ref(lc.cert) != 1 ||
+        SSL_CTX_get0_chain_certs(ctx, &chain) != 1) {
+      return Status::error("cannot keep certificate \"" + lc.name + "\"" + tls_error_text() + cw);
+    }
+    if (chain != nullptr) {
+      lc.chain = X509_chain_up_ref(chain);
+      if (lc.chain == nullptr) {
+        X509_free(lc.cert);
+        return Status::error("X509_chain_up_ref() failed" + tls_error_text() + cw);
+      }
+    }
+    certs_.push_back(std::move(lc));
   }
   ERR_clear_error();
   if (SSL_CTX_set_cipher_list(ctx, conf.ciphers.c_str()) != 1) {

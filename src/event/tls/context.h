@@ -16,9 +16,14 @@
 
 #include "event/tls/certificate.h"
 #include "event/tls/tls_conf.h"
+#include "vigil/core/clock.h"
 #include "vigil/core/result.h"
 
 namespace vigil {
+
+struct ResolverConf;
+struct TlsOcspConf;
+struct TlsStaple;
 
 // One ssl_session_ticket_key file: 48 bytes (AES-128-CBC + HMAC-SHA256 with
 // a 16-byte key) or 80 bytes (AES-256-CBC + 32-byte HMAC key), as nginx reads them.
@@ -58,6 +63,32 @@ class TlsContext {
     certificate_names_ = std::move(names);
   }
 
+  // The certificates loaded with the configuration, in the order of the
+  // ssl_certificate directives (the context holds a reference to each, and
+  // to its chain).
+  struct LoadedCert {
+    X509* cert = nullptr;
+    STACK_OF(X509)* chain = nullptr;  // may be null
+    std::string name;                 // the file
+  };
+  const std::vector<LoadedCert>& certificates() const { return certs_; }
+
+  // The resolver of names known only at run time (OCSP responders), given
+  // by the protocol that owns the configuration; null: none defined.
+  void set_resolver(std::shared_ptr<const ResolverConf> resolver, Msec timeout) {
+    resolver_ = std::move(resolver);
+    resolver_timeout_ = timeout;
+  }
+  const std::shared_ptr<const ResolverConf>& resolver() const { return resolver_; }
+  Msec resolver_timeout() const { return resolver_timeout_; }
+
+  // ssl_ocsp's settings (ocsp_client.h); null when it is off.
+  void set_ocsp(std::unique_ptr<TlsOcspConf> conf);
+  const TlsOcspConf* ocsp() const { return ocsp_.get(); }
+
+  // ssl_stapling's per-certificate state (stapling.h), freed with the context.
+  void add_staple(TlsStaple* s) { staples_.push_back(s); }
+
   static TlsContext* of(const SSL_CTX* ctx);
   // The method of our socket BIO (socket_bio.h); null when the context
   // enables kTLS, which needs OpenSSL's socket BIO.
@@ -77,6 +108,11 @@ class TlsContext {
   std::vector<TlsTicketKey> ticket_keys_;
   std::string alpn_;
   std::unique_ptr<TlsCertificateNames> certificate_names_;
+  std::vector<LoadedCert> certs_;
+  std::shared_ptr<const ResolverConf> resolver_;
+  Msec resolver_timeout_ = 30000;
+  std::vector<TlsStaple*> staples_;
+  std::unique_ptr<TlsOcspConf> ocsp_;
 };
 
 // The OpenSSL error queue as " (SSL: error:...:reason)" and cleared; "" when empty.

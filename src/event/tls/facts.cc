@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "event/tls/ocsp_client.h"
 #include "event/tls/tls.h"
 
 namespace vigil {
@@ -129,8 +130,13 @@ std::size_t tls_fact(const Connection& c, TlsFact fact, char* out, bool& found) 
       if (const long rc = SSL_get_verify_result(ssl); rc != X509_V_OK) {
         w.put("FAILED:");
         w.put(X509_verify_cert_error_string(rc));
+      } else if (SSL_get0_peer_certificate(ssl) == nullptr) {
+        w.put("NONE");
+      } else if (const char* why = tls_ocsp_failure(c); why != nullptr) {
+        w.put("FAILED:");
+        w.put(why);
       } else {
-        w.put(SSL_get0_peer_certificate(ssl) != nullptr ? "SUCCESS" : "NONE");
+        w.put("SUCCESS");
       }
       found = true;
       return w.n;

@@ -14,6 +14,7 @@
 #include "event/tls/buffers.h"
 #include "event/tls/context.h"
 #include "event/tls/counters.h"
+#include "event/tls/ocsp_client.h"
 #include "event/tls/socket_bio.h"
 #include "event/tls/tls.h"
 #include "vigil/core/log.h"
@@ -78,9 +79,57 @@ void log_handshake_failure(Connection& c, const char* what, int err) {
             static_cast<int>(c.addr_text.size()), c.addr_text.data());
 }
 
+void finish(Connection& c, TlsHandshake result);
+
+// ssl_ocsp's checks are done: the handshake ends as it would have.
+void ocsp_resume(Connection& c) {
+  finish(c, TlsHandshake::kOk);
+}
+
+// While ssl_ocsp's checks run, the connection waits: the handshake's timer
+// still bounds it, and what the client sends meanwhile stays in the socket
+// (a level-triggered backend stops reporting it; the protocol reads it once
+// the handshake is over).
+void ocsp_wait_handler(Event& ev) {
+  Connection& c = *ev.owner<Connection>();
+  if (ev.timedout || c.close) {
+    if (ev.timedout) {
+      c.timedout = 1;
+      if (c.log != nullptr) {
+        VIGIL_LOG(*c.log, kInfo, ETIMEDOUT, "*%llu client timed out in SSL handshake, client: %.*s",
+                  static_cast<unsigned long long>(c.number), static_cast<int>(c.addr_text.size()),
+                  c.addr_text.data());
+      }
+    }
+    tls_ocsp_cleanup(c);
+    finish(c, TlsHandshake::kFailed);
+    return;
+  }
+  ev.ready = 1;
+  if (ev.write) {
+    (void)c.loop->handle_write_event(ev);
+  } else {
+    c.ssl->drained = 0;
+    (void)c.loop->handle_read_event(ev);
+  }
+}
+
 void finish(Connection& c, TlsHandshake result) {
   TlsConnection& t = *c.ssl;
   EventLoop& loop = *c.loop;
+  if (result == TlsHandshake::kOk && !t.client && !t.ocsp_started) {
+    t.ocsp_started = 1;
+    const int rc = tls_ocsp_validate(c, ocsp_resume);
+    if (rc == 1) {
+      c.read->handler = ocsp_wait_handler;
+      c.write->handler = ocsp_wait_handler;
+      return;
+    }
+    if (rc == -1) {
+      c.error = 1;
+      result = TlsHandshake::kFailed;
+    }
+  }
   loop.del_timer(*c.read);
   loop.del_timer(*c.write);
   TlsHandshakeDone done = t.done;
@@ -330,6 +379,7 @@ void tls_send_close_notify(Connection& c) {
 }
 
 void tls_close(Connection& c) {
+  tls_ocsp_cleanup(c);
   tls_release_stage(c);
   tls_forget_warm(c);
   TlsConnection* t = c.ssl;
@@ -459,6 +509,19 @@ int tls_client_verify_status(const Connection& c) {
                 static_cast<unsigned long long>(c.number));
     }
     return 496;
+  }
+  if (const char* why = tls_ocsp_failure(c); why != nullptr) {
+    if (c.log != nullptr) {
+      VIGIL_LOG(*c.log, kInfo, 0, "*%llu client SSL certificate verify error: %s",
+                static_cast<unsigned long long>(c.number), why);
+    }
+    // The session must not resume without the check (nginx removes it too).
+    if (c.ssl->sessions != nullptr) {
+      if (SSL_SESSION* sess = SSL_get0_session(ssl); sess != nullptr) {
+        (void)SSL_CTX_remove_session(c.ssl->sessions->native(), sess);
+      }
+    }
+    return 495;
   }
   return 0;
 }

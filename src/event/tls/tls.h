@@ -30,6 +30,7 @@
 namespace vigil {
 
 class TlsContext;
+struct TlsOcspCheck;
 
 enum class TlsHandshake : std::uint8_t {
   kOk,      // handshake done, TLS I/O functions installed
@@ -73,6 +74,8 @@ struct TlsConnection {
   std::string_view failure;
   // The LRU links of the loop's connections that keep their record buffers
   // between requests (buffers.cc), `warm` while linked.
+  // ssl_ocsp's checks of the client's certificate (ocsp_client.h), freed by tls_close.
+  TlsOcspCheck* ocsp = nullptr;
   TlsConnection* warm_prev = nullptr;
   TlsConnection* warm_next = nullptr;
   unsigned handshaked : 1 = 0;
@@ -88,6 +91,7 @@ struct TlsConnection {
   unsigned read_eof : 1 = 0;  // our BIO's read() returned 0
   unsigned warm : 1 = 0;      // on the loop's list of connections keeping buffers
   unsigned idled : 1 = 0;     // tls_idle ran once: the next idle may keep buffers
+  unsigned ocsp_started : 1 = 0;  // ssl_ocsp's checks ran (or run) for this handshake
 };
 
 // A file goes out through the loop's buffer in pieces of this size: one

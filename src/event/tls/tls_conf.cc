@@ -8,6 +8,7 @@
 
 #include "core/conf/values.h"
 #include "event/tls/certificate.h"
+#include "event/tls/ocsp_cache.h"
 #include "event/tls/session_cache.h"
 
 namespace vigil {
@@ -263,6 +264,66 @@ const ServerDirective kServerDirectives[] = {
      [](const DirectiveCall& call, TlsServerConf& t) { return parse_depth(call, t.verify_depth); }},
 };
 
+// ssl_ocsp_cache off | shared:name:size (nginx's ngx_http_ssl_ocsp_cache).
+Status set_ocsp_cache(const DirectiveCall& call, TlsServerConf& t) {
+  const std::string& a = call.arg(0);
+  if (a == "off") {
+    t.ocsp_cache = nullptr;
+    return Status::ok();
+  }
+  const auto invalid = [&] { return call.error("invalid OCSP cache \"" + a + "\""); };
+  if (a.size() <= 7 || !a.starts_with("shared:")) return invalid();
+  const std::size_t colon = a.find(':', 7);
+  if (colon == std::string::npos || colon == 7) return invalid();
+  std::string name = a.substr(7, colon - 7);
+  auto size = parse_size(std::string_view(a).substr(colon + 1));
+  if (!size) return invalid();
+  if (*size < 8 * 4096) return call.error("OCSP cache \"" + a + "\" is too small");
+  auto zone = tls_ocsp_zone(call, name, static_cast<std::size_t>(*size));
+  if (!zone) return zone.status();
+  t.ocsp_cache = zone.value();
+  return Status::ok();
+}
+
+const ServerDirective kOcspDirectives[] = {
+    {"ssl_stapling", Arity::on_off(), false,
+     [](const DirectiveCall& call, TlsServerConf& t) { return parse_flag_into(call, t.stapling); }},
+    {"ssl_stapling_file", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       t.stapling_file = call.env().conf_prefixed(call.arg(0));
+       return Status::ok();
+     }},
+    {"ssl_stapling_responder", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       t.stapling_responder = call.arg(0);
+       return Status::ok();
+     }},
+    {"ssl_stapling_verify", Arity::on_off(), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       return parse_flag_into(call, t.stapling_verify);
+     }},
+    {"ssl_ocsp", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       const std::string& a = call.arg(0);
+       if (a == "off") {
+         t.ocsp = TlsServerConf::Ocsp::kOff;
+       } else if (a == "on") {
+         t.ocsp = TlsServerConf::Ocsp::kOn;
+       } else if (a == "leaf") {
+         t.ocsp = TlsServerConf::Ocsp::kLeaf;
+       } else {
+         return call.invalid_value(0, ", it must be \"on\", \"off\" or \"leaf\"");
+       }
+       return Status::ok();
+     }},
+    {"ssl_ocsp_responder", Arity::exactly(1), false,
+     [](const DirectiveCall& call, TlsServerConf& t) {
+       t.ocsp_responder = call.arg(0);
+       return Status::ok();
+     }},
+    {"ssl_ocsp_cache", Arity::exactly(1), false, set_ocsp_cache},
+};
+
 struct ClientDirective {
   const char* name;
   Arity arity;
@@ -356,6 +417,23 @@ void add_tls_server_directives(Module& m, ConfContextMask contexts, int spec,
   }
 }
 
+void add_tls_ocsp_directives(Module& m, ConfContextMask contexts, int spec,
+                             const std::type_info& conf_type, TlsServerConf& (*get)(void*)) {
+  for (const auto& d : kOcspDirectives) {
+    DirectiveBody b;
+    b.spec = spec;
+    b.conf_type = &conf_type;
+    b.set = [get, set = d.set](const DirectiveCall& call, void* conf) {
+      TlsServerConf& t = get(conf);
+      if (t.where.empty()) t.where = call.where();
+      if (t.conf_prefix.empty()) t.conf_prefix = call.env().conf_prefix;
+      if (t.warnings == nullptr) t.warnings = call.env().warnings;
+      return set(call, t);
+    };
+    m.add(d.name, contexts, d.arity, std::move(b)).multiple = d.multiple;
+  }
+}
+
 void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,
                                const std::type_info& conf_type, TlsClientConf& (*get)(void*),
                                bool with_enable_flag, std::string_view prefix) {
@@ -417,6 +495,14 @@ void merge_tls_server_conf(const ConfInit& ctx, const TlsServerConf& p, TlsServe
   if (!ctx.is_set("ssl_trusted_certificate")) c.trusted_certificate = p.trusted_certificate;
   if (!ctx.is_set("ssl_crl")) c.crl = p.crl;
   if (!ctx.is_set("ssl_verify_depth")) c.verify_depth = p.verify_depth;
+  if (!ctx.is_set("ssl_stapling")) c.stapling = p.stapling;
+  if (!ctx.is_set("ssl_stapling_verify")) c.stapling_verify = p.stapling_verify;
+  if (!ctx.is_set("ssl_stapling_file")) c.stapling_file = p.stapling_file;
+  if (!ctx.is_set("ssl_stapling_responder")) c.stapling_responder = p.stapling_responder;
+  if (!ctx.is_set("ssl_ocsp")) c.ocsp = p.ocsp;
+  if (!ctx.is_set("ssl_ocsp_responder")) c.ocsp_responder = p.ocsp_responder;
+  if (!ctx.is_set("ssl_ocsp_cache")) c.ocsp_cache = p.ocsp_cache;
+  if (c.warnings == nullptr) c.warnings = p.warnings;
   if (c.where.empty()) c.where = p.where;
   if (c.conf_prefix.empty()) c.conf_prefix = p.conf_prefix;
 }

@@ -75,6 +75,23 @@ struct TlsServerConf {
   std::string crl;  // ssl_crl: revocation lists checked for every certificate of a chain
   int verify_depth = 1;
 
+  // ssl_stapling, ssl_stapling_file, ssl_stapling_responder,
+  // ssl_stapling_verify (http; stapling.h).
+  bool stapling = false;
+  bool stapling_verify = false;
+  std::string stapling_file;       // resolved path, "" = none
+  std::string stapling_responder;  // the URL as written, "" = the certificate's AIA
+
+  // ssl_ocsp, ssl_ocsp_responder, ssl_ocsp_cache (http; ocsp_client.h).
+  enum class Ocsp : std::uint8_t { kOff, kOn, kLeaf };
+  Ocsp ocsp = Ocsp::kOff;
+  std::string ocsp_responder;  // the URL as written, "" = each certificate's AIA
+  ShmZone* ocsp_cache = nullptr;  // null: off
+
+  // Where the load's warnings go (ConfEnv::warnings), for the notices of
+  // ssl_stapling.
+  std::vector<std::string>* warnings = nullptr;
+
   std::string where;  // the directive (or server) messages point at
 
   // ssl_certificate / ssl_certificate_key with variables (either one): no
@@ -119,6 +136,9 @@ struct TlsClientConf {
 // TlsServerConf that `get` finds in the module's conf of spec `spec`.
 void add_tls_server_directives(Module& m, ConfContextMask contexts, int spec,
                                const std::type_info& conf_type, TlsServerConf& (*get)(void*));
+// ssl_stapling*, ssl_ocsp* (nginx has them in http only).
+void add_tls_ocsp_directives(Module& m, ConfContextMask contexts, int spec,
+                             const std::type_info& conf_type, TlsServerConf& (*get)(void*));
 // The <prefix>_ssl_* directives (proxy_ssl_*, grpc_ssl_*), and
 // <prefix>_ssl itself with `with_enable_flag`.
 void add_tls_client_directives(Module& m, ConfContextMask contexts, int spec,

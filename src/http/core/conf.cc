@@ -10,11 +10,13 @@
 #include <utility>
 
 #include "core/access_log_conf.h"
-#include "core/syslog.h"
 #include "core/conf/values.h"
 #include "core/error_logs.h"
+#include "core/syslog.h"
 #include "event/listen_conf.h"
 #include "event/tls/context.h"
+#include "event/tls/ocsp_client.h"
+#include "event/tls/stapling.h"
 #include "http/core/module.h"
 #include "http/core/phases.h"
 #include "http/core/request.h"
@@ -750,6 +752,15 @@ Status build_tls_context(HttpSrvConf& srv) {
     if (!names) return names.status();
     ctx.value()->set_certificate_names(std::move(names.value()));
   }
+  // OCSP responders named by a host name are resolved with the server's
+  // resolver (nginx's ngx_http_ssl_init hands over clcf->resolver).
+  if (srv.loc != nullptr) ctx.value()->set_resolver(srv.loc->resolver, srv.loc->resolver_timeout);
+  if (srv.ssl.stapling) {
+    if (Status s = tls_stapling_init(*ctx.value(), srv.ssl, srv.ssl.warnings); !s) return s;
+  }
+  if (srv.ssl.ocsp != TlsServerConf::Ocsp::kOff) {
+    if (Status s = tls_ocsp_init(*ctx.value(), srv.ssl); !s) return s;
+  }
   srv.tls = std::move(ctx.value());
   return Status::ok();
 }
@@ -907,6 +918,8 @@ Module* make_http_module() {
          srv.flag(&HttpSrvConf::underscores_in_headers, false));
   add_tls_server_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
                             tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
+  add_tls_ocsp_directives(*m, kHttpMainConf | kHttpSrvConf, srv.index(), typeid(HttpSrvConf),
+                          tls_server_member<HttpSrvConf, &HttpSrvConf::ssl>);
   // HTTP/2 (http/v2).
   m->add("http2", kHttpMainConf | kHttpSrvConf, Arity::on_off(),
          srv.flag(&HttpSrvConf::http2, false));
