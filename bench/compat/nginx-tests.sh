@@ -54,6 +54,17 @@ if [ $# -gt 0 ]; then FILES=("$@"); else FILES=(); for f in "$T"/*.t; do FILES+=
 # Debian's nginx has its modules as shared objects, loaded from here.
 NGINX_MODULES=
 if "$NGINX_BINARY" -V 2>&1 | grep -q '=dynamic'; then NGINX_MODULES=/usr/lib/nginx/modules; fi
+# The suite loads every module -V names as dynamic; one not installed stops
+# nginx at start in every file, so say which package is missing first.
+for m in $("$NGINX_BINARY" -V 2>&1 | tr ' ' '\n' | sed -n 's/^--with-\(.*\)=dynamic$/\1/p'); do
+    case $m in mail|stream) so=ngx_${m}_module.so ;; *) so=ngx_${m}.so ;; esac
+    pkg=${m%_module}; pkg=libnginx-mod-${pkg//_/-}
+    [ "$m" = http_xslt_module ] && so=ngx_http_xslt_filter_module.so pkg=libnginx-mod-http-xslt-filter
+    if [ ! -f "$NGINX_MODULES/$so" ]; then
+        echo "nginx-tests.sh: $NGINX_MODULES/$so is missing (Debian: $pkg); nginx would not start" >&2
+        exit 2
+    fi
+done
 
 AS_NOBODY=
 if [ "$(id -u)" = 0 ]; then AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"; fi
