@@ -122,7 +122,7 @@ bool var_server_name(const Request& r, std::string_view, VarSink& s) {
 }
 
 bool var_server_protocol(const Request& r, std::string_view, VarSink& s) {
-  if (r.line.line.empty()) return false;
+  if (r.line.line.empty() || r.line.version < 1000) return false;  // HTTP/0.9 names none
   s.put(r.line.version >= 2000 ? "HTTP/2.0" : r.line.version >= 1001 ? "HTTP/1.1" : "HTTP/1.0");
   return true;
 }
