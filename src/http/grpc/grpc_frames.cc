@@ -221,6 +221,8 @@ Step frame_end(GrpcState& gs) {
       gs.trailers_done = true;
       gs.r->headers_out.trailers = gs.trailers;
       gs.r->headers_out.ntrailers = gs.ntrailers;
+      gs.resp_trailers = gs.trailers;
+      gs.nresp_trailers = gs.ntrailers;
       gs.resp_done = true;
       return Step::kMore;
     }
