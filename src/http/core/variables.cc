@@ -426,6 +426,18 @@ bool var_document_root(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+// $request_filename: the file the current URI names under the location's
+// root or alias (nginx's ngx_http_map_uri_to_path), as the static handler
+// would open it.
+bool var_request_filename(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr) return false;
+  char buf[16384];  // a root and a URI of the largest request line
+  const std::size_t n = map_uri_to_path(r, *r.loc, r.uri, buf, sizeof buf);
+  if (n == std::string::npos) return false;
+  s.put(std::string_view(buf, n));
+  return true;
+}
+
 // The figures stub_status shows, as variables.
 enum class Figure : std::uint8_t { kActive, kReading, kWriting, kWaiting };
 
@@ -579,6 +591,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"request_body", var_request_body},
     {"request_body_file", var_request_body_file},
     {"document_root", var_document_root},
+    {"request_filename", var_request_filename},
     {"upstream_addr", var_upstream<TryField::kAddr>},
     {"upstream_status", var_upstream<TryField::kStatus>},
     {"upstream_response_time", var_upstream<TryField::kResponseTime>},
