@@ -488,7 +488,8 @@ void send_special(Request& r, int status) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }
   release_file(r);
-  r.header_only = r.line.method == Method::kHead;
+  // HTTP/0.9 has no HEAD: a "HEAD /" without a version gets its 400 page.
+  r.header_only = r.line.method == Method::kHead && r.line.version != 9;
   if (send_header(r) != 0) {
     terminate_request(r, 500);
     return;
