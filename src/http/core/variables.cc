@@ -868,7 +868,7 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
           p.get = spec->get;
           p.text = std::string(arg);
           // Header names: '_' stands for '-'.
-          if (spec->prefix && (spec->name.ends_with("http_") || spec->name == "sent_trailer_")) {
+          if (spec->prefix && (spec->name.ends_with("http_") || spec->name.ends_with("trailer_"))) {
             for (char& ch : p.text) {
               if (ch == '_') ch = '-';
             }
