@@ -30,6 +30,7 @@ enum State : std::uint8_t {
   kAuthority,         // absolute-form, after "//"
   kConnectAuthority,  // authority-form
   kVersion,           // inside "HTTP/"
+  kSimpleSpaces,      // spaces after an HTTP/0.9 target: only the line end may follow
   kMajor,
   kDot,
   kMinor,
@@ -107,6 +108,26 @@ ParseStatus RequestParser::parse_request_line(std::string_view in, std::size_t& 
 
   const char* p = in.data();
   const std::size_t n = in.size();
+  // The line ended at its LF, octet i of `in`.
+  auto complete = [&](std::size_t i) {
+    used = i + 1;
+    ParseStatus st = finish_request_line(p + used - len_, line);
+    if (st != ParseStatus::kOk) return st;
+    len_ = 0;
+    // A simple request has no header section (RFC 1945 §4.1).
+    state_ = http09_ ? kDone : kFieldStart;
+    return ParseStatus::kOk;
+  };
+  // HTTP/0.9's simple request, "GET /path" without a version (RFC 1945
+  // §4.1): its line ends at octet i, `at` in the line. nginx still answers
+  // it, without a status line or header fields. kAgain: a CR, LF follows.
+  auto simple_request_end = [&](std::size_t i, std::uint32_t at) {
+    line_end_ = at;
+    http09_ = true;
+    if (p[i] == '\n') return complete(i);
+    state_ = kLf;
+    return ParseStatus::kAgain;
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const char c = p[i];
     used = i;  // on an error: the offset of the offending octet in `in`
@@ -191,8 +212,8 @@ ParseStatus RequestParser::parse_request_line(std::string_view in, std::size_t& 
           query_start_ = at;
           state_ = kQuery;
         } else if (c == '\r' || c == '\n') {
-          // HTTP/0.9's "GET /path" has no version; we do not speak it.
-          return fail(ParseStatus::kBadRequest, "missing HTTP version");
+          target_end_ = at;
+          if (ParseStatus st = simple_request_end(i, at); st != ParseStatus::kAgain) return st;
         } else if (!chars::is_target_char(c)) {
           return fail(ParseStatus::kBadRequest, "invalid character in request target");
         }
@@ -225,7 +246,12 @@ ParseStatus RequestParser::parse_request_line(std::string_view in, std::size_t& 
         break;
 
       case kAuthority:
-        if (c == '/' || c == '?' || c == ' ') {
+        if (c == '\r' || c == '\n') {
+          authority_end_ = at;
+          path_start_ = at;
+          target_end_ = at;
+          if (ParseStatus st = simple_request_end(i, at); st != ParseStatus::kAgain) return st;
+        } else if (c == '/' || c == '?' || c == ' ') {
           authority_end_ = at;
           path_start_ = at;
           if (c == '/') {
@@ -255,10 +281,27 @@ ParseStatus RequestParser::parse_request_line(std::string_view in, std::size_t& 
       case kVersion: {
         // HTTP-name is case-sensitive (RFC 9112 §2.3).
         const std::uint32_t k = at - target_end_ - 1;
+        if (k == 0 && (c == '\r' || c == '\n')) {
+          if (ParseStatus st = simple_request_end(i, at); st != ParseStatus::kAgain) return st;
+          break;
+        }
+        if (k == 0 && c == ' ') {
+          state_ = kSimpleSpaces;  // nginx takes "GET /  " as HTTP/0.9 too
+          break;
+        }
         if (c != kHttpName[k]) return fail(ParseStatus::kBadRequest, "invalid HTTP version");
         if (k == sizeof kHttpName - 2) state_ = kMajor;
         break;
       }
+
+      case kSimpleSpaces:
+        if (c == '\r' || c == '\n') {
+          if (ParseStatus st = simple_request_end(i, at); st != ParseStatus::kAgain) return st;
+        } else if (c != ' ') {
+          // A version after more than one SP: one SP separates (RFC 9112 §3).
+          return fail(ParseStatus::kBadRequest, "invalid HTTP version");
+        }
+        break;
 
       case kMajor:
         if (!chars::is_digit(c)) return fail(ParseStatus::kBadRequest, "invalid HTTP version");
@@ -290,15 +333,9 @@ ParseStatus RequestParser::parse_request_line(std::string_view in, std::size_t& 
         }
         [[fallthrough]];
 
-      case kLf: {
+      case kLf:
         if (c != '\n') return fail(ParseStatus::kBadRequest, "bare CR in the request line");
-        used = i + 1;
-        ParseStatus st = finish_request_line(p + used - len_, line);
-        if (st != ParseStatus::kOk) return st;
-        len_ = 0;
-        state_ = kFieldStart;
-        return ParseStatus::kOk;
-      }
+        return complete(i);
 
       default:
         return fail(ParseStatus::kBadRequest, "parser misuse");
@@ -336,6 +373,16 @@ ParseStatus RequestParser::finish_request_line(const char* start, RequestLine& l
       line.has_query = true;
       line.query = {start + query_start_ + 1, target_end_ - query_start_ - 1};
     }
+  }
+  if (http09_) {
+    line.version = 9;
+    // Only GET has a simple request (RFC 1945 §4.1); nginx answers another
+    // method 400, without a head as it answers HTTP/0.9. The line is filled
+    // for that answer and its log.
+    if (method_ != Method::kGet) {
+      return fail(ParseStatus::kBadRequest, "invalid method in HTTP/0.9 request");
+    }
+    return ParseStatus::kOk;
   }
   // RFC 9110 §2.5 / §6.2: a 1.x request with a higher minor version is
   // processed as the highest 1.x we implement; another major version is 505.

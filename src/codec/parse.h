@@ -88,8 +88,10 @@ struct RequestLine {
   std::string_view path;
   std::string_view query;
   bool has_query = false;  // a '?' was present (the query may still be empty)
-  // 1000 * major + minor: 1000 or 1001 (2000: an HTTP/2 stream's). HTTP/1.x with x > 1 is processed as
-  // 1.1 (RFC 9110 §2.5: the highest minor version we implement).
+  // 1000 * major + minor: 1000 or 1001 (2000: an HTTP/2 stream's). HTTP/1.x with x > 1 is processed
+  // as 1.1 (RFC 9110 §2.5: the highest minor version we implement). 9: HTTP/0.9's simple request
+  // ("GET /path", RFC 1945 §4.1), which has no header section (the parser is done after the line)
+  // and is answered with the body only.
   int version = 0;
 };
 
@@ -155,6 +157,7 @@ class RequestParser {
   Method method_ = Method::kOther;
   std::uint8_t major_ = 0;
   std::uint8_t minor_ = 0;
+  bool http09_ = false;  // the request line ended without a version
   ParseStatus error_status_ = ParseStatus::kOk;
   std::uint32_t len_ = 0;      // bytes of the unfinished line consumed so far
   std::uint32_t skipped_ = 0;  // bytes of empty lines before the request line

@@ -672,9 +672,13 @@ void Resolver::query_done(Query& qr, int state, const dns::Reply* reply) {
         n.name_len = reply->ptr_len;
         n.name[n.name_len] = '\0';
       }
-    } else if (reply->cname_len > 0 && n.cname.empty()) {
-      // An alias: followed once the other question is answered, unless that
-      // one brings addresses of its own (nginx keeps those).
+    } else if (reply->cname_len > 0 && n.cname.empty() &&
+               n.queries[qr.slot == 0 ? 1 : 0] == nullptr) {
+      // An alias in the answer that completes the pair: followed unless the
+      // other answer brought addresses of its own (nginx keeps those). As
+      // nginx's resolver, an alias arriving while the other question is
+      // still out is dropped: A's CNAME before an empty AAAA answer is "Host
+      // not found" (nginx-tests' http_resolver_aaaa.t, "CNAME zero").
       if (reply->ttl < n.ttl) n.ttl = reply->ttl;
       n.cname.assign(reply->cname, reply->cname_len);
     }

@@ -75,7 +75,8 @@ Head parse_head(std::string_view in, std::size_t piece, ParserLimits limits,
           in_headers = true;
           h.summary.append(h.line.line).append("\n");
           h.summary.append(h.line.path).append("|").append(h.line.query).append("|");
-          h.summary.append(h.line.host).append("|").append(h.line.port).append("\n");
+          h.summary.append(h.line.host).append("|").append(h.line.port).append("|");
+          h.summary.append(std::to_string(h.line.version)).append("\n");
         }
       } else {
         HeaderField f;

@@ -21,6 +21,8 @@ Names (any other name: NXDOMAIN):
   ttl0.test     A 127.0.0.1 with TTL 0 (never cached)
   half.test     A: SERVFAIL; AAAA ::1
   zc.test       A: no record; AAAA: CNAME a.test only
+  cz.test       A: CNAME a.test only; AAAA: no record, answered 200 ms after
+                the A question's answer so that it arrives second
   1.0.0.127.in-addr.arpa  PTR a.test (with the argument "ptr-dname": a
                           DNAME owned by that name instead, no PTR)
 """
@@ -84,6 +86,10 @@ def answers(name, qtype, transport):
             return 0, [], False, False
         ip2 = socket.inet_pton(socket.AF_INET, "127.0.0.2")
         return 0, [rr(name, A, 60, ip2), rr(name, A, 60, ip2), rr(name, A, 60, ip4)], False, False
+    if name == "cz.test":
+        if qtype == A:
+            return 0, [rr(name, CNAME, 60, encode_name("a.test"))], False, False
+        return 0, [], False, False
     if name == "tc.test":
         if transport == "udp":
             return 0, [], True, False
@@ -145,7 +151,12 @@ def serve_udp(sock):
     while True:
         data, peer = sock.recvfrom(4096)
         try:
-            for msg in reply(data, "udp"):
+            msgs = reply(data, "udp")
+            if msgs and parse_question(data)[:2] == ("cz.test", AAAA):
+                for msg in msgs:
+                    threading.Timer(0.2, sock.sendto, args=(msg, peer)).start()
+                continue
+            for msg in msgs:
                 sock.sendto(msg, peer)
         except Exception as e:  # a malformed query: no answer
             print("ERR %s" % e, flush=True)

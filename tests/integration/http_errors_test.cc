@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "http_harness.h"
 
@@ -48,6 +49,33 @@ TEST_F(HttpErrors, BadRequestLineIs400) {
   expect_closing_error("GET\r\n\r\n", 400);
   expect_closing_error("GET / FOO/1.1\r\nHost: x\r\n\r\n", 400);
   expect_closing_error("GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400);
+}
+
+// HTTP/0.9's simple request (RFC 1945 §4.1): as nginx, the answer is the
+// body alone, no status line and no fields, errors too, and the connection
+// ends with it. Only GET has one: another method is 400.
+TEST_F(HttpErrors, Http09IsAnsweredWithTheBodyAlone) {
+  auto answer = [&](const std::string& request) {
+    Client c(port_);
+    EXPECT_TRUE(c.send(request));
+    EXPECT_TRUE(c.closed_within(3000)) << request;
+    return c.extra();
+  };
+  EXPECT_EQ(answer("GET /a.txt\r\n"), "a\n");
+  EXPECT_EQ(answer("GET /a.txt?x \n"), "a\n");
+  EXPECT_EQ(answer("GET http://localhost/a.txt\r\n"), "a\n");
+  // The rest of the input is no request of its own.
+  EXPECT_EQ(answer("GET /a.txt\r\nGET /index.html HTTP/1.0\r\n\r\n"), "a\n");
+  for (auto [request, status] :
+       {std::pair{"GET /missing\r\n", "404"}, std::pair{"HEAD /a.txt\r\n", "400"},
+        std::pair{"POST /a.txt\r\n", "400"}, std::pair{"GET /%zz\r\n", "400"},
+        std::pair{"GET /../secret.txt\r\n", "400"}}) {
+    const std::string got = answer(request);
+    EXPECT_TRUE(got.starts_with("<html>")) << request << got;
+    EXPECT_NE(got.find(std::string("<title>") + status), std::string::npos) << request << got;
+  }
+  EXPECT_TRUE(server_.wait_output("client sent invalid request: invalid method in HTTP/0.9"))
+      << server_.output();
 }
 
 TEST_F(HttpErrors, BadHeadersAre400) {

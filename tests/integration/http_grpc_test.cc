@@ -194,6 +194,24 @@ TEST_F(Grpc, TrailersToAnHttp11ClientAreChunked) {
   EXPECT_TRUE(has(out, "\r\n0\r\ngrpc-status: 0\r\nx-trailer: end\r\n\r\n")) << out;
 }
 
+// $upstream_trailer_NAME (nginx 1.13.10): the backend's trailer fields, known
+// once the response has ended (the log has them; the head had none yet).
+TEST_F(Grpc, UpstreamTrailerVariables) {
+  start("location / { grpc_pass " + backend() + "; access_log logs/t.log t buffer=0; }",
+        "log_format t '[$upstream_trailer_grpc_status] [$upstream_trailer_x_trailer] "
+        "[$upstream_trailer_none] [$upstream_http_content_type]';\n");
+  const std::string out = call(target(), "Unary", {"--payload", "ping"});
+  EXPECT_TRUE(has(out, "\"code\": \"OK\"")) << out;
+  std::string log;
+  test::wait_until(
+      [&] {
+        log = s_.read("logs/t.log");
+        return !log.empty();
+      },
+      5000);
+  EXPECT_EQ(log, "[0] [end] [-] [application/grpc]\n") << s_.output();
+}
+
 TEST_F(Grpc, AddTrailerOverHttp2) {
   // Not gRPC: add_trailer's field comes in a trailing HEADERS frame.
   start("location /t { add_trailer x-sum done; return 200 \"body\"; }");

@@ -141,6 +141,21 @@ TEST_F(Resolver, BothFamiliesMakeOneAnswerAsNginxDoes) {
   EXPECT_TRUE(dns_saw("Q udp a.test AAAA\n"));
 }
 
+// As nginx's resolver: a CNAME is followed from the answer that completes the
+// pair only. One that comes while the other question is out is dropped, and
+// an empty answer after it leaves the name without addresses (nginx-tests'
+// http_resolver_aaaa.t, "CNAME zero").
+TEST_F(Resolver, ACnameBeforeAnEmptyAnswerIsNotFollowed) {
+  ASSERT_TRUE(start("location / { resolver " + resolver() +
+                    "; proxy_pass http://$arg_h:" + std::to_string(backend_.port()) + "; }"))
+      << server_.output();
+  EXPECT_EQ(get("/?h=cz.test").status, 502);
+  EXPECT_TRUE(server_.wait_log("cz.test could not be resolved (3: Host not found)"))
+      << server_.output();
+  EXPECT_TRUE(dns_saw("Q udp cz.test AAAA\n"));
+  EXPECT_TRUE(dns_saw("Q udp a.test A\n", 0));
+}
+
 TEST_F(Resolver, ATruncatedReplyIsAskedAgainOverTcp) {
   ASSERT_TRUE(start("location / { resolver " + resolver() + " ipv6=off; proxy_pass http://$arg_h:" +
                     std::to_string(backend_.port()) + "; }"))

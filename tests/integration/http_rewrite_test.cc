@@ -66,6 +66,25 @@ TEST_F(HttpRewrite, RegexLocationsInNginxOrder) {
   EXPECT_EQ(body("/x/../y%2Ephp"), "200 php /y.php\n");
 }
 
+// $request_filename: the file the URI names under root or alias (nginx's
+// ngx_http_map_uri_to_path), as `if (-f ...)` tests it.
+TEST_F(HttpRewrite, RequestFilenameNamesTheUrisFile) {
+  ASSERT_TRUE(start(R"(
+    location /a/ {
+      if (-f $request_filename) { return 200 "file $request_filename\n"; }
+      return 200 "none $request_filename\n";
+    }
+    location /img/ {
+      alias data/img/;
+      if (-f $request_filename) { return 200 "file $request_filename\n"; }
+      return 200 "none $request_filename\n";
+    }
+  )")) << server_.output();
+  EXPECT_EQ(body("/a/b.txt"), "200 file " + server_.path("html/a/b.txt") + "\n");
+  EXPECT_EQ(body("/a/nope"), "200 none " + server_.path("html/a/nope") + "\n");
+  EXPECT_EQ(body("/img/cat.png"), "200 file " + server_.path("data/img/cat.png") + "\n");
+}
+
 TEST_F(HttpRewrite, RegexServerNames) {
   port_ = free_port();
   const std::string p = std::to_string(port_);

@@ -332,8 +332,6 @@ const char* const kWhyHttp09Version =
     "RFC 9110 §15.6.6: a well-formed version with another major number is 505";
 const char* const kWhyVersionDigits =
     "RFC 9112 §2.3: HTTP-version is one digit each side of the dot; nginx takes up to 3";
-const char* const kWhyHttp09 =
-    "HTTP/0.9 is not HTTP/1.1 (RFC 9112 §2.3 needs a version); nginx still answers it";
 const char* const kWhyHostPort =
     "RFC 9112 §3.2: a Host with an invalid value (port = *DIGIT) MUST be 400";
 const char* const kWhy412 =
@@ -559,11 +557,16 @@ TEST_F(NginxDiff, Versions) {
       {.name = "HTTP/01.1", .request = req("GET /a.txt HTTP/01.1"), .status = 400},
       {.name = "HTTP/1", .request = req("GET /a.txt HTTP/1"), .status = 400},
       {.name = "lower-case HTTP", .request = req("GET /a.txt http/1.1"), .status = 400},
-      {.name = "HTTP/0.9 request",
-       .request = "GET /a.txt\r\n",
-       .status = kRaw,
-       .kept = {{"1 status", "raw", "400"}},
-       .why = kWhyHttp09},
+      {.name = "HTTP/0.9 request", .request = "GET /a.txt\r\n", .status = kRaw},
+      {.name = "HTTP/0.9 request with a query and spaces",
+       .request = "GET /a.txt?x=1  \n",
+       .status = kRaw},
+      {.name = "HTTP/0.9 absolute-form request",
+       .request = "GET http://localhost/a.txt\r\n",
+       .status = kRaw},
+      {.name = "HTTP/0.9 request, more bytes after it",
+       .request = "GET /a.txt\r\nGET /a.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+       .status = kRaw},
       {.name = "no Host in HTTP/1.1", .request = "GET /a.txt HTTP/1.1\r\n\r\n", .status = 400},
       {.name = "empty Host",
        .request = "GET /a.txt HTTP/1.1\r\nHost:\r\n\r\n",

@@ -122,7 +122,7 @@ bool var_server_name(const Request& r, std::string_view, VarSink& s) {
 }
 
 bool var_server_protocol(const Request& r, std::string_view, VarSink& s) {
-  if (r.line.line.empty()) return false;
+  if (r.line.line.empty() || r.line.version < 1000) return false;  // HTTP/0.9 names none
   s.put(r.line.version >= 2000 ? "HTTP/2.0" : r.line.version >= 1001 ? "HTTP/1.1" : "HTTP/1.0");
   return true;
 }
@@ -459,6 +459,18 @@ bool var_document_root(const Request& r, std::string_view, VarSink& s) {
   return true;
 }
 
+// $request_filename: the file the current URI names under the location's
+// root or alias (nginx's ngx_http_map_uri_to_path), as the static handler
+// would open it.
+bool var_request_filename(const Request& r, std::string_view, VarSink& s) {
+  if (r.loc == nullptr) return false;
+  char buf[16384];  // a root and a URI of the largest request line
+  const std::size_t n = map_uri_to_path(r, *r.loc, r.uri, buf, sizeof buf);
+  if (n == std::string::npos) return false;
+  s.put(std::string_view(buf, n));
+  return true;
+}
+
 // The figures stub_status shows, as variables.
 enum class Figure : std::uint8_t { kActive, kReading, kWriting, kWaiting };
 
@@ -612,6 +624,7 @@ constexpr VarSpec kCoreVariables[] = {
     {"request_body", var_request_body},
     {"request_body_file", var_request_body_file},
     {"document_root", var_document_root},
+    {"request_filename", var_request_filename},
     {"upstream_addr", var_upstream<TryField::kAddr>},
     {"upstream_status", var_upstream<TryField::kStatus>},
     {"upstream_response_time", var_upstream<TryField::kResponseTime>},
@@ -868,7 +881,7 @@ Result<VarTemplate> VarTemplate::compile(std::string_view text) {
           p.get = spec->get;
           p.text = std::string(arg);
           // Header names: '_' stands for '-'.
-          if (spec->prefix && (spec->name.ends_with("http_") || spec->name == "sent_trailer_")) {
+          if (spec->prefix && (spec->name.ends_with("http_") || spec->name.ends_with("trailer_"))) {
             for (char& ch : p.text) {
               if (ch == '_') ch = '-';
             }

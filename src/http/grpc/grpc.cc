@@ -94,6 +94,8 @@ void after_parse(GrpcState& gs) {
   if (gs.trailers_done && gs.r->headers_out.trailers != gs.trailers) {
     gs.r->headers_out.trailers = gs.trailers;
     gs.r->headers_out.ntrailers = gs.ntrailers;
+    gs.resp_trailers = gs.trailers;  // $upstream_trailer_NAME
+    gs.nresp_trailers = gs.ntrailers;
   }
 }
 

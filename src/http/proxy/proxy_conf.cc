@@ -463,6 +463,23 @@ bool var_upstream_http(const Request& r, std::string_view name, VarSink& s) {
   return found;
 }
 
+// $upstream_trailer_NAME: the backend's trailer field NAME (grpc's trailing
+// HEADERS; nginx 1.22.1 keeps no HTTP/1.1 trailers), joined with ", " as
+// nginx's. Known once the response has ended: in the log, not in its head.
+bool var_upstream_trailer(const Request& r, std::string_view name, VarSink& s) {
+  const upstream_core::Upstream* u = r.upstream;
+  if (u == nullptr) return false;
+  bool found = false;
+  for (std::uint32_t i = 0; i < u->nresp_trailers; ++i) {
+    const HeaderField& f = u->resp_trailers[i];
+    if (!iequals(f.name, name)) continue;
+    if (found) s.put(", ");
+    s.put(f.value);
+    found = true;
+  }
+  return found;
+}
+
 // $upstream_cookie_NAME: the value of cookie NAME in the first Set-Cookie
 // field of the backend's response that sets it: "NAME[ ]=[ ]value[;...]"
 // (nginx's ngx_http_parse_set_cookie_lines).
@@ -493,6 +510,7 @@ constexpr VarSpec kProxyVariables[] = {
     {"proxy_add_x_forwarded_for", var_proxy_add_x_forwarded_for},
     {"upstream_http_", var_upstream_http, true},
     {"upstream_cookie_", var_upstream_cookie, true},
+    {"upstream_trailer_", var_upstream_trailer, true},
 };
 
 }  // namespace

@@ -96,6 +96,8 @@ bool rewind_request(Upstream& u) {
   u.ctl_pending = nullptr;
   u.resp = ResponseHead{};
   u.nfields = 0;
+  u.resp_trailers = nullptr;
+  u.nresp_trailers = 0;
   u.resp_any = false;
   u.resp_done = false;
   u.upstream_eof = false;

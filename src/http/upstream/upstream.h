@@ -184,6 +184,10 @@ struct Upstream {
   ResponseHead resp;
   std::uint32_t nfields = 0;
   HeaderField fields[kMaxResponseFields];
+  // The response's trailer fields, when the protocol keeps them (grpc: its
+  // trailing HEADERS), for $upstream_trailer_NAME; the protocol's memory.
+  const HeaderField* resp_trailers = nullptr;
+  std::uint32_t nresp_trailers = 0;
   bool resp_any = false;   // a byte of the response arrived
   bool resp_done = false;  // the whole body arrived
   bool upstream_eof = false;

@@ -135,6 +135,13 @@ bool ignored_field(const Request& r, const HeaderField& f) {
   return false;
 }
 
+// The head is read: from here the request's own handlers take the events.
+void head_read(Request& r) {
+  r.c->read->handler = request_handler;
+  r.c->write->handler = request_handler;
+  process_request(r);
+}
+
 // Keeps `f` in the request's field list; false when there are too many.
 bool keep_field(Request& r, const HeaderField& f) {
   if (r.nfields == kInlineFields && !r.fields_big) {
@@ -193,10 +200,7 @@ void process_request_headers(Request& r) {
         store_field(r, f);
         continue;
       case ParseStatus::kHeadersDone:
-        // From here the request's own handlers take the events.
-        r.c->read->handler = request_handler;
-        r.c->write->handler = request_handler;
-        process_request(r);
+        head_read(r);
         return;
       case ParseStatus::kAgain:
         continue;
@@ -225,6 +229,10 @@ void process_request_line(Request& r) {
     if (st == ParseStatus::kOk) {
       r.phase = Phase::kHeaders;
       r.checker.emplace(r.line);
+      if (r.line.version < 1000) {
+        head_read(r);  // HTTP/0.9: the line is the whole head
+        return;
+      }
       process_request_headers(r);
       return;
     }

@@ -335,6 +335,15 @@ bool write_header(Request& r) {
   }
   char* mem = head_memory(r, need);
   if (mem == nullptr) return false;
+  if (r.line.version > 0 && r.line.version < 1000) {
+    // HTTP/0.9 (RFC 1945 §4.1): the answer is the body alone, its end the
+    // connection's, as nginx's (errors too). The memory stays r.hbuf's: a
+    // small file's body may be read into it.
+    r.keepalive = false;
+    r.chunked_out = false;
+    r.header_size = 0;
+    return true;
+  }
 
   Out o{mem};
   o.put("HTTP/1.1 ");
@@ -479,7 +488,8 @@ void send_special(Request& r, int status) {
     h.content_range = std::string_view(r.content_range, r.content_range_len);  // "bytes */size"
   }
   release_file(r);
-  r.header_only = r.line.method == Method::kHead;
+  // HTTP/0.9 has no HEAD: a "HEAD /" without a version gets its 400 page.
+  r.header_only = r.line.method == Method::kHead && r.line.version != 9;
   if (send_header(r) != 0) {
     terminate_request(r, 500);
     return;

@@ -29,7 +29,14 @@ std::vector<ErrorCase> error_cases() {
       {"GET / HTTP/1.1 \r\n\r\n", bad},
       {"GET /  HTTP/1.1\r\n\r\n", bad},
       {"GET\t/ HTTP/1.1\r\n\r\n", bad},
-      {"GET /\r\n\r\n", bad},  // HTTP/0.9 simple request
+      // HTTP/0.9's simple request is GET only (RFC 1945 §4.1), its line
+      // ends after the target and any spaces
+      {"HEAD /\r\n", bad},
+      {"POST /x?y\n", bad},
+      {"OPTIONS *\r\n", bad},
+      {"GET / x\r\n", bad},
+      {"GET /  x\r\n", bad},
+      {"GET /\rx", bad},
       {"GET\r\n", bad},
       {" GET / HTTP/1.1\r\n\r\n", bad},
       {"\rGET / HTTP/1.1\r\n\r\n", bad},         // bare CR before the request line

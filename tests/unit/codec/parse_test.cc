@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -237,6 +239,70 @@ TEST(RequestParser, ResetStartsAFreshRequest) {
   ASSERT_EQ(p.parse_request_line("PUT /b HTTP/1.1\r\n", used, line), ParseStatus::kOk);
   EXPECT_EQ(line.method, Method::kPut);
   EXPECT_EQ(line.version, 1001);
+}
+
+// HTTP/0.9's simple request (RFC 1945 §4.1), as nginx takes it: "GET" and a
+// target, maybe spaces, the line end; no header section follows.
+TEST(RequestParser, Http09SimpleRequests) {
+  struct Case {
+    std::string input;
+    TargetForm form;
+    const char* target;
+    const char* path;
+    const char* query;
+    const char* host;
+    const char* line;
+  };
+  const std::vector<Case> cases = {
+      {"GET /index.html?a=b\r\n", kO, "/index.html?a=b", "/index.html", "a=b", "",
+       "GET /index.html?a=b"},
+      {"GET /\n", kO, "/", "/", "", "", "GET /"},
+      {"GET / \r\n", kO, "/", "/", "", "", "GET / "},
+      {"GET /x   \n", kO, "/x", "/x", "", "", "GET /x   "},
+      {"GET http://h:8/p\r\n", kAbs, "http://h:8/p", "/p", "", "h", "GET http://h:8/p"},
+      {"GET http://h\r\n", kAbs, "http://h", "", "", "h", "GET http://h"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(testing::PrintToString(c.input));
+    // Whole and byte by byte: the line is complete at its LF, and the parser
+    // is done (the next octet would be the next request's, but there is no
+    // next request: the connection closes after the answer).
+    for (std::size_t piece : {c.input.size(), std::size_t{1}}) {
+      RequestParser p;
+      RequestLine line;
+      std::size_t used = 0;
+      std::size_t at = 0;
+      ParseStatus st = ParseStatus::kAgain;
+      while (st == ParseStatus::kAgain && at < c.input.size()) {
+        const std::size_t n = std::min(piece, c.input.size() - at);
+        st = p.parse_request_line(std::string_view(c.input).substr(at, n), used, line);
+        at += used;
+      }
+      ASSERT_EQ(st, ParseStatus::kOk);
+      EXPECT_EQ(at, c.input.size());
+      EXPECT_EQ(line.version, 9);
+      EXPECT_EQ(line.method, Method::kGet);
+      EXPECT_EQ(line.form, c.form);
+      EXPECT_EQ(line.target, c.target);
+      EXPECT_EQ(line.path, c.path);
+      EXPECT_EQ(line.query, c.query);
+      EXPECT_EQ(line.host, c.host);
+      EXPECT_EQ(line.line, c.line);
+      EXPECT_TRUE(p.done());
+      HeaderField f;
+      EXPECT_EQ(p.parse_header("X: y\r\n", used, f), ParseStatus::kHeadersDone);
+      EXPECT_EQ(used, 0u);
+    }
+  }
+  // Another method: 400, but the line is filled, with version 9, so that the
+  // answer goes without a head as nginx's does.
+  RequestParser p;
+  RequestLine line;
+  std::size_t used = 0;
+  EXPECT_EQ(p.parse_request_line("HEAD /a\r\n", used, line), ParseStatus::kBadRequest);
+  EXPECT_EQ(line.version, 9);
+  EXPECT_EQ(line.method_name, "HEAD");
+  EXPECT_EQ(line.line, "HEAD /a");
 }
 
 }  // namespace
