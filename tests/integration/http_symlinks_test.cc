@@ -2,7 +2,9 @@
 // path is served with off, refused with 403 with on (a linked file and a
 // linked directory), and with if_not_owner only when the link's owner differs
 // from its target's; a rule of the server level holds in the locations that
-// set none.
+// set none; rewrite's file tests (-f, -e...) see a refused link as missing;
+// a name ending in '/' needs a directory; a from= part that is the whole
+// name leaves nothing to check.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -112,6 +114,59 @@ TEST(HttpSymlinks, IfNotOwnerComparesTheOwners) {
     ASSERT_EQ(::symlink("/etc/hostname", s.path("html/owner/root.txt").c_str()), 0);
     EXPECT_EQ(status_of(port, "/owner/root.txt"), 403);
   }
+}
+
+TEST(HttpSymlinks, RewriteFileTestsApplyTheRule) {
+  // As nginx: the file test opens by the location's rule, so a refused link
+  // is not a file (-f false, !-e true) and the static handler answers 403.
+  VigilServer s;
+  make_links(s);
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf(port,
+                           "location /on/ { disable_symlinks on;\n"
+                           "  if (-f $request_filename) { return 204; } }\n"
+                           "location /owner/ { disable_symlinks if_not_owner;\n"
+                           "  if (-f $request_filename) { return 204; } }\n"
+                           "location /from/ { disable_symlinks on;\n"
+                           "  if (!-e $request_filename) { return 410; } }\n"
+                           "location /off/ { if (-f $request_filename) { return 204; } }\n")))
+      << s.output();
+  EXPECT_EQ(status_of(port, "/on/plain.txt"), 204);
+  EXPECT_EQ(status_of(port, "/on/link.txt"), 403);
+  EXPECT_EQ(status_of(port, "/owner/link.txt"), 204) << "same owner: followed";
+  EXPECT_EQ(status_of(port, "/from/link.txt"), 410);
+  EXPECT_EQ(status_of(port, "/from/plain.txt"), 200);
+  EXPECT_EQ(status_of(port, "/off/link.txt"), 204);
+}
+
+TEST(HttpSymlinks, ANameEndingInSlashMustBeADirectory) {
+  // alias html/owner/link.txt/: the link names a file, so "link.txt/" is
+  // not found (nginx: ENOTDIR, 404) under if_not_owner as when off.
+  VigilServer s;
+  make_links(s);
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf(port,
+                           "location ~ ^/(.+/)tailowner$ { disable_symlinks if_not_owner;\n"
+                           "  alias html/$1; }\n"
+                           "location ~ ^/(.+/)tailoff$ { alias html/$1; }\n")))
+      << s.output();
+  EXPECT_EQ(status_of(port, "/owner/link.txt/tailoff"), 404);
+  EXPECT_EQ(status_of(port, "/owner/link.txt/tailowner"), 404);
+  EXPECT_EQ(status_of(port, "/owner/plain.txt/tailowner"), 404);
+}
+
+TEST(HttpSymlinks, FromTheWholeNameChecksNothing) {
+  // from=$document_root where the alias names the file itself: the whole
+  // path is the unchecked part, so a link there is followed.
+  VigilServer s;
+  make_links(s);
+  const int port = test::free_port();
+  ASSERT_TRUE(s.start(conf(port,
+                           "location ~ ^/exact/(.+)$ { disable_symlinks on from=$document_root;\n"
+                           "  alias html/$1; }\n")))
+      << s.output();
+  EXPECT_EQ(get(port, simple_get("/exact/on/link.txt")).body, "real\n");
+  EXPECT_EQ(status_of(port, "/exact/on/plain.txt"), 200);
 }
 
 }  // namespace
