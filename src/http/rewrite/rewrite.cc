@@ -16,6 +16,9 @@
 #include "http/core/phases.h"
 #include "http/core/request.h"
 #include "http/filters/limit_rate.h"
+#include "http/static/disable_symlinks.h"
+#include "http/static/open_file_cache.h"
+#include "http/static/open_file_cache_conf.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http {
@@ -225,6 +228,27 @@ const char* evaluate(Request& r, const VarTemplate& t, std::size_t& len) {
   return mem;
 }
 
+// The file tests (-f -d -e -x) look at the file as nginx's do: through the
+// location's open_file_cache when it has one, else by stat(2), or under a
+// disable_symlinks rule by opening the file as that rule says, so that a
+// refused link is not found. False when the file is not there.
+bool test_file(Request& r, const char* name, OpenFileInfo& info) {
+  const HttpLocConf* loc = r.loc;
+  if (loc == nullptr || (open_file_cache_conf(*loc).cache == nullptr &&
+                         disable_symlinks_conf(*loc).mode == DisableSymlinks::kOff)) {
+    struct stat st;
+    if (::stat(name, &st) == -1) return false;
+    info.is_dir = S_ISDIR(st.st_mode);
+    info.is_file = S_ISREG(st.st_mode);
+    info.is_exec = (st.st_mode & S_IXUSR) != 0;
+    return true;
+  }
+  FileRef ref;
+  open_file(r, *loc, name, info, ref);
+  drop(r, ref);
+  return info.err == 0;
+}
+
 int test_condition(Request& r, const IfCondition& c, bool& result) {
   std::size_t len = 0;
   const char* left = evaluate(r, c.left, len);
@@ -253,13 +277,13 @@ int test_condition(Request& r, const IfCondition& c, bool& result) {
     case IfCondition::kDir:
     case IfCondition::kExists:
     case IfCondition::kExec: {
-      struct stat st;
-      const bool found = ::stat(left, &st) == 0;
+      OpenFileInfo info;
+      const bool found = test_file(r, left, info);
       bool yes = false;
-      if (c.kind == IfCondition::kFile) yes = found && S_ISREG(st.st_mode);
-      if (c.kind == IfCondition::kDir) yes = found && S_ISDIR(st.st_mode);
+      if (c.kind == IfCondition::kFile) yes = found && info.is_file;
+      if (c.kind == IfCondition::kDir) yes = found && info.is_dir;
       if (c.kind == IfCondition::kExists) yes = found;
-      if (c.kind == IfCondition::kExec) yes = found && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH));
+      if (c.kind == IfCondition::kExec) yes = found && info.is_exec;
       result = yes != c.negate;
       return 0;
     }

@@ -3,7 +3,10 @@
 // a time from a directory fd, each with O_NOFOLLOW (on), or following the
 // link and comparing the owner of the link with the owner of its target
 // (if_not_owner). The part given by from= (usually $document_root) is opened
-// as it is, unchecked. A symbolic link that is refused gives ELOOP, which the
+// as it is, unchecked; $document_root there is the request's (evaluated
+// when the root or alias has variables), and a part that is the whole name
+// leaves nothing to check. A name ending in '/' opens its last component as
+// a directory. A symbolic link that is refused gives ELOOP, which the
 // static handler answers with 403.
 //
 // One difference from nginx on Linux: a symlinked directory in the middle of
@@ -24,6 +27,7 @@
 
 #include "http/core/conf.h"
 #include "http/core/module.h"
+#include "http/static/map_path.h"
 
 namespace vigil::http {
 namespace {
@@ -65,22 +69,36 @@ int open_component(int dir, const char* comp, int flags, DisableSymlinks mode) {
 
 }  // namespace
 
-int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
+int open_file_checked(const Request* r, const HttpLocConf& loc, const char* name, int flags) {
   const DisableSymlinksConf& rule = disable_symlinks_conf(loc);
   if (rule.mode == DisableSymlinks::kOff) return ::open(name, flags);
   const std::string_view path(name);
   if (path.empty() || path[0] != '/') return ::open(name, flags);
 
+  char buf[PATH_MAX];
   std::string_view from = rule.from;
-  if (from == "$document_root") from = loc.root_path;
+  if (from == "$document_root") {
+    // The request's document root: a root or alias with variables is
+    // evaluated for it (an alias naming the file itself is the whole path).
+    from = loc.root_path;
+    if (r != nullptr && loc.root_vars != nullptr) {
+      const std::size_t n = document_root(*r, loc, buf, sizeof buf);
+      if (n == std::string::npos) {
+        errno = ENAMETOOLONG;
+        return -1;
+      }
+      from = std::string_view(buf, n);
+    }
+  }
+  // As nginx, a from= part that is the whole name leaves nothing to check.
+  if (from == path) return ::open(name, flags);
   while (from.size() > 1 && from.back() == '/') from.remove_suffix(1);
 
-  char buf[PATH_MAX];
   std::size_t pos = 1;  // after the leading '/'
   int dir;
   if (!from.empty() && from.size() < sizeof buf && path.starts_with(from) &&
       (path.size() == from.size() || path[from.size()] == '/' || from == "/")) {
-    std::memcpy(buf, from.data(), from.size());
+    if (from.data() != buf) std::memcpy(buf, from.data(), from.size());
     buf[from.size()] = '\0';
     dir = ::open(buf, kSearchFlags);
     pos = from.size();
@@ -91,17 +109,21 @@ int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
 
   for (;;) {
     while (pos < path.size() && path[pos] == '/') ++pos;
+    if (pos >= path.size()) {
+      // The name ends at a directory (with a '/', the "from" part, or "/"):
+      // it is opened again with the caller's flags.
+      const int fd = ::openat(dir, ".", flags);
+      const int err = errno;
+      ::close(dir);
+      errno = err;
+      return fd;
+    }
     std::size_t end = path.find('/', pos);
     if (end == std::string_view::npos) end = path.size();
-    std::size_t next = end;
-    while (next < path.size() && path[next] == '/') ++next;
-    const bool last = next >= path.size();
+    // A component followed by '/' is a directory even when it is the last
+    // one: a file named "f/" is not found (ENOTDIR), as open(2) has it.
+    const bool last = end == path.size();
     const std::size_t len = end - pos;
-    if (len == 0) {
-      // The path ends at a directory (the "from" part itself, or "/").
-      ::close(dir);
-      return ::open(name, flags);
-    }
     if (len >= sizeof buf) {
       ::close(dir);
       errno = ENAMETOOLONG;
@@ -117,7 +139,7 @@ int open_file_checked(const HttpLocConf& loc, const char* name, int flags) {
       return fd;
     }
     dir = fd;
-    pos = next;
+    pos = end;
   }
 }
 

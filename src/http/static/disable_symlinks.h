@@ -8,6 +8,7 @@
 namespace vigil::http {
 
 class HttpModule;
+struct Request;
 struct HttpLocConf;
 
 // disable_symlinks off | on | if_not_owner
@@ -26,6 +27,8 @@ const DisableSymlinksConf& disable_symlinks_conf(const HttpLocConf& loc);
 
 // open(2) of `name` (absolute) with `flags`, refusing symbolic links as the
 // location's disable_symlinks says; -1 with errno (ELOOP for a refused link).
-int open_file_checked(const HttpLocConf& loc, const char* name, int flags);
+// from=$document_root is the document root of `r` (null: the location's
+// root without variables evaluated).
+int open_file_checked(const Request* r, const HttpLocConf& loc, const char* name, int flags);
 
 }  // namespace vigil::http

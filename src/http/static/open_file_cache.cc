@@ -27,11 +27,12 @@ constexpr std::size_t kMaxBuckets = std::size_t{1} << 20;
 
 }  // namespace
 
-void open_and_stat(const char* name, const HttpLocConf* loc, OpenFileInfo& info, int& fd) {
+void open_and_stat(const char* name, const HttpLocConf* loc, const Request* r, OpenFileInfo& info,
+                   int& fd) {
   info = OpenFileInfo{};
   fd = VIGIL_FAULT(
       fault::kOpen, EMFILE,
-      loc != nullptr ? open_file_checked(*loc, name, kOpenFlags) : ::open(name, kOpenFlags));
+      loc != nullptr ? open_file_checked(r, *loc, name, kOpenFlags) : ::open(name, kOpenFlags));
   if (fd == -1) {
     info.err = errno;
     info.failed = "open";
@@ -51,6 +52,7 @@ void open_and_stat(const char* name, const HttpLocConf* loc, OpenFileInfo& info,
   info.dev = st.st_dev;
   info.is_dir = S_ISDIR(st.st_mode);
   info.is_file = S_ISREG(st.st_mode);
+  info.is_exec = (st.st_mode & S_IXUSR) != 0;
   if (info.is_dir) {
     // Only its kind matters (index, redirect): no descriptor is kept.
     ::close(fd);
@@ -236,7 +238,7 @@ void OpenFileCache::open(std::string_view name, const OpenFileParams& p, Msec no
   ++misses_;
   counters.misses.add();
   int fd = -1;
-  open_and_stat(name.data(), p.loc, info, fd);
+  open_and_stat(name.data(), p.loc, p.r, info, fd);
 
   if (e != nullptr) {
     if (info.err == 0 && e->info.err == 0 && e->fd != -1 && info.ino == e->info.ino &&

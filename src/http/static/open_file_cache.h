@@ -46,6 +46,7 @@ class EventLoop;
 namespace vigil::http {
 
 class OpenFileCache;
+struct Request;
 struct CachedFile;
 
 // What opening a file name found.
@@ -58,6 +59,7 @@ struct OpenFileInfo {
   dev_t dev = 0;
   bool is_dir = false;
   bool is_file = false;  // a regular file
+  bool is_exec = false;  // executable by its owner (rewrite's -x, as nginx)
 };
 
 // The descriptor a request uses: owned (entry null: close it) or an
@@ -73,12 +75,15 @@ struct OpenFileParams {
   std::uint32_t min_uses = 1;
   bool errors = false;
   const HttpLocConf* loc = nullptr;  // disable_symlinks; null: follow links
+  const Request* r = nullptr;        // its $document_root for from= (null: loc's root)
 };
 
-// Opens `name` (disable_symlinks of `loc` when not null) and fstat()s it;
+// Opens `name` (disable_symlinks of `loc` when not null, with the document
+// root of `r` for from=$document_root) and fstat()s it;
 // a directory is closed again (only its info is kept). Fills `info`; on
 // success `fd` is the open descriptor (-1 for a directory).
-void open_and_stat(const char* name, const HttpLocConf* loc, OpenFileInfo& info, int& fd);
+void open_and_stat(const char* name, const HttpLocConf* loc, const Request* r, OpenFileInfo& info,
+                   int& fd);
 
 struct CachedFile {
   std::string name;  // the key; its capacity is kept when the entry is reused

@@ -115,11 +115,12 @@ void open_file(Request& r, const HttpLocConf& loc, std::string_view name, OpenFi
       p.min_uses = fc.min_uses;
       p.errors = fc.errors;
       p.loc = &loc;
+      p.r = &r;
       cache->open(name, p, clock::current_msec(), info, ref);
       return;
     }
   }
-  open_and_stat(name.data(), &loc, info, ref.fd);
+  open_and_stat(name.data(), &loc, &r, info, ref.fd);
 }
 
 // Gives back a descriptor open_file() handed out.
