@@ -92,14 +92,12 @@ void add_default_headers(std::vector<ProxyHeader>& list) {
   }
 }
 
-// The Host entry becomes the :authority (when it is not empty).
+// A Host entry, even an empty one, replaces the :authority: it goes as a
+// "host" field with the others (nginx's host_set).
 void take_host(GrpcConf& g) {
   g.host_set = false;
-  g.host_value = VarTemplate{};
   for (const auto& h : g.set_headers) {
-    if (!iequals(h.name, "host")) continue;
-    g.host_value = h.value;
-    g.host_set = !h.value.empty();
+    if (iequals(h.name, "host")) g.host_set = true;
   }
 }
 
