@@ -21,7 +21,8 @@ generic handlers with bytes in and out).
   grpc_peer.py raw-server window
       reads a request body within the default windows (65535), prints each
       DATA frame's length ("data N"), and opens both windows by 10 once the
-      first 65535 bytes are in, then by 10 again, and so on to END_STREAM.
+      first 65535 bytes are in, then by 10 again, and so on to END_STREAM
+      ("end").
   grpc_peer.py client TARGET METHOD [options]
       calls /test.Echo/METHOD through TARGET (host:port) and prints one JSON
       object: code, details, messages (as text), initial and trailing metadata.
@@ -152,6 +153,7 @@ def raw_serve(args):
                                   b"\x00\x00\x04\x08\x00" + struct.pack(">I", sid) + upd)
                     if not flags & 1:
                         continue
+                    print("end", flush=True)
                     ftype, flags = 1, 1
                 if ftype == 1 and flags & 1:
                     frame_sid = struct.pack(">I", sid)

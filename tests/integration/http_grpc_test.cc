@@ -334,6 +334,7 @@ TEST(GrpcRawBackend, DataFramesFillTheOpenedWindow) {
   auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "post", "/x", "65555"});
   EXPECT_TRUE(has(out, "/x 200")) << out;
   // The frames after the first 65535 bytes: 10 and 10.
+  ASSERT_TRUE(g.raw().wait_for_output("end\n", 10000)) << g.raw().output();
   const std::string& log = g.raw().output();
   long sum = 0;
   std::vector<long> after;

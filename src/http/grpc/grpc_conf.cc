@@ -92,8 +92,9 @@ void add_default_headers(std::vector<ProxyHeader>& list) {
   }
 }
 
-// A Host entry, even an empty one, replaces the :authority: it goes as a
-// "host" field with the others (nginx's host_set).
+// A Host entry of grpc_set_header, even an empty one, replaces the
+// :authority: it goes as a "host" field with the others (nginx's host_set;
+// the defaults' empty Host does not count).
 void take_host(GrpcConf& g) {
   g.host_set = false;
   for (const auto& h : g.set_headers) {
@@ -150,8 +151,8 @@ Status resolve(const ConfInit& ctx, GrpcConf& g) {
 }
 
 Status init_grpc(const ConfInit&, GrpcConf& g) {
+  take_host(g);  // before the defaults, which have a Host of their own
   add_default_headers(g.set_headers);
-  take_host(g);
   return Status::ok();
 }
 
@@ -160,10 +161,11 @@ Status merge_grpc(const ConfInit& ctx, const GrpcConf& parent, GrpcConf& child) 
   merge_tls_client_conf(ctx, parent.ssl, child.ssl, "grpc");
   if (!ctx.is_set("grpc_set_header")) {
     child.set_headers = parent.set_headers;
+    child.host_set = parent.host_set;
   } else {
+    take_host(child);
     add_default_headers(child.set_headers);
   }
-  take_host(child);
   if (!ctx.is_set("grpc_pass") && parent.enabled && is_noname_scope(ctx.env(), ctx.scope())) {
     // An if block passes as its location does, to the location's group.
     child.enabled = true;
