@@ -10,6 +10,19 @@ generic handlers with bytes in and out).
       ":status 200" and "content-type: application/grpc" Huffman-coded, its
       padding right ("good") or one whole 0xff byte too long ("bad", what
       nginx-tests' encoder sends; RFC 7541 §5.2 makes it a decoding error).
+  grpc_peer.py raw-server record
+      as "good", and prints each request's header fields ("h name: value").
+  grpc_peer.py raw-server length N
+      as "good" with "content-length: N", then DATA "Hello" and " world"
+      and trailers (grpc-status 0).
+  grpc_peer.py raw-server rst CODE N
+      as "length" without a content-length, the trailers and N RST_STREAM
+      frames of error CODE after them in one write.
+  grpc_peer.py raw-server window
+      reads a request body within the default windows (65535), prints each
+      DATA frame's length ("data N"), and opens both windows by 10 once the
+      first 65535 bytes are in, then by 10 again, and so on to END_STREAM
+      ("end").
   grpc_peer.py client TARGET METHOD [options]
       calls /test.Echo/METHOD through TARGET (host:port) and prints one JSON
       object: code, details, messages (as text), initial and trailing metadata.
@@ -89,8 +102,17 @@ def raw_serve(args):
     import struct
     # "application/grpc" is 88 bits of Huffman code: 11 bytes, no padding.
     value = b"\x1du\xd0b\x0d&=LMed"
-    block = b"\x88\x5f" + (bytes([0x80 | 12]) + value + b"\xff" if args[0] == "bad"
+    mode = args[0]
+    block = b"\x88\x5f" + (bytes([0x80 | 12]) + value + b"\xff" if mode == "bad"
                           else bytes([0x80 | 11]) + value)
+    if mode == "length":
+        n = args[1].encode()
+        block += b"\x5c" + bytes([len(n)]) + n  # content-length (28), literal
+    decoder = None
+    if mode == "record":
+        import hpack
+        decoder = hpack.Decoder()
+    got = 0
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
@@ -115,12 +137,39 @@ def raw_serve(args):
                 length = int.from_bytes(buf[:3], "big")
                 ftype, flags = buf[3], buf[4]
                 sid = struct.unpack(">I", buf[5:9])[0] & 0x7fffffff
+                payload = buf[9:9 + length]
                 buf = buf[9 + length:]
                 if ftype == 4 and not flags & 1:
                     c.sendall(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
-                if ftype == 1:
-                    c.sendall(len(block).to_bytes(3, "big") + b"\x01\x05" +
-                              struct.pack(">I", sid) + block)
+                if ftype == 1 and decoder is not None:
+                    for k, v in decoder.decode(payload):
+                        print("h %s: %s" % (k, v), flush=True)
+                if mode == "window" and ftype == 0:
+                    print("data %d" % length, flush=True)
+                    got += length
+                    if got >= 65535 and not flags & 1:
+                        upd = struct.pack(">I", 10)
+                        c.sendall(b"\x00\x00\x04\x08\x00\x00\x00\x00\x00" + upd +
+                                  b"\x00\x00\x04\x08\x00" + struct.pack(">I", sid) + upd)
+                    if not flags & 1:
+                        continue
+                    print("end", flush=True)
+                    ftype, flags = 1, 1
+                if ftype == 1 and flags & 1:
+                    frame_sid = struct.pack(">I", sid)
+                    if mode in ("length", "rst"):
+                        c.sendall(len(block).to_bytes(3, "big") + b"\x01\x04" + frame_sid + block)
+                        for part in (b"Hello", b" world"):
+                            c.sendall(len(part).to_bytes(3, "big") + b"\x00\x00" + frame_sid +
+                                      part)
+                        trailers = b"\x40\x0bgrpc-status\x010"
+                        end = len(trailers).to_bytes(3, "big") + b"\x01\x05" + frame_sid + trailers
+                        if mode == "rst":
+                            rst = b"\x00\x00\x04\x03\x00" + frame_sid + struct.pack(">I", int(args[1]))
+                            end += rst * int(args[2])
+                        c.sendall(end)
+                    else:
+                        c.sendall(len(block).to_bytes(3, "big") + b"\x01\x05" + frame_sid + block)
         except (EOFError, OSError):
             pass
         c.close()

@@ -271,6 +271,120 @@ TEST(GrpcHpack, HuffmanPaddingLongerThanSevenBitsIsADecodingError) {
   }
 }
 
+// A bare HTTP/2 backend (grpc_peer.py raw-server MODE...) and Vigil in
+// front of it with `location / { grpc_pass ...; MORE }`.
+class GrpcRaw {
+ public:
+  explicit GrpcRaw(std::vector<std::string> mode) {
+    std::vector<std::string> argv = {"/usr/bin/python3", kPeer, "raw-server"};
+    argv.insert(argv.end(), mode.begin(), mode.end());
+    raw_ = std::make_unique<Process>(argv);
+  }
+  bool start(const std::string& more = "") {
+    if (!raw_->wait_for_output("\n", 20000)) return false;
+    const int backend = std::stoi(raw_->output().substr(raw_->output().find("port ") + 5));
+    port_ = test::free_port();
+    return s_.start("access_log off;\nserver {\n  listen 127.0.0.1:" + std::to_string(port_) +
+                    ";\n  http2 on;\n  location / { grpc_pass 127.0.0.1:" +
+                    std::to_string(backend) + "; " + more + " }\n}\n");
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/x"; }
+  Process& raw() { return *raw_; }
+  test::VigilServer& vigil() { return s_; }
+
+ private:
+  std::unique_ptr<Process> raw_;
+  test::VigilServer s_;
+  int port_ = 0;
+};
+
+// grpc_set_header Host: nginx sends it as a "host" field, and no
+// :authority; without it, :authority is the grpc_pass address.
+TEST(GrpcRawBackend, SetHostGoesAsAHostFieldWithoutAuthority) {
+  {
+    GrpcRaw g({"record"});
+    ASSERT_TRUE(g.start("grpc_set_header Host example.net;")) << g.vigil().output();
+    auto [rc, out] = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                                "content-type: application/grpc", g.url()});
+    EXPECT_EQ(out, "200");
+    ASSERT_TRUE(g.raw().wait_for_output("h content-type:", 5000)) << g.raw().output();
+    EXPECT_TRUE(has(g.raw().output(), "h host: example.net\n")) << g.raw().output();
+    EXPECT_FALSE(has(g.raw().output(), "h :authority:")) << g.raw().output();
+  }
+  {
+    GrpcRaw g({"record"});
+    ASSERT_TRUE(g.start()) << g.vigil().output();
+    auto [rc, out] = test::run({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                                "content-type: application/grpc", g.url()});
+    EXPECT_EQ(out, "200");
+    ASSERT_TRUE(g.raw().wait_for_output("h content-type:", 5000)) << g.raw().output();
+    EXPECT_TRUE(has(g.raw().output(), "h :authority: 127.0.0.1:")) << g.raw().output();
+    EXPECT_FALSE(has(g.raw().output(), "h host:")) << g.raw().output();
+  }
+}
+
+const std::string kH2Peer = std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py";
+
+// Once the backend opens its windows by 10 bytes, the body goes on as one
+// DATA frame of 10 (nginx), however the body was read.
+TEST(GrpcRawBackend, DataFramesFillTheOpenedWindow) {
+  GrpcRaw g({"window"});
+  ASSERT_TRUE(g.start()) << g.vigil().output();
+  const std::string port = g.url().substr(17, g.url().rfind('/') - 17);
+  auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "post", "/x", "65555"});
+  EXPECT_TRUE(has(out, "/x 200")) << out;
+  // The frames after the first 65535 bytes: 10 and 10.
+  ASSERT_TRUE(g.raw().wait_for_output("end\n", 10000)) << g.raw().output();
+  const std::string& log = g.raw().output();
+  long sum = 0;
+  std::vector<long> after;
+  for (std::size_t at = log.find("data "); at != std::string::npos;
+       at = log.find("data ", at + 5)) {
+    const long n = std::stol(log.substr(at + 5));
+    if (sum >= 65535 && n > 0) after.push_back(n);
+    sum += n;
+  }
+  EXPECT_EQ(sum, 65555) << log;
+  EXPECT_EQ(after, (std::vector<long>{10, 10})) << log;
+}
+
+// A response body shorter or longer than the backend's content-length:
+// the client's stream is reset (nginx: "upstream prematurely closed
+// stream", "upstream sent response body larger than indicated content
+// length").
+TEST(GrpcRawBackend, BodyNotMatchingContentLengthResetsTheStream) {
+  for (const std::string cl : {"42", "8"}) {
+    GrpcRaw g({"length", cl});
+    ASSERT_TRUE(g.start()) << g.vigil().output();
+    const std::string port = g.url().substr(17, g.url().rfind('/') - 17);
+    auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "get", "/x"});
+    EXPECT_TRUE(has(out, "reset /x")) << cl << ": " << out;
+    EXPECT_TRUE(g.vigil().wait_output(cl == "42" ? "upstream prematurely closed stream"
+                                                 : "larger than indicated content length"))
+        << g.vigil().output();
+  }
+}
+
+// After the trailers, in the same read: one RST_STREAM NO_ERROR is taken
+// (the trailers reach the client), a second one or a CANCEL is an error and
+// the client's stream is reset, as nginx does.
+TEST(GrpcRawBackend, ResetsAfterTheEndOfTheStream) {
+  struct Case {
+    const char* code;
+    const char* count;
+    bool trailers;
+  };
+  for (const Case& k : {Case{"0", "1", true}, Case{"0", "3", false}, Case{"8", "1", false}}) {
+    GrpcRaw g({"rst", k.code, k.count});
+    ASSERT_TRUE(g.start()) << g.vigil().output();
+    const std::string port = g.url().substr(17, g.url().rfind('/') - 17);
+    auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "--headers", "get", "/x"});
+    const std::string what = std::string(k.code) + " x" + k.count + ": " + out;
+    EXPECT_EQ(has(out, "t grpc-status: 0"), k.trailers) << what;
+    EXPECT_EQ(has(out, "reset /x"), !k.trailers) << what;
+  }
+}
+
 // upstream keepalive: three requests, one connection to a backend that
 // sends nothing between responses (streams 1, 3 and 5 on it).
 TEST(GrpcKeepalive, KeepaliveReusesASilentBackendConnection) {

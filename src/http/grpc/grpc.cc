@@ -113,6 +113,7 @@ upstream_core::HeadResult process_header(Upstream& u, Buf& b) {
     h.content_length = gs.content_length;
     if (gs.r->line.method == Method::kHead || h.status == 204 || h.status == 304) {
       h.body = BodyKind::kNone;
+      gs.body_rest = 0;  // no body, whatever the length says (nginx)
     } else if (gs.end_stream) {
       h.body = BodyKind::kLength;
       h.content_length = 0;
@@ -142,15 +143,17 @@ bool input_filter(Upstream& u, Buf& b, char* p, std::size_t n) {
   char* w = p;
   char* in = p;
   const FrameStep st = gs.parse(in, p + n, w);
-  after_parse(gs);
   b.last = w;
   if (st != FrameStep::kMore) {
-    // Logged: the response ends here, short of its end.
+    // Logged: the response ends here, short of its end, even when its
+    // last frame came before the error in this read (nginx resets the
+    // client's stream then too).
     gs.premature = true;
     gs.upstream_eof = true;
     gs.upstream_reusable = false;
     return true;
   }
+  after_parse(gs);
   if (gs.resp_done) {
     flush_at_end(gs);
   } else if (gs.ctl_len > 0) {

@@ -92,14 +92,13 @@ void add_default_headers(std::vector<ProxyHeader>& list) {
   }
 }
 
-// The Host entry becomes the :authority (when it is not empty).
+// A Host entry of grpc_set_header, even an empty one, replaces the
+// :authority: it goes as a "host" field with the others (nginx's host_set;
+// the defaults' empty Host does not count).
 void take_host(GrpcConf& g) {
   g.host_set = false;
-  g.host_value = VarTemplate{};
   for (const auto& h : g.set_headers) {
-    if (!iequals(h.name, "host")) continue;
-    g.host_value = h.value;
-    g.host_set = !h.value.empty();
+    if (iequals(h.name, "host")) g.host_set = true;
   }
 }
 
@@ -152,8 +151,8 @@ Status resolve(const ConfInit& ctx, GrpcConf& g) {
 }
 
 Status init_grpc(const ConfInit&, GrpcConf& g) {
+  take_host(g);  // before the defaults, which have a Host of their own
   add_default_headers(g.set_headers);
-  take_host(g);
   return Status::ok();
 }
 
@@ -162,10 +161,11 @@ Status merge_grpc(const ConfInit& ctx, const GrpcConf& parent, GrpcConf& child) 
   merge_tls_client_conf(ctx, parent.ssl, child.ssl, "grpc");
   if (!ctx.is_set("grpc_set_header")) {
     child.set_headers = parent.set_headers;
+    child.host_set = parent.host_set;
   } else {
+    take_host(child);
     add_default_headers(child.set_headers);
   }
-  take_host(child);
   if (!ctx.is_set("grpc_pass") && parent.enabled && is_noname_scope(ctx.env(), ctx.scope())) {
     // An if block passes as its location does, to the location's group.
     child.enabled = true;

@@ -28,12 +28,12 @@ struct GrpcConf : UpstreamConf {
   std::string pass;  // as written
   std::string where;  // " in F:L" of grpc_pass
   // The :authority of a request: the grpc_pass host (its port when one is
-  // written), unless grpc_set_header Host gives a non-empty value.
+  // written), unless grpc_set_header names Host.
   std::string host;
   // grpc_set_header: nginx's defaults merged in (an empty value: the
-  // client's field of that name is not passed); Host is host_value.
+  // client's field of that name is not passed). One for Host (host_set)
+  // goes as a "host" field, and no :authority is sent (nginx).
   std::vector<ProxyHeader> set_headers;
-  VarTemplate host_value;
   bool host_set = false;
   // grpc_pass with variables: the URL is evaluated per request (grpc.cc)
   // and names an upstream block, an address, or a name to resolve.

@@ -170,6 +170,7 @@ FrameStep FrameParser::frame_end() {
       if (frame_stream == id && (frame_flags & kEndStream)) {
         end_stream = true;
         frames_done = true;
+        if (body_rest > 0) return fail("upstream prematurely closed stream");
       }
       open_windows(frame_stream == id && !end_stream);
       return Step::kMore;
@@ -189,10 +190,12 @@ FrameStep FrameParser::frame_end() {
           return Step::kMore;
         }
         head_done = true;
+        body_rest = content_length;
         return Step::kHead;
       }
       trailers_done = true;
       frames_done = true;
+      if (body_rest > 0) return fail("upstream prematurely closed stream");
       return Step::kMore;
     }
     case kSettings: {
@@ -225,7 +228,15 @@ FrameStep FrameParser::frame_end() {
     case kRstStream: {
       if (frame_stream != id) return Step::kMore;
       const std::uint32_t code = be32(s);
-      if (end_stream && code == 0) return Step::kMore;  // NO_ERROR after the response
+      if (end_stream && code == 0 && !rst_seen) {  // NO_ERROR after the response, once
+        rst_seen = true;
+        return Step::kMore;
+      }
+      if (end_stream && code == 0) {
+        char what[96];
+        std::snprintf(what, sizeof what, "upstream sent frame for closed stream %u", id);
+        return fail(what);
+      }
       char what[96];
       std::snprintf(what, sizeof what, "upstream rejected request with error %u", code);
       return fail(what);
@@ -355,6 +366,12 @@ FrameStep FrameParser::parse(char*& p, char* const end, char*& w) {
         used = avail < content ? avail : content;
         if (frame_type == kData) {
           if (frame_stream == id) {
+            if (body_rest >= 0) {
+              if (used > body_rest) {
+                return fail("upstream sent response body larger than indicated content length");
+              }
+              body_rest -= used;
+            }
             std::memmove(w, p, used);
             w += used;
           }
@@ -420,6 +437,8 @@ void FrameParser::reset_frames() {
   ctl_len = 0;
   status = 0;
   content_length = -1;
+  body_rest = -1;
+  rst_seen = false;
   head_done = false;
   end_stream = false;
   trailers_done = false;

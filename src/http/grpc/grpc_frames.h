@@ -65,6 +65,9 @@ class FrameParser {
   // The response as far as it is parsed.
   int status = 0;                    // :status of the final head
   std::int64_t content_length = -1;  // its Content-Length
+  // The body still to come by the Content-Length (-1: no length): more
+  // DATA, or an end before it, is an error (nginx's ctx->length).
+  std::int64_t body_rest = -1;
   bool head_done = false;
   bool end_stream = false;
   bool trailers_done = false;
@@ -114,6 +117,7 @@ class FrameParser {
   std::uint32_t small_len = 0;
   bool in_headers = false;  // a header block is being read (CONTINUATION follows)
   bool status_seen = false;
+  bool rst_seen = false;  // RST_STREAM NO_ERROR after the end (a second is an error)
   nghttp2_hd_inflater* inflater = nullptr;
 };
 

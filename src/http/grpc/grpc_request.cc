@@ -112,7 +112,7 @@ int create_request(Upstream& u) {
   }
   std::size_t path_len = r.uri_redirected ? 3 * r.uri.size() + 1 + r.line.query.size()
                                           : raw.size() + 1 + r.line.query.size();
-  const std::size_t authority_len = g.host_set ? g.host_value.length(r) : gs.authority.size();
+  const std::size_t authority_len = g.host_set ? 0 : gs.authority.size();
   std::size_t need = kPrefaceLen + 9 + 32 + r.line.method_name.size() + path_len + authority_len +
                      16;
   for (const auto& h : g.set_headers) need += h.name.size() + 10 + h.value.length(r);
@@ -169,24 +169,13 @@ int create_request(Upstream& u) {
     gs.uri_len = static_cast<std::uint32_t>(n);
     p += nl + n;
   }
-  // :authority (static entry 1).
-  p = put_int(p, 0x00, 4, 1);
-  if (g.host_set) {
-    char* const len_at = p;
-    char* const value = p + 6;
-    char* const end = g.host_value.write(r, value);
-    const auto n = static_cast<std::size_t>(end - value);
-    char len_bytes[8];
-    char* le = put_int(len_bytes, 0, 7, n);
-    const auto nl = static_cast<std::size_t>(le - len_bytes);
-    std::memmove(len_at + nl, value, n);
-    std::memcpy(len_at, len_bytes, nl);
-    p = len_at + nl + n;
-  } else {
+  // :authority (static entry 1), unless grpc_set_header names Host: then
+  // a "host" field goes with the other set headers instead (nginx).
+  if (!g.host_set) {
+    p = put_int(p, 0x00, 4, 1);
     p = put_str(p, gs.authority);
   }
   for (const auto& h : g.set_headers) {
-    if (iequals(h.name, "host")) continue;
     if (h.value.length(r) == 0) continue;  // an empty value: not sent (nginx)
     char* const field = p;
     *p++ = 0x00;

@@ -193,10 +193,21 @@ void send_request(Upstream& u) {
       std::size_t k = 0;
       if (!u.head.empty()) u.out[k++].buf = &u.head;
       if (u.body_out) {
+        if (!u.r->body.done && !body.empty() && body.pos > body.start) {
+          // What the backend's window held back (gRPC's flow control)
+          // moves to the buffer's start and what else has come is read
+          // after it (below), so the next frame fills the window as far as
+          // the body allows, as nginx's does.
+          const std::size_t rest = body.size();
+          std::memmove(body.start, body.pos, rest);
+          body.pos = body.start;
+          body.last = body.start + rest;
+          u.body_replayable = false;
+        }
         // With the head too: whatever of the body is here already (read
         // with it, or waiting in the socket or the TLS layer) goes in the
         // head's write, as nginx reads what has arrived before it sends.
-        if (body.empty() && !u.r->body.done) {
+        if (!u.r->body.done && (body.empty() || body.last < body.end)) {
           const int rc = read_client_body(u);
           if (rc < 0) return;
           // The client's read event brings us back; a protocol with bytes of
