@@ -121,6 +121,7 @@ void finalize(Session& s, const char* why) {
     loop.pool().close_connection(*s.upstream);
     s.upstream = nullptr;
   }
+  if (s.run_time != nullptr) s.run_time->~SessionGroup();
   s.~Session();  // the arena frees the memory with the client connection
   loop.pool().close_connection(client);
 }

@@ -28,7 +28,7 @@ void log_error(const Session& s, const char* what, std::string_view arg, const c
 // The session's own group of `n` addresses. False without memory.
 bool make_group(Session& s, const sockaddr_storage* addrs, const socklen_t* lens, std::size_t n,
                 std::string_view server) {
-  if (s.run_time == nullptr) s.run_time.reset(new (std::nothrow) SessionGroup());
+  if (s.run_time == nullptr) s.run_time = s.client->arena->make<SessionGroup>();
   if (s.run_time == nullptr ||
       !upstream::fill_run_time_group(s.run_time->group, s.run_time->health, s.run_time->stats,
                                      addrs, lens, n, server)) {
@@ -132,7 +132,7 @@ int choose_target(Session& s, void (*then)(Session& s, int status)) {
     log_error(s, "no resolver defined to resolve ", host, "");
     return 500;
   }
-  if (s.run_time == nullptr) s.run_time.reset(new (std::nothrow) SessionGroup());
+  if (s.run_time == nullptr) s.run_time = s.client->arena->make<SessionGroup>();
   Resolver* res = s.run_time != nullptr ? Resolver::of(*s.client->loop, conf.resolver) : nullptr;
   if (res == nullptr) return 500;
   SessionGroup& g = *s.run_time;

@@ -88,7 +88,10 @@ struct Session {
 
   // Proxying.
   upstream::Group* group = nullptr;  // where proxy_pass leads for this session
-  std::unique_ptr<SessionGroup> run_time;  // an address proxy_pass with variables named
+  // An address proxy_pass with variables named, in the client connection's
+  // arena: a worker that terminates while the name is resolved closes the
+  // connection without ending the session, and the arena still frees it.
+  SessionGroup* run_time = nullptr;
   std::string_view target;  // proxy_pass evaluated (the default TLS name)
   PeerConnection peer;
   upstream::PeerRequest balancer;  // pick the server, count, health (peer.get/free)
