@@ -325,33 +325,6 @@ TEST(GrpcRawBackend, SetHostGoesAsAHostFieldWithoutAuthority) {
 
 const std::string kH2Peer = std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py";
 
-// Once the backend opens its windows by 10 bytes, the body goes on as one
-// DATA frame of 10 (nginx), however the body was read.
-TEST(GrpcRawBackend, DataFramesFillTheOpenedWindow) {
-  GrpcRaw g({"window"});
-  ASSERT_TRUE(g.start()) << g.vigil().output();
-  const std::string port = g.url().substr(17, g.url().rfind('/') - 17);
-  auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "post", "/x", "65555"});
-  EXPECT_TRUE(has(out, "/x 200")) << out;
-  // The frames after the first 65535 bytes: 10 and 10.
-  ASSERT_TRUE(g.raw().wait_for_output("end\n", 10000)) << g.raw().output();
-  const std::string& log = g.raw().output();
-  long sum = 0;
-  std::vector<long> after;
-  for (std::size_t at = log.find("data "); at != std::string::npos;
-       at = log.find("data ", at + 5)) {
-    const long n = std::stol(log.substr(at + 5));
-    if (sum >= 65535 && n > 0) after.push_back(n);
-    sum += n;
-  }
-  EXPECT_EQ(sum, 65555) << log;
-  EXPECT_EQ(after, (std::vector<long>{10, 10})) << log;
-}
-
-// A response body shorter or longer than the backend's content-length:
-// the client's stream is reset (nginx: "upstream prematurely closed
-// stream", "upstream sent response body larger than indicated content
-// length").
 TEST(GrpcRawBackend, BodyNotMatchingContentLengthResetsTheStream) {
   for (const std::string cl : {"42", "8"}) {
     GrpcRaw g({"length", cl});
