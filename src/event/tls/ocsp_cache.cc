@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/rbtree.h"
+#include "core/shm_lru.h"
 #include "core/slab.h"
 #include "event/tls/ocsp.h"
 #include "vigil/core/clock.h"
@@ -17,11 +18,6 @@ namespace {
 
 const int kZoneTag = 0;
 
-struct LruLink {
-  LruLink* prev;
-  LruLink* next;
-};
-
 struct Entry {
   RbNode node;  // first: a cast from the tree's node gets the entry
   LruLink lru;
@@ -30,11 +26,7 @@ struct Entry {
   unsigned char key[kOcspKeySize];
 };
 
-struct Shared {
-  RbTree tree;
-  RbNode sentinel;
-  LruLink lru;  // next: the newest, prev: the oldest
-};
+struct Shared : ShmLruIndex {};
 
 Entry* entry_of_lru(LruLink* l) {
   return reinterpret_cast<Entry*>(reinterpret_cast<char*>(l) - offsetof(Entry, lru));
@@ -62,27 +54,13 @@ Entry* find(Shared& s, const unsigned char* key) {
 }
 
 void drop(SlabPool& pool, Shared& s, Entry* e) {
-  s.tree.erase(&e->node);
-  e->lru.prev->next = e->lru.next;
-  e->lru.next->prev = e->lru.prev;
+  s.remove(&e->node, &e->lru);
   pool.free_locked(e);
 }
 
 Status init_zone(ShmZone& zone, void* old_data) {
-  if (old_data != nullptr) {
-    zone.set_data(old_data);
-    return Status::ok();
-  }
-  SlabPool& pool = zone.pool();
-  void* mem = pool.calloc(sizeof(Shared));
-  if (mem == nullptr)
-    return Status::error("no room for the OCSP cache in zone \"" + zone.name() + "\"");
-  auto* s = new (mem) Shared();
-  s->tree.init(&s->sentinel, &RbTree::insert_by<entry_less>);
-  s->lru.prev = s->lru.next = &s->lru;
-  pool.set_data(s);
-  zone.set_data(s);
-  return Status::ok();
+  return init_shm_lru_zone<Shared>(zone, old_data, &RbTree::insert_by<entry_less>,
+                                   "the OCSP cache");
 }
 
 }  // namespace
@@ -135,8 +113,8 @@ bool ocsp_cache_store(ShmZone& zone, const unsigned char key[kOcspKeySize], int 
   SlabLock lock(pool);
   if (Entry* old = find(s, key); old != nullptr) drop(pool, s, old);
   void* mem = pool.alloc_locked(sizeof(Entry));
-  if (mem == nullptr && s.lru.prev != &s.lru) {
-    drop(pool, s, entry_of_lru(s.lru.prev));
+  if (mem == nullptr && !s.empty()) {
+    drop(pool, s, entry_of_lru(s.oldest()));
     mem = pool.alloc_locked(sizeof(Entry));
   }
   if (mem == nullptr) {
@@ -151,10 +129,7 @@ bool ocsp_cache_store(ShmZone& zone, const unsigned char key[kOcspKeySize], int 
   e->status = status;
   e->valid = valid;
   s.tree.insert(&e->node);
-  e->lru.next = s.lru.next;
-  e->lru.prev = &s.lru;
-  s.lru.next->prev = &e->lru;
-  s.lru.next = &e->lru;
+  s.push_front(&e->lru);
   return true;
 }
 

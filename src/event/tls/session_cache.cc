@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/rbtree.h"
+#include "core/shm_lru.h"
 #include "core/slab.h"
 #include "event/tls/context.h"
 #include "event/tls/tls.h"
@@ -23,11 +24,6 @@ const int kZoneTag = 0;  // our key among the zones' owners
 constexpr std::size_t kMaxSession = 4096;
 constexpr unsigned kMaxId = SSL_MAX_SSL_SESSION_ID_LENGTH;  // 32
 
-struct LruLink {
-  LruLink* prev;
-  LruLink* next;
-};
-
 // One session in the zone: the node, the LRU link, then the DER bytes.
 struct Entry {
   RbNode node;  // first: a cast from the tree's node gets the entry
@@ -40,10 +36,7 @@ struct Entry {
 };
 
 // The zone's shared part, allocated from its pool at first map.
-struct Shared {
-  RbTree tree;
-  RbNode sentinel;
-  LruLink lru;  // head: next is the most recent, prev the least
+struct Shared : ShmLruIndex {
   TlsSessionCacheStats stats;
 };
 
@@ -60,21 +53,8 @@ std::uint64_t hash_id(const unsigned char* id, unsigned len) {
   return h;
 }
 
-void lru_unlink(LruLink* l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-}
-
-void lru_push_front(Shared& s, LruLink* l) {
-  l->next = s.lru.next;
-  l->prev = &s.lru;
-  s.lru.next->prev = l;
-  s.lru.next = l;
-}
-
 void drop(SlabPool& pool, Shared& s, Entry* e) {
-  s.tree.erase(&e->node);
-  lru_unlink(&e->lru);
+  s.remove(&e->node, &e->lru);
   pool.free_locked(e);
   --s.stats.entries;
 }
@@ -99,8 +79,8 @@ bool entry_less(const RbNode* a, const RbNode* b) {
 // `force`, the coldest one even if it is still valid (eviction).
 void expire(SlabPool& pool, Shared& s, int n, bool force) {
   const std::time_t now = clock::now_sec();
-  while (n-- > 0 && s.lru.prev != &s.lru) {
-    Entry* e = entry_of_lru(s.lru.prev);
+  while (n-- > 0 && !s.empty()) {
+    Entry* e = entry_of_lru(s.oldest());
     if (e->expires > now) {
       if (!force) return;
       ++s.stats.evicted;
@@ -170,7 +150,7 @@ int new_session_cb(SSL* ssl, SSL_SESSION* sess) {
   std::memcpy(e->der(), der, static_cast<std::size_t>(der_len));
   e->expires = clock::now_sec() + static_cast<std::time_t>(SSL_SESSION_get_timeout(sess));
   s.tree.insert(&e->node);
-  lru_push_front(s, &e->lru);
+  s.push_front(&e->lru);
   ++s.stats.stored;
   ++s.stats.entries;
   return 0;  // we keep a copy, not OpenSSL's object
@@ -199,8 +179,7 @@ SSL_SESSION* get_session_cb(SSL* ssl, const unsigned char* id, int len, int* cop
     }
     der_len = e->der_len;
     std::memcpy(der, e->der(), der_len);
-    lru_unlink(&e->lru);
-    lru_push_front(s, &e->lru);
+    s.touch(&e->lru);
     ++s.stats.hits;
   }
   const unsigned char* p = der;
@@ -221,21 +200,9 @@ void remove_session_cb(SSL_CTX* ctx, SSL_SESSION* sess) {
   if (Entry* e = find(s, id, id_len); e != nullptr) drop(pool, s, e);
 }
 
-Status init_zone(ShmZone& zone, void* old_data) {
-  if (old_data != nullptr) {  // a reload kept the zone: keep its sessions
-    zone.set_data(old_data);
-    return Status::ok();
-  }
-  SlabPool& pool = zone.pool();
-  void* mem = pool.calloc(sizeof(Shared));
-  if (mem == nullptr)
-    return Status::error("no room for the session cache in zone \"" + zone.name() + "\"");
-  auto* s = new (mem) Shared();
-  s->tree.init(&s->sentinel, &RbTree::insert_by<entry_less>);
-  s->lru.prev = s->lru.next = &s->lru;
-  pool.set_data(s);
-  zone.set_data(s);
-  return Status::ok();
+Status init_zone(ShmZone& zone, void* old_data) {  // a reload keeps the sessions
+  return init_shm_lru_zone<Shared>(zone, old_data, &RbTree::insert_by<entry_less>,
+                                   "the session cache");
 }
 
 }  // namespace
