@@ -10,6 +10,17 @@
 #include <cstring>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define VIGIL_H2_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VIGIL_H2_ASAN 1
+#endif
+#endif
+#ifdef VIGIL_H2_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "event/tls/tls.h"
 #include "http/core/counters.h"
 #include "http/v2/session.h"
@@ -42,6 +53,25 @@ struct FreeBlock {
 
 const char kWorkerKey = 0;  // the address is h2's key among the loop's contexts
 
+// Under AddressSanitizer a block on a free list is poisoned: a use after
+// nghttp2 freed it is reported as one, not reused memory.
+void poison(void* p, std::size_t n) {
+#ifdef VIGIL_H2_ASAN
+  ASAN_POISON_MEMORY_REGION(p, n);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+void unpoison(void* p, std::size_t n) {
+#ifdef VIGIL_H2_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 }  // namespace
 
 struct H2Worker {
@@ -51,6 +81,7 @@ struct H2Worker {
     for (FreeBlock*& head : free) {
       while (head != nullptr) {
         FreeBlock* b = head;
+        unpoison(b, sizeof *b);
         head = b->next;
         std::free(b);
       }
@@ -125,15 +156,15 @@ void* block_alloc(std::size_t size, void* user) {
     const std::size_t cls = (size + kGranule - 1) / kGranule;
     void* mem = w.free[cls];
     if (mem != nullptr) {
+      unpoison(mem, cls * kGranule + sizeof(BlockHead));
       w.free[cls] = w.free[cls]->next;
       w.cached -= cls * kGranule + sizeof(BlockHead);
     } else {
       mem = std::malloc(cls * kGranule + sizeof(BlockHead));
       if (mem == nullptr) return nullptr;
     }
-    auto* h = static_cast<BlockHead*>(mem);
-    h->cls = static_cast<std::uint32_t>(cls);
-    h->size = static_cast<std::uint32_t>(cls * kGranule);
+    auto* h = new (mem)
+        BlockHead{static_cast<std::uint32_t>(cls), static_cast<std::uint32_t>(cls * kGranule)};
     return h + 1;
   }
   if (size >= kPage && size <= UINT32_MAX - kPage) {
@@ -148,11 +179,9 @@ void* block_alloc(std::size_t size, void* user) {
     }
   }
   if (size > UINT32_MAX) return nullptr;
-  auto* h = static_cast<BlockHead*>(std::malloc(size + sizeof(BlockHead)));
-  if (h == nullptr) return nullptr;
-  h->cls = 0;
-  h->size = static_cast<std::uint32_t>(size);
-  return h + 1;
+  void* mem = std::malloc(size + sizeof(BlockHead));
+  if (mem == nullptr) return nullptr;
+  return new (mem) BlockHead{0, static_cast<std::uint32_t>(size)} + 1;
 }
 
 void block_free(void* p, void* user) {
@@ -165,15 +194,17 @@ void block_free(void* p, void* user) {
   }
   H2Worker& w = *s.h2w;
   BlockHead* h = static_cast<BlockHead*>(p) - 1;
+  // The free list's link takes the head's place: its class is read first.
+  const std::uint32_t cls = h->cls;
   const std::size_t bytes = h->size + sizeof(BlockHead);
-  if (h->cls == 0 || w.cached + bytes > kCacheBytes) {
+  if (cls == 0 || cls > kClasses || w.cached + bytes > kCacheBytes) {
     std::free(h);
     return;
   }
-  auto* f = reinterpret_cast<FreeBlock*>(h);
-  f->next = w.free[h->cls];
-  w.free[h->cls] = f;
+  FreeBlock* f = new (h) FreeBlock{w.free[cls]};
+  w.free[cls] = f;
   w.cached += bytes;
+  poison(f, bytes);
 }
 
 void* block_calloc(std::size_t n, std::size_t size, void* user) {
