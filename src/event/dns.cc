@@ -107,6 +107,22 @@ std::size_t reverse_name(const Address& a, char* out, std::size_t cap) {
   return o <= cap ? o : 0;
 }
 
+socklen_t to_sockaddr(const Address& a, std::uint16_t port, sockaddr_storage& out) {
+  std::memset(&out, 0, sizeof out);
+  if (a.family == AF_INET6) {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(out);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(port);
+    std::memcpy(&in6.sin6_addr, a.bytes, 16);
+    return sizeof in6;
+  }
+  auto& in4 = reinterpret_cast<sockaddr_in&>(out);
+  in4.sin_family = AF_INET;
+  in4.sin_port = htons(port);
+  std::memcpy(&in4.sin_addr, a.bytes, 4);
+  return sizeof in4;
+}
+
 bool read_name(const std::uint8_t* p, std::size_t n, std::size_t off, char* out,
                std::size_t& out_len, std::size_t& next) {
   out_len = 0;

@@ -34,6 +34,9 @@ struct Address {
   std::uint8_t bytes[16] = {};
 };
 
+// The socket address of `a` with `port` into out; its length.
+socklen_t to_sockaddr(const Address& a, std::uint16_t port, sockaddr_storage& out);
+
 // Writes a recursive query for `name` (dotted, no final dot needed) of
 // `qtype` with `id` into buf. Returns its length, 0 when the name is not a
 // valid domain name or the buffer is too small.

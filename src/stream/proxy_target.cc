@@ -51,22 +51,8 @@ int use_answer(SessionGroup& g, const ResolveRequest& q) {
   }
   sockaddr_storage addrs[dns::kMaxAddrs];
   socklen_t lens[dns::kMaxAddrs];
-  for (std::size_t i = 0; i < q.naddrs; ++i) {
-    std::memset(&addrs[i], 0, sizeof addrs[i]);
-    if (q.addrs[i].family == AF_INET6) {
-      auto& a = reinterpret_cast<sockaddr_in6&>(addrs[i]);
-      a.sin6_family = AF_INET6;
-      a.sin6_port = htons(g.port);
-      std::memcpy(&a.sin6_addr, q.addrs[i].bytes, 16);
-      lens[i] = sizeof a;
-    } else {
-      auto& a = reinterpret_cast<sockaddr_in&>(addrs[i]);
-      a.sin_family = AF_INET;
-      a.sin_port = htons(g.port);
-      std::memcpy(&a.sin_addr, q.addrs[i].bytes, 4);
-      lens[i] = sizeof a;
-    }
-  }
+  for (std::size_t i = 0; i < q.naddrs; ++i)
+    lens[i] = dns::to_sockaddr(q.addrs[i], g.port, addrs[i]);
   return make_group(s, addrs, lens, q.naddrs, s.target) ? 0 : 500;
 }
 

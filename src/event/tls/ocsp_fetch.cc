@@ -128,20 +128,8 @@ void OcspFetch::on_resolved(ResolveRequest& q) {
   }
   f.resolved_.clear();
   for (std::size_t i = 0; i < q.naddrs; ++i) {
-    const dns::Address& a = q.addrs[i];
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (a.family == AF_INET6) {
-      auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-      in6->sin6_family = AF_INET6;
-      std::memcpy(&in6->sin6_addr, a.bytes, 16);
-      len = sizeof(sockaddr_in6);
-    } else {
-      auto* in4 = reinterpret_cast<sockaddr_in*>(&ss);
-      in4->sin_family = AF_INET;
-      std::memcpy(&in4->sin_addr, a.bytes, 4);
-      len = sizeof(sockaddr_in);
-    }
+    sockaddr_storage ss;
+    const socklen_t len = dns::to_sockaddr(q.addrs[i], 0, ss);
     f.resolved_.push_back(
         ocsp_address(reinterpret_cast<const sockaddr*>(&ss), len, f.p_.responder->port));
   }

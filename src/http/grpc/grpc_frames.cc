@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/conf/values.h"
+#include "http/v2/frame_head.h"
 
 namespace vigil::http::grpc {
 namespace {
@@ -417,15 +418,7 @@ bool FrameParser::queue_frame(std::uint8_t type, std::uint8_t flags, std::uint32
                               const void* payload, std::uint32_t len) {
   if (ctl_len + 9 + len > sizeof ctl) return false;
   char* p = ctl + ctl_len;
-  p[0] = static_cast<char>((len >> 16) & 0xff);
-  p[1] = static_cast<char>((len >> 8) & 0xff);
-  p[2] = static_cast<char>(len & 0xff);
-  p[3] = static_cast<char>(type);
-  p[4] = static_cast<char>(flags);
-  p[5] = static_cast<char>((stream >> 24) & 0x7f);
-  p[6] = static_cast<char>((stream >> 16) & 0xff);
-  p[7] = static_cast<char>((stream >> 8) & 0xff);
-  p[8] = static_cast<char>(stream & 0xff);
+  h2::put_frame_head(p, len, type, flags, stream);
   if (len > 0) std::memcpy(p + 9, payload, len);
   ctl_len += 9 + len;
   return true;

@@ -11,6 +11,7 @@
 #include "http/core/request_body.h"
 #include "http/core/worker.h"
 #include "http/grpc/grpc.h"
+#include "http/v2/frame_head.h"
 #include "vigil/core/log.h"
 
 namespace vigil::http::grpc {
@@ -36,19 +37,6 @@ constexpr unsigned char kPreface[] =
     "\x00\x00\x04\x08\x00\x00\x00\x00\x00"
     "\x7f\xff\x00\x00";
 static_assert(sizeof kPreface - 1 == kPrefaceLen);
-
-void put_frame_head(char* p, std::uint32_t len, std::uint8_t type, std::uint8_t flags,
-                    std::uint32_t stream) {
-  p[0] = static_cast<char>((len >> 16) & 0xff);
-  p[1] = static_cast<char>((len >> 8) & 0xff);
-  p[2] = static_cast<char>(len & 0xff);
-  p[3] = static_cast<char>(type);
-  p[4] = static_cast<char>(flags);
-  p[5] = static_cast<char>((stream >> 24) & 0x7f);
-  p[6] = static_cast<char>((stream >> 16) & 0xff);
-  p[7] = static_cast<char>((stream >> 8) & 0xff);
-  p[8] = static_cast<char>(stream & 0xff);
-}
 
 // An HPACK integer (RFC 7541 §5.1) with an N-bit prefix; `first` holds the
 // bits above the prefix.
@@ -221,8 +209,8 @@ int create_request(Upstream& u) {
     const std::size_t len = block_len - off < kDefaultFrame ? block_len - off : kDefaultFrame;
     std::uint8_t flags = f + 1 == nframes ? kEndHeaders : 0;
     if (f == 0 && end_stream) flags |= kEndStream;
-    put_frame_head(block - 9 + off + 9 * f, static_cast<std::uint32_t>(len),
-                   f == 0 ? kHeaders : kContinuation, flags, 0);
+    h2::put_frame_head(block - 9 + off + 9 * f, static_cast<std::uint32_t>(len),
+                       f == 0 ? kHeaders : kContinuation, flags, 0);
   }
   gs.head.last = block + block_len + 9 * (nframes - 1);
   if (nframes > 1 && gs.uri_off + gs.uri_len > kPrefaceLen + 9 + kDefaultFrame) {
@@ -251,8 +239,8 @@ std::size_t body_output(Upstream& u, Chain* out, std::size_t k) {
   }
   if (static_cast<std::int64_t>(n) > allowed) n = static_cast<std::size_t>(allowed);
   const bool last = done && n == b.size();
-  put_frame_head(gs.data_head, static_cast<std::uint32_t>(n), kData, last ? kEndStream : 0,
-                 gs.id);
+  h2::put_frame_head(gs.data_head, static_cast<std::uint32_t>(n), kData, last ? kEndStream : 0,
+                     gs.id);
   gs.data_head_buf.reset(gs.data_head, sizeof gs.data_head);
   gs.data_head_buf.last = gs.data_head + sizeof gs.data_head;
   out[k++].buf = &gs.data_head_buf;

@@ -48,22 +48,8 @@ void resolved(ResolveRequest& q) {
   }
   sockaddr_storage addrs[dns::kMaxAddrs];
   socklen_t lens[dns::kMaxAddrs];
-  for (std::size_t i = 0; i < q.naddrs; ++i) {
-    std::memset(&addrs[i], 0, sizeof addrs[i]);
-    if (q.addrs[i].family == AF_INET6) {
-      auto& a = reinterpret_cast<sockaddr_in6&>(addrs[i]);
-      a.sin6_family = AF_INET6;
-      a.sin6_port = htons(static_cast<std::uint16_t>(u.resolve_port));
-      std::memcpy(&a.sin6_addr, q.addrs[i].bytes, 16);
-      lens[i] = sizeof a;
-    } else {
-      auto& a = reinterpret_cast<sockaddr_in&>(addrs[i]);
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<std::uint16_t>(u.resolve_port));
-      std::memcpy(&a.sin_addr, q.addrs[i].bytes, 4);
-      lens[i] = sizeof a;
-    }
-  }
+  const auto port = static_cast<std::uint16_t>(u.resolve_port);
+  for (std::size_t i = 0; i < q.naddrs; ++i) lens[i] = dns::to_sockaddr(q.addrs[i], port, addrs[i]);
   if (!fill(g, addrs, lens, q.naddrs, u.resolve_host)) {
     answer(u, 500);
     return;

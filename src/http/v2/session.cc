@@ -12,6 +12,7 @@
 #include "event/tls/tls.h"
 #include "http/core/counters.h"
 #include "http/core/worker.h"
+#include "http/v2/frame_head.h"
 #include "http/v2/h2.h"
 #include "http/v2/memory.h"
 #include "http/v2/session.h"
@@ -464,17 +465,7 @@ void give_back_buffers(Session& s) {
   s.rbuf = s.wbuf = s.block = nullptr;
 }
 
-constexpr std::size_t kFrameHeader = 9;
-
-void put_frame_header(std::uint8_t* p, std::size_t len, std::uint8_t type, std::uint8_t flags,
-                      const std::uint8_t* stream_id) {
-  p[0] = static_cast<std::uint8_t>(len >> 16);
-  p[1] = static_cast<std::uint8_t>(len >> 8);
-  p[2] = static_cast<std::uint8_t>(len);
-  p[3] = type;
-  p[4] = flags;
-  std::memcpy(p + 5, stream_id, 4);
-}
+constexpr std::size_t kFrameHeader = kFrameHeadSize;
 
 bool mem_send(Session& s, const std::uint8_t*& data, std::size_t& len) {
   const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
@@ -499,8 +490,9 @@ bool merge_header_block(Session& s) {
   if (max <= 16384) return true;  // nghttp2's frames are as large as allowed
   BufferCache& cache = s.worker->buffers();
   const std::uint8_t* first = s.frame;
-  std::uint8_t stream_id[4];
-  std::memcpy(stream_id, first + 5, 4);
+  const std::uint32_t stream_id = (std::uint32_t{first[5]} & 0x7f) << 24 |
+                                  std::uint32_t{first[6]} << 16 | std::uint32_t{first[7]} << 8 |
+                                  std::uint32_t{first[8]};
   const std::uint8_t end_stream = first[4] & NGHTTP2_FLAG_END_STREAM;
   // The payloads, one after another (the block), then made into frames.
   std::size_t cap = 4 * s.frame_len;
@@ -542,10 +534,11 @@ bool merge_header_block(Session& s) {
   for (std::size_t at = 0; at < len;) {
     const std::size_t n = std::min(max, len - at);
     const bool last = at + n == len;
-    put_frame_header(p, n, at == 0 ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION,
-                     static_cast<std::uint8_t>((at == 0 ? end_stream : 0) |
-                                               (last ? NGHTTP2_FLAG_END_HEADERS : 0)),
-                     stream_id);
+    put_frame_head(p, static_cast<std::uint32_t>(n),
+                   at == 0 ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION,
+                   static_cast<std::uint8_t>((at == 0 ? end_stream : 0) |
+                                             (last ? NGHTTP2_FLAG_END_HEADERS : 0)),
+                   stream_id);
     std::memcpy(p + kFrameHeader, payload + at, n);
     p += kFrameHeader + n;
     at += n;
