@@ -35,7 +35,8 @@ and it records the order frames came in.
                              stream (n: the bytes of its header block), then
                              "pushes <count of PUSH_PROMISE frames>".
     length PATH LENGTH BODY  POST PATH saying content-length LENGTH, then
-                             BODY in one DATA frame with END_STREAM:
+                             BODY in one DATA frame with END_STREAM (a
+                             BODY "a|b" in two frames, END_STREAM on "b"):
                              "status <code>" for a response, "reset <code>"
                              for a stream the server reset.
     release [--tls] STEP...  on one connection (TLS with ALPN h2 with
@@ -300,8 +301,13 @@ def length(port, path, declared, body):
     block = p.enc.encode([(":method", "POST"), (":path", path), (":scheme", "http"),
                           (":authority", "localhost"), ("content-length", declared)])
     p.streams[1] = {"path": path, "status": None, "body": b"", "done": False, "reset": None}
-    p.send(HeadersFrame(1, data=block, flags=["END_HEADERS"]).serialize() +
-           DataFrame(1, data=body.encode(), flags=["END_STREAM"]).serialize())
+    # "a|b": the body in two DATA frames, END_STREAM on the last.
+    parts = body.split("|")
+    frames = HeadersFrame(1, data=block, flags=["END_HEADERS"]).serialize()
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        frames += DataFrame(1, data=part.encode(), flags=["END_STREAM"] if last else []).serialize()
+    p.send(frames)
     if not p.pump(lambda: p.done(1)):
         fail("timeout")
     st = p.streams[1]

@@ -165,6 +165,32 @@ TEST(Http2ConnectionBody, ABodyThatDisagreesWithItsContentLengthIsABadRequest) {
   s.stop();
 }
 
+// The same with proxy_request_buffering off, the body in two DATA frames:
+// the backend is connected (and may have part of the body) when the
+// mismatch shows; no response has begun, so the client gets the 400 and
+// the backend connection is dropped (nginx answers the same).
+TEST(Http2ConnectionBody, AnUnbufferedBodyThatDisagreesWithItsContentLengthIsABadRequest) {
+  test::Backend backend([](test::BackendConn& c, const test::BackendRequest&) {
+    return c.send(test::backend_response(200, "got\n"));
+  });
+  test::VigilServer s;
+  ASSERT_TRUE(s.start("access_log off;\nserver {\n  listen 127.0.0.1:0;\n  http2 on;\n"
+                      "  location / { proxy_request_buffering off; proxy_pass http://" +
+                      backend.address() + "; }\n}\n"))
+      << s.output();
+  auto [more_rc, more] = frames_peer(s.port(), {"length", "/t", "10", "0123456789|many"});
+  EXPECT_EQ(more, "status 400\n") << s.output();
+  EXPECT_TRUE(s.wait_output("client intended to send body data larger than declared"))
+      << s.output();
+  auto [less_rc, less] = frames_peer(s.port(), {"length", "/t", "10", "0123|56789"});
+  EXPECT_EQ(less, "status 400\n") << s.output();
+  EXPECT_TRUE(s.wait_output("client prematurely closed stream")) << s.output();
+  auto [same_rc, same] = frames_peer(s.port(), {"length", "/t", "9", "0123|56789"});
+  EXPECT_EQ(same, "status 200\n") << s.output();
+  backend.stop();
+  s.stop();
+}
+
 // nginx takes any client_body_buffer_size; a small one means the body
 // reaches the backend in more pieces.
 TEST(Http2ConnectionBody, SmallClientBodyBufferStillCarriesTheWholeBody) {

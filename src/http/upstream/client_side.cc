@@ -29,11 +29,17 @@ void body_failed(Upstream& u) {
     return;
   }
   r.lingering = true;
-  if (u.u != nullptr || u.stage != Stage::kBody) {
-    u.stage = Stage::kDone;
+  if (u.stage == Stage::kRelay || u.stage == Stage::kTunnel) {
+    // The backend's response has begun to go out: it cannot become the
+    // error, the request ends cut.
     finish(u, true);
     return;
   }
+  // No response yet, though part of an unbuffered body may have gone to
+  // the backend: the backend is let go and the client gets the body's
+  // error (a 400 for a body that disagrees with its length), as nginx's
+  // upstream finalizes with the unbuffered reader's status.
+  if (u.u != nullptr) close_upstream(u, false);
   u.stage = Stage::kDone;
   r.read_event_handler = block_reading;
   r.write_event_handler = write_handler;
