@@ -325,6 +325,36 @@ TEST(GrpcRawBackend, SetHostGoesAsAHostFieldWithoutAuthority) {
 
 const std::string kH2Peer = std::string(VIGIL_SOURCE_DIR) + "/tests/integration/h2_peer.py";
 
+// The backend opens both its windows by 10 bytes after each DATA frame
+// once the first 65535 bytes are in: the rest of the body goes on within
+// what it opened, never past it, and all of it comes. (How the rest is cut
+// depends on how much of the client's body had arrived when a window
+// opened: 10 + 10 as nginx-tests' grpc.t sees it, or 1 + 19.)
+TEST(GrpcRawBackend, DataFramesStayWithinTheOpenedWindow) {
+  GrpcRaw g({"window"});
+  ASSERT_TRUE(g.start()) << g.vigil().output();
+  const std::string port = g.url().substr(17, g.url().rfind('/') - 17);
+  auto [rc, out] = test::run({"/usr/bin/python3", kH2Peer, port, "post", "/x", "65555"});
+  EXPECT_TRUE(has(out, "/x 200")) << out;
+  ASSERT_TRUE(g.raw().wait_for_output("end\n", 10000)) << g.raw().output();
+  const std::string& log = g.raw().output();
+  long sum = 0;
+  long window = 65535;  // the connection's and the stream's, opened alike
+  for (std::size_t at = log.find("data "); at != std::string::npos;
+       at = log.find("data ", at + 5)) {
+    const long n = std::stol(log.substr(at + 5));
+    EXPECT_LE(n, window) << log;
+    window -= n;
+    sum += n;
+    if (sum >= 65535) window += 10;
+  }
+  EXPECT_EQ(sum, 65555) << log;
+}
+
+// A response body shorter or longer than the backend's content-length:
+// the client's stream is reset (nginx: "upstream prematurely closed
+// stream", "upstream sent response body larger than indicated content
+// length").
 TEST(GrpcRawBackend, BodyNotMatchingContentLengthResetsTheStream) {
   for (const std::string cl : {"42", "8"}) {
     GrpcRaw g({"length", cl});
