@@ -121,7 +121,8 @@ class ServerProcess {
     wait_for(
         [&] {
           if (count(needle) >= n) return true;
-          gone = proc_ == nullptr || !alive(proc_->pid());
+          // Reaped here when it has exited (a zombie still answers kill(0)).
+          gone = proc_ == nullptr || !alive(proc_->pid()) || wait_exit(0) != -1;
           return gone;
         },
         timeout_ms, 0);
