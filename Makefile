@@ -24,9 +24,15 @@ run: build/$(PRESET)/build.ninja
 test: build
 	ctest --preset $(PRESET) $(ARGS)
 
-# The suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer: the asan
+# build's unit and fault tests, then the release build's integration tests
+# (drivers of the programs they start) against the asan build's vigil,
+# examples and support programs, so the drivers are compiled once.
 asan:
-	$(MAKE) test PRESET=asan
+	$(MAKE) build PRESET=release
+	$(MAKE) build PRESET=asan
+	ctest --preset asan $(ARGS)
+	VIGIL_TEST_BUILD_DIR=$(CURDIR)/build/asan ctest --preset release -L '^integration$$' $(ARGS)
 
 bench: build
 	@for b in build/$(PRESET)/bench_*; do echo "== $$b"; $$b $(ARGS) || exit 1; done
