@@ -3,23 +3,13 @@
 #include "http/v2/memory.h"
 
 #include <openssl/ssl.h>
+#include <sanitizer/asan_interface.h>  // the poisoning macros: no-ops without ASan
 #include <sys/mman.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define VIGIL_H2_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VIGIL_H2_ASAN 1
-#endif
-#endif
-#ifdef VIGIL_H2_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 #include "event/tls/tls.h"
 #include "http/core/counters.h"
@@ -53,25 +43,6 @@ struct FreeBlock {
 
 const char kWorkerKey = 0;  // the address is h2's key among the loop's contexts
 
-// Under AddressSanitizer a block on a free list is poisoned: a use after
-// nghttp2 freed it is reported as one, not reused memory.
-void poison(void* p, std::size_t n) {
-#ifdef VIGIL_H2_ASAN
-  ASAN_POISON_MEMORY_REGION(p, n);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-void unpoison(void* p, std::size_t n) {
-#ifdef VIGIL_H2_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, n);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
 }  // namespace
 
 struct H2Worker {
@@ -81,7 +52,7 @@ struct H2Worker {
     for (FreeBlock*& head : free) {
       while (head != nullptr) {
         FreeBlock* b = head;
-        unpoison(b, sizeof *b);
+        ASAN_UNPOISON_MEMORY_REGION(b, sizeof *b);
         head = b->next;
         std::free(b);
       }
@@ -156,7 +127,7 @@ void* block_alloc(std::size_t size, void* user) {
     const std::size_t cls = (size + kGranule - 1) / kGranule;
     void* mem = w.free[cls];
     if (mem != nullptr) {
-      unpoison(mem, cls * kGranule + sizeof(BlockHead));
+      ASAN_UNPOISON_MEMORY_REGION(mem, cls * kGranule + sizeof(BlockHead));
       w.free[cls] = w.free[cls]->next;
       w.cached -= cls * kGranule + sizeof(BlockHead);
     } else {
@@ -204,7 +175,9 @@ void block_free(void* p, void* user) {
   FreeBlock* f = new (h) FreeBlock{w.free[cls]};
   w.free[cls] = f;
   w.cached += bytes;
-  poison(f, bytes);
+  // Under AddressSanitizer a block on a free list is poisoned: a use after
+  // nghttp2 freed it is reported as one, not as reused memory.
+  ASAN_POISON_MEMORY_REGION(f, bytes);
 }
 
 void* block_calloc(std::size_t n, std::size_t size, void* user) {

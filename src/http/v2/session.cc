@@ -327,8 +327,8 @@ int on_frame_recv(nghttp2_session* ng, const nghttp2_frame* frame, void* user) {
     // $request_length counts the header block as it came (nginx): the
     // frames' payload without padding and priority fields.
     const std::uint32_t block = static_cast<Session*>(user)->head_block;
-    const std::size_t extra = frame->headers.padlen +
-                              ((frame->hd.flags & NGHTTP2_FLAG_PRIORITY) != 0 ? 5 : 0);
+    const std::size_t extra =
+        frame->headers.padlen + ((frame->hd.flags & NGHTTP2_FLAG_PRIORITY) != 0 ? 5 : 0);
     st->head_length = block > extra ? block - static_cast<std::uint32_t>(extra) : 0;
     // The priority field as parsed (nghttp2 does not, its HTTP messaging
     // being off). Without one: the default urgency, but served in turns
@@ -465,8 +465,6 @@ void give_back_buffers(Session& s) {
   s.rbuf = s.wbuf = s.block = nullptr;
 }
 
-constexpr std::size_t kFrameHeader = kFrameHeadSize;
-
 bool mem_send(Session& s, const std::uint8_t*& data, std::size_t& len) {
   const ssize_t n = nghttp2_session_mem_send(s.ng, &data);
   if (n < 0) {
@@ -502,7 +500,7 @@ bool merge_header_block(Session& s) {
   const std::uint8_t* f = first;
   std::size_t flen = s.frame_len;
   for (;;) {
-    const std::size_t plen = flen - kFrameHeader;
+    const std::size_t plen = flen - kFrameHeadSize;
     if (len + plen > cap) {
       const std::size_t more = std::max(2 * cap, len + plen);
       auto* grown = reinterpret_cast<std::uint8_t*>(cache.get(more));
@@ -515,16 +513,16 @@ bool merge_header_block(Session& s) {
       payload = grown;
       cap = more;
     }
-    std::memcpy(payload + len, f + kFrameHeader, plen);
+    std::memcpy(payload + len, f + kFrameHeadSize, plen);
     len += plen;
     if ((f[4] & NGHTTP2_FLAG_END_HEADERS) != 0) break;
-    if (!mem_send(s, f, flen) || flen < kFrameHeader || f[3] != NGHTTP2_CONTINUATION) {
+    if (!mem_send(s, f, flen) || flen < kFrameHeadSize || f[3] != NGHTTP2_CONTINUATION) {
       cache.put(reinterpret_cast<char*>(payload), cap);
       return false;
     }
   }
   const std::size_t frames = (len + max - 1) / max;
-  const std::size_t size = len + frames * kFrameHeader;
+  const std::size_t size = len + frames * kFrameHeadSize;
   auto* out = reinterpret_cast<std::uint8_t*>(cache.get(size));
   if (out == nullptr) {
     cache.put(reinterpret_cast<char*>(payload), cap);
@@ -539,8 +537,8 @@ bool merge_header_block(Session& s) {
                    static_cast<std::uint8_t>((at == 0 ? end_stream : 0) |
                                              (last ? NGHTTP2_FLAG_END_HEADERS : 0)),
                    stream_id);
-    std::memcpy(p + kFrameHeader, payload + at, n);
-    p += kFrameHeader + n;
+    std::memcpy(p + kFrameHeadSize, payload + at, n);
+    p += kFrameHeadSize + n;
     at += n;
   }
   cache.put(reinterpret_cast<char*>(payload), cap);
@@ -558,7 +556,7 @@ bool next_frame(Session& s) {
     s.block = nullptr;
   }
   if (!mem_send(s, s.frame, s.frame_len)) return false;
-  if (s.frame_len > kFrameHeader && s.frame[3] == NGHTTP2_HEADERS &&
+  if (s.frame_len > kFrameHeadSize && s.frame[3] == NGHTTP2_HEADERS &&
       (s.frame[4] & (NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_PRIORITY)) ==
           0) {
     return merge_header_block(s);
